@@ -1,0 +1,101 @@
+/**
+ * Assembles the Express application: request logging, health checks, then the three faces —
+ * the OAuth authorization server, the GraphQL API and the REST layer — and the demo pages.
+ */
+import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
+import { pinoHttp } from 'pino-http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Runtime } from './runtime.js';
+import { requestId } from './http/request-id.js';
+import { createOAuthRouter } from './oauth/router.js';
+import { createGraphQL } from './graphql/index.js';
+import { createRestRouter } from './rest/router.js';
+import { createDemoRouter } from './demo/router.js';
+import { NotFound, toApiError } from './rest/errors.js';
+
+const READY_TIMEOUT_MS = 2_000;
+
+export interface AppOptions {
+  /** Set while the server drains on shutdown, so responses close their connections. */
+  isShuttingDown?: () => boolean;
+}
+
+function requestLogger(runtime: Runtime) {
+  return pinoHttp({
+    logger: runtime.logger,
+    genReqId: requestId,
+    // Only method, path (never the query string: it can carry codes) and status are logged.
+    wrapSerializers: false,
+    serializers: {
+      req: (req: IncomingMessage & { id?: unknown; originalUrl?: string }) => ({
+        id: req.id,
+        method: req.method,
+        path: (req.originalUrl ?? req.url ?? '').split('?')[0],
+      }),
+      res: (res: ServerResponse) => ({ statusCode: res.statusCode }),
+    },
+    customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : 'info'),
+    customSuccessMessage: (req, res) => `${req.method} ${(req.url ?? '').split('?')[0]} ${res.statusCode}`,
+  });
+}
+
+function healthRoutes(runtime: Runtime): express.Router {
+  const router = express.Router();
+  router.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  router.get('/readyz', async (_req, res) => {
+    try {
+      await Promise.race([
+        runtime.database.ping(),
+        new Promise((_, reject) => setTimeout(() => reject(new Error('database ping timed out')), READY_TIMEOUT_MS).unref()),
+      ]);
+      res.json({ status: 'ok', database: runtime.database.kind });
+    } catch (error) {
+      runtime.logger.warn({ err: error }, 'readiness check failed');
+      res.status(503).json({ status: 'unavailable', database: runtime.database.kind });
+    }
+  });
+  return router;
+}
+
+const notFound: RequestHandler = (req, _res, next) => {
+  next(new NotFound(`no route for ${req.method} ${req.path}`));
+};
+
+/** Last resort for anything a face did not answer itself: Google-style JSON, 5xx masked. */
+function fallbackErrorHandler(runtime: Runtime): ErrorRequestHandler {
+  return (error, req, res, _next) => {
+    const apiError = toApiError(error);
+    if (apiError.httpStatus >= 500) runtime.logger.error({ err: error, reqId: req.id }, 'unhandled error');
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    res.status(apiError.httpStatus).json(apiError.toBody());
+  };
+}
+
+export function createApp(runtime: Runtime, options: AppOptions = {}): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+  app.use(requestLogger(runtime));
+  if (options.isShuttingDown) {
+    const isShuttingDown = options.isShuttingDown;
+    app.use((_req, res, next) => {
+      if (isShuttingDown()) res.setHeader('Connection', 'close');
+      next();
+    });
+  }
+  app.use(healthRoutes(runtime));
+  app.use(createOAuthRouter(runtime));
+  const graphql = createGraphQL(runtime);
+  app.use(graphql.router);
+  app.use(createRestRouter(runtime, graphql));
+  if (runtime.config.demo) app.use(createDemoRouter(runtime));
+  app.use(notFound);
+  app.use(fallbackErrorHandler(runtime));
+  return app;
+}

@@ -1,0 +1,138 @@
+/**
+ * Opens the one database the service runs on: embedded PGlite (persisted in DATA_DIR, or in
+ * memory) or a PostgreSQL server through postgres.js. Both are driven through the same Drizzle
+ * schema and relations, so nothing outside this file knows which one it talks to.
+ */
+import { fileURLToPath } from 'node:url';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import postgres from 'postgres';
+import { sql } from 'drizzle-orm';
+import type { PgAsyncDatabase } from 'drizzle-orm/pg-core/async/db';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
+import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
+import { relations, type Relations } from './relations.js';
+import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.js';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Db = PgAsyncDatabase<any, Relations>;
+
+export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
+
+/** Fixed key of the PostgreSQL advisory lock that serializes migrations across instances. */
+const MIGRATION_LOCK_KEY = 0x6669656c; // "fiel"
+
+export interface QueryListener {
+  (query: string, params: unknown[]): void;
+}
+
+export interface DatabaseOptions {
+  databaseUrl?: string | undefined;
+  dataDir?: string;
+  poolSize?: number;
+}
+
+export interface Database {
+  readonly db: Db;
+  readonly kind: 'pglite' | 'postgres';
+  /** Human-readable location for start-up messages (never includes a password). */
+  readonly location: string;
+  /**
+   * Applies pending migrations, then runs `bootstrap` (one-time data such as the first signing
+   * key). On PostgreSQL both run under an advisory lock, so instances starting together do this once.
+   */
+  migrate(bootstrap?: (db: Db) => Promise<void>): Promise<void>;
+  /** Resolves when the database answers a trivial query. */
+  ping(): Promise<void>;
+  /** Subscribes to every SQL statement sent (used by tests to prove column-level loading). */
+  onQuery(listener: QueryListener): () => void;
+  close(): Promise<void>;
+}
+
+export async function openDatabase(options: DatabaseOptions): Promise<Database> {
+  const listeners = new Set<QueryListener>();
+  const logger = {
+    logQuery(query: string, params: unknown[]) {
+      for (const listener of listeners) listener(query, params);
+    },
+  };
+  const onQuery = (listener: QueryListener) => {
+    listeners.add(listener);
+    return () => listeners.delete(listener);
+  };
+
+  if (options.databaseUrl) {
+    const client = postgres(options.databaseUrl, {
+      max: options.poolSize ?? 10,
+      onnotice: () => {},
+      connection: { application_name: 'fieldgate' },
+    });
+    const db = drizzlePostgres({ client, relations, logger });
+    const url = new URL(options.databaseUrl);
+    url.password = '';
+    return {
+      db: db as unknown as Db,
+      kind: 'postgres',
+      location: url.href,
+      onQuery,
+      async migrate(bootstrap) {
+        const lockConnection = await client.reserve();
+        try {
+          await lockConnection`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`;
+          await migratePostgres(db, { migrationsFolder: MIGRATIONS_FOLDER });
+          await bootstrap?.(db as unknown as Db);
+        } finally {
+          await lockConnection`select pg_advisory_unlock(${MIGRATION_LOCK_KEY})`.catch(() => {});
+          lockConnection.release();
+        }
+      },
+      async ping() {
+        await db.execute(sql`select 1`);
+      },
+      async close() {
+        await client.end({ timeout: 5 });
+      },
+    };
+  }
+
+  const dataDir = options.dataDir ?? 'memory://';
+  let lock: DataDirLock | undefined;
+  let client: PGlite;
+  if (dataDir === 'memory://') {
+    client = new PGlite();
+  } else {
+    mkdirSync(dataDir, { recursive: true });
+    lock = acquireDataDirLock(dataDir);
+    try {
+      client = new PGlite(path.join(dataDir, 'pgdata'));
+      await client.waitReady;
+    } catch (error) {
+      lock.release();
+      throw error;
+    }
+  }
+  const db = drizzlePglite({ client, relations, logger });
+  return {
+    db: db as unknown as Db,
+    kind: 'pglite',
+    location: dataDir === 'memory://' ? 'in memory' : dataDir,
+    onQuery,
+    async migrate(bootstrap) {
+      await migratePglite(db, { migrationsFolder: MIGRATIONS_FOLDER });
+      await bootstrap?.(db as unknown as Db);
+    },
+    async ping() {
+      await db.execute(sql`select 1`);
+    },
+    async close() {
+      try {
+        if (!client.closed) await client.close();
+      } finally {
+        lock?.release();
+      }
+    },
+  };
+}

@@ -1,0 +1,147 @@
+/**
+ * Registered OAuth clients. Confidential clients get a generated 256-bit secret that is shown
+ * once and stored as HMAC-SHA-256 under a per-deployment key; public clients have none and
+ * must use PKCE.
+ */
+import { eq } from 'drizzle-orm';
+import type { Db } from '../db/database.js';
+import { clients } from '../db/schema.js';
+import { ALL_SCOPES, isScope, parseScope } from './scopes.js';
+import { constantTimeEqual, hmacSha256, randomToken } from './secrets.js';
+
+export type Client = typeof clients.$inferSelect;
+
+export const SUPPORTED_GRANT_TYPES = ['authorization_code', 'refresh_token'] as const;
+
+export class ClientRegistrationError extends Error {
+  override readonly name = 'ClientRegistrationError';
+}
+
+export interface NewClient {
+  name: string;
+  redirectUris: string[];
+  isPublic?: boolean;
+  /** Space-separated; defaults to every scope Fieldgate knows. */
+  scope?: string;
+  /** Fixed id (the demo client); a random one otherwise. */
+  id?: string;
+}
+
+export interface RegisteredClient {
+  client_id: string;
+  client_secret?: string;
+  client_name: string;
+  redirect_uris: string[];
+  scope: string;
+  grant_types: string[];
+  token_endpoint_auth_method: 'client_secret_basic' | 'none';
+}
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * RFC 9700 §2.1 / §4.1.3: redirect URIs are registered in full, use https (or http on a
+ * loopback host, for native and development clients) and carry no fragment.
+ */
+export function validateRedirectUri(raw: string): string {
+  let uri: URL;
+  try {
+    uri = new URL(raw);
+  } catch {
+    throw new ClientRegistrationError(`redirect URI "${raw}" is not an absolute URI`);
+  }
+  if (raw.includes('#')) throw new ClientRegistrationError(`redirect URI "${raw}" must not contain a fragment`);
+  if (uri.protocol === 'http:' && !LOOPBACK_HOSTS.has(uri.hostname) && !uri.hostname.startsWith('127.')) {
+    throw new ClientRegistrationError(`redirect URI "${raw}" must use https (http is allowed only on localhost/127.0.0.1/[::1])`);
+  }
+  if (uri.protocol !== 'https:' && uri.protocol !== 'http:') {
+    throw new ClientRegistrationError(`redirect URI "${raw}" must use https (or http on a loopback host)`);
+  }
+  if (uri.username || uri.password) throw new ClientRegistrationError(`redirect URI "${raw}" must not contain credentials`);
+  return raw;
+}
+
+export class ClientStore {
+  constructor(
+    private readonly db: Db,
+    private readonly secretKey: string,
+  ) {}
+
+  hashSecret(secret: string): string {
+    return hmacSha256(this.secretKey, secret);
+  }
+
+  /** Constant-time check of a presented secret against the client's stored hash. */
+  verifySecret(client: Client, secret: string): boolean {
+    if (!client.secretHash) return false;
+    return constantTimeEqual(this.hashSecret(secret), client.secretHash);
+  }
+
+  async create(input: NewClient): Promise<RegisteredClient> {
+    const name = input.name.trim();
+    if (!name) throw new ClientRegistrationError('a client needs a name');
+    if (input.redirectUris.length === 0) throw new ClientRegistrationError('a client needs at least one redirect URI');
+    const redirectUris = [...new Set(input.redirectUris.map(validateRedirectUri))];
+    const scopes = input.scope === undefined ? ALL_SCOPES : parseScope(input.scope);
+    const unknown = scopes.filter((scope) => !isScope(scope));
+    if (unknown.length) throw new ClientRegistrationError(`unknown scope ${unknown.join(', ')}; known: ${ALL_SCOPES.join(' ')}`);
+    if (scopes.length === 0) throw new ClientRegistrationError('a client needs at least one scope');
+    const secret = input.isPublic ? undefined : randomToken(32);
+    const [row] = await this.db
+      .insert(clients)
+      .values({
+        id: input.id ?? randomToken(16),
+        name,
+        secretHash: secret === undefined ? null : this.hashSecret(secret),
+        redirectUris,
+        scopes,
+        grantTypes: [...SUPPORTED_GRANT_TYPES],
+        isPublic: input.isPublic ?? false,
+      })
+      .returning();
+    return describeClient(row!, secret);
+  }
+
+  async find(id: string): Promise<Client | undefined> {
+    const [row] = await this.db.select().from(clients).where(eq(clients.id, id));
+    return row;
+  }
+
+  async list(): Promise<RegisteredClient[]> {
+    const rows = await this.db.select().from(clients).orderBy(clients.createdAt);
+    return rows.map((row) => describeClient(row));
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const deleted = await this.db.delete(clients).where(eq(clients.id, id)).returning({ id: clients.id });
+    return deleted.length > 0;
+  }
+
+  /** Issues a new secret for a confidential client (the old one stops working at once). */
+  async resetSecret(id: string): Promise<string> {
+    const secret = randomToken(32);
+    const updated = await this.db
+      .update(clients)
+      .set({ secretHash: this.hashSecret(secret) })
+      .where(eq(clients.id, id))
+      .returning({ id: clients.id });
+    if (updated.length === 0) throw new ClientRegistrationError(`no client ${id}`);
+    return secret;
+  }
+
+  async setRedirectUris(id: string, redirectUris: string[]): Promise<void> {
+    await this.db.update(clients).set({ redirectUris: redirectUris.map(validateRedirectUri) }).where(eq(clients.id, id));
+  }
+}
+
+export function describeClient(row: Client, secret?: string): RegisteredClient {
+  return {
+    client_id: row.id,
+    ...(secret === undefined ? {} : { client_secret: secret }),
+    client_name: row.name,
+    redirect_uris: row.redirectUris,
+    scope: row.scopes.join(' '),
+    grant_types: row.grantTypes,
+    token_endpoint_auth_method: row.isPublic ? 'none' : 'client_secret_basic',
+  };
+}

@@ -1,0 +1,118 @@
+/**
+ * OAuth protocol errors. Each class fixes its RFC error code and HTTP status, so a handler
+ * just throws and the one serializer per surface (token JSON, authorize redirect, resource
+ * `WWW-Authenticate`) turns it into the response. `expose` is false for anything that is not a
+ * client error: those are logged and shown as a bare `server_error`.
+ */
+export type OAuthErrorCode =
+  | 'invalid_request'
+  | 'invalid_client'
+  | 'invalid_grant'
+  | 'unauthorized_client'
+  | 'unsupported_grant_type'
+  | 'unsupported_response_type'
+  | 'invalid_scope'
+  | 'access_denied'
+  | 'server_error'
+  | 'temporarily_unavailable'
+  | 'invalid_token'
+  | 'insufficient_scope';
+
+export interface OAuthErrorOptions {
+  cause?: unknown;
+}
+
+export abstract class OAuthError extends Error {
+  abstract readonly code: OAuthErrorCode;
+  abstract readonly status: number;
+  get expose(): boolean {
+    return this.status < 500;
+  }
+  constructor(description: string, options: OAuthErrorOptions = {}) {
+    super(description, options.cause === undefined ? undefined : { cause: options.cause });
+  }
+  /** The RFC 6749 §5.2 error object. */
+  toJSON(): { error: OAuthErrorCode; error_description: string } {
+    return { error: this.code, error_description: this.message };
+  }
+}
+
+export class InvalidRequest extends OAuthError {
+  readonly code = 'invalid_request';
+  readonly status = 400;
+}
+
+export interface InvalidClientOptions extends OAuthErrorOptions {
+  /** The client tried the Authorization header: answer 401 with `WWW-Authenticate: Basic`. */
+  viaAuthorizationHeader?: boolean;
+}
+
+export class InvalidClient extends OAuthError {
+  readonly code = 'invalid_client';
+  readonly status: number;
+  readonly viaAuthorizationHeader: boolean;
+  constructor(description: string, options: InvalidClientOptions = {}) {
+    super(description, options);
+    this.viaAuthorizationHeader = options.viaAuthorizationHeader ?? false;
+    this.status = this.viaAuthorizationHeader ? 401 : 400;
+  }
+}
+
+export class InvalidGrant extends OAuthError {
+  readonly code = 'invalid_grant';
+  readonly status = 400;
+}
+
+export class UnauthorizedClient extends OAuthError {
+  readonly code = 'unauthorized_client';
+  readonly status = 400;
+}
+
+export class UnsupportedGrantType extends OAuthError {
+  readonly code = 'unsupported_grant_type';
+  readonly status = 400;
+}
+
+export class UnsupportedResponseType extends OAuthError {
+  readonly code = 'unsupported_response_type';
+  readonly status = 400;
+}
+
+export class InvalidScope extends OAuthError {
+  readonly code = 'invalid_scope';
+  readonly status = 400;
+}
+
+export class AccessDenied extends OAuthError {
+  readonly code = 'access_denied';
+  readonly status = 403;
+}
+
+export class ServerError extends OAuthError {
+  readonly code = 'server_error';
+  readonly status = 500;
+}
+
+/** RFC 6750 §3.1: the access token is missing, expired, revoked, malformed or not ours. */
+export class InvalidToken extends OAuthError {
+  readonly code = 'invalid_token';
+  readonly status = 401;
+  /** No credentials were sent at all: RFC 6750 says the challenge then carries no error code. */
+  readonly missing: boolean;
+  constructor(description: string, options: OAuthErrorOptions & { missing?: boolean } = {}) {
+    super(description, options);
+    this.missing = options.missing ?? false;
+  }
+}
+
+/** RFC 6750 §3.1: the token is valid but lacks the scope the request needs. */
+export class InsufficientScope extends OAuthError {
+  readonly code = 'insufficient_scope';
+  readonly status = 403;
+  constructor(
+    readonly requiredScope: string,
+    options: OAuthErrorOptions = {},
+  ) {
+    super(`this request needs the scope ${requiredScope}`, options);
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * Signing keys for access tokens (ES256). Keys live in the database so every instance signs
+ * and verifies with the same set. After `fieldgate keys rotate` the previous key is retired:
+ * it signs nothing new but stays published until every token it signed has expired.
+ *
+ * Each instance caches the key set and reloads it every RELOAD_INTERVAL_MS, and at once
+ * (at most once a second) when it meets a token whose `kid` it does not know — so a rotation
+ * done elsewhere is picked up for verification immediately and for signing within the interval.
+ */
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
+import { desc, gt, isNull, lt, or, sql } from 'drizzle-orm';
+import type { Db } from '../db/database.js';
+import { signingKeys } from '../db/schema.js';
+
+export const SIGNING_ALG = 'ES256';
+const RELOAD_INTERVAL_MS = 30_000;
+const UNKNOWN_KID_RELOAD_MIN_MS = 1_000;
+/** Slack for instances that have not yet noticed a rotation and still sign with the old key. */
+const PUBLISH_MARGIN_SECONDS = 2 * (RELOAD_INTERVAL_MS / 1000);
+
+export interface SigningKey {
+  kid: string;
+  alg: string;
+  privateKey: CryptoKey;
+}
+
+interface LoadedKey {
+  kid: string;
+  alg: string;
+  publicJwk: JWK;
+  publicKey: CryptoKey;
+  privateJwk: JWK;
+  retiredAt: Date | null;
+}
+
+async function newKeyRow() {
+  const { publicKey, privateKey } = await generateKeyPair(SIGNING_ALG, { extractable: true });
+  const publicJwk = await exportJWK(publicKey);
+  const kid = await calculateJwkThumbprint(publicJwk);
+  return {
+    kid,
+    alg: SIGNING_ALG,
+    publicJwk: { ...publicJwk, kid, alg: SIGNING_ALG, use: 'sig' },
+    privateJwk: { ...(await exportJWK(privateKey)), kid, alg: SIGNING_ALG },
+  };
+}
+
+/** Creates the first signing key when there is none. Run under the migration lock. */
+export async function ensureSigningKey(db: Db): Promise<void> {
+  const [current] = await db.select({ kid: signingKeys.kid }).from(signingKeys).where(isNull(signingKeys.retiredAt)).limit(1);
+  if (!current) await db.insert(signingKeys).values(await newKeyRow());
+}
+
+/**
+ * Retires the current key and makes a new one current. Keys retired longer ago than any
+ * token they signed can live are deleted. Returns the new key id.
+ */
+export async function rotateSigningKey(db: Db, accessTokenTtl: number): Promise<{ kid: string; retired: string[] }> {
+  const row = await newKeyRow();
+  return db.transaction(async (tx) => {
+    const retired = await tx
+      .update(signingKeys)
+      .set({ retiredAt: sql`now()` })
+      .where(isNull(signingKeys.retiredAt))
+      .returning({ kid: signingKeys.kid });
+    await tx.insert(signingKeys).values(row);
+    await tx
+      .delete(signingKeys)
+      .where(lt(signingKeys.retiredAt, sql`now() - make_interval(secs => ${accessTokenTtl + PUBLISH_MARGIN_SECONDS})`));
+    return { kid: row.kid, retired: retired.map((r) => r.kid) };
+  });
+}
+
+export class KeyStore {
+  private keys: LoadedKey[] = [];
+  private loadedAt = 0;
+  private loading: Promise<void> | undefined;
+  private currentSigningKey: SigningKey | undefined;
+
+  constructor(
+    private readonly db: Db,
+    private readonly accessTokenTtl: number,
+  ) {}
+
+  private async load(): Promise<void> {
+    const rows = await this.db
+      .select()
+      .from(signingKeys)
+      .where(
+        or(
+          isNull(signingKeys.retiredAt),
+          gt(signingKeys.retiredAt, sql`now() - make_interval(secs => ${this.accessTokenTtl + PUBLISH_MARGIN_SECONDS})`),
+        ),
+      )
+      .orderBy(desc(signingKeys.createdAt));
+    const keys: LoadedKey[] = [];
+    for (const row of rows) {
+      keys.push({
+        kid: row.kid,
+        alg: row.alg,
+        publicJwk: row.publicJwk as JWK,
+        publicKey: (await importJWK(row.publicJwk as JWK, row.alg)) as CryptoKey,
+        privateJwk: row.privateJwk as JWK,
+        retiredAt: row.retiredAt,
+      });
+    }
+    const current = keys.find((key) => key.retiredAt === null);
+    if (current && current.kid !== this.currentSigningKey?.kid) {
+      this.currentSigningKey = {
+        kid: current.kid,
+        alg: current.alg,
+        privateKey: (await importJWK(current.privateJwk, current.alg)) as CryptoKey,
+      };
+    }
+    this.keys = keys;
+    this.loadedAt = Date.now();
+  }
+
+  private reload(): Promise<void> {
+    this.loading ??= this.load().finally(() => {
+      this.loading = undefined;
+    });
+    return this.loading;
+  }
+
+  private async fresh(): Promise<void> {
+    if (Date.now() - this.loadedAt > RELOAD_INTERVAL_MS) await this.reload();
+  }
+
+  async signingKey(): Promise<SigningKey> {
+    await this.fresh();
+    if (!this.currentSigningKey) await this.reload();
+    if (!this.currentSigningKey) throw new Error('no signing key: run `fieldgate migrate` first');
+    return this.currentSigningKey;
+  }
+
+  /** The public key for `kid`, reloading once when the kid is unknown (a rotation elsewhere). */
+  async verificationKey(kid: string | undefined): Promise<CryptoKey | undefined> {
+    await this.fresh();
+    let key = this.keys.find((k) => k.kid === kid);
+    if (!key && kid && Date.now() - this.loadedAt > UNKNOWN_KID_RELOAD_MIN_MS) {
+      await this.reload();
+      key = this.keys.find((k) => k.kid === kid);
+    }
+    return key?.publicKey;
+  }
+
+  /** The JWK Set to publish: the current key and every retired key whose tokens may still be live. */
+  async jwks(): Promise<{ keys: JWK[] }> {
+    await this.fresh();
+    return { keys: this.keys.map((key) => key.publicJwk) };
+  }
+
+  /** Forgets the cache, e.g. after this process rotated the key itself. */
+  invalidate(): Promise<void> {
+    return this.reload();
+  }
+}

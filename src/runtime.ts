@@ -1,0 +1,68 @@
+/**
+ * The long-lived services of one process, built once from the configuration and shared by
+ * the OAuth server, the GraphQL API, the REST layer and the CLI.
+ */
+import type { Config } from './config.js';
+import { openDatabase, type Database, type Db } from './db/database.js';
+import { instanceSecret } from './db/instance-secrets.js';
+import type { Logger } from './logger.js';
+import { AccessTokens } from './oauth/access-token.js';
+import { ClientStore } from './oauth/clients.js';
+import { ensureSigningKey, KeyStore } from './oauth/keys.js';
+import { Revocations } from './oauth/revocation.js';
+import { UserStore } from './oauth/users.js';
+
+export interface Runtime {
+  config: Config;
+  database: Database;
+  db: Db;
+  logger: Logger;
+  keys: KeyStore;
+  revocations: Revocations;
+  accessTokens: AccessTokens;
+  clients: ClientStore;
+  users: UserStore;
+  /** Key that signs browser-session cookies, shared by every instance. */
+  sessionSecret: string;
+  close(): Promise<void>;
+}
+
+/** Opens the database, applies migrations (and first-run bootstrap) and wires the services. */
+export async function openRuntime(config: Config, logger: Logger, database?: Database): Promise<Runtime> {
+  database ??= await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize });
+  try {
+    await database.migrate(ensureSigningKey);
+    return await wireRuntime(config, logger, database);
+  } catch (error) {
+    await database.close().catch(() => {});
+    throw error;
+  }
+}
+
+async function wireRuntime(config: Config, logger: Logger, database: Database): Promise<Runtime> {
+  const db = database.db;
+  const keys = new KeyStore(db, config.accessTokenTtl);
+  const revocations = new Revocations(db);
+  const accessTokens = new AccessTokens(keys, revocations, {
+    issuer: config.issuer,
+    audience: config.issuer,
+    ttlSeconds: config.accessTokenTtl,
+  });
+  const [clientSecretKey, sessionSecret] = await Promise.all([
+    instanceSecret(db, 'client-secret-hmac'),
+    instanceSecret(db, 'session-cookie'),
+  ]);
+  return {
+    config,
+    database,
+    db,
+    logger,
+    keys,
+    revocations,
+    accessTokens,
+    clients: new ClientStore(db, clientSecretKey),
+    users: new UserStore(db),
+    sessionSecret,
+    close: () => database.close(),
+  };
+}

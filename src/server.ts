@@ -1,0 +1,59 @@
+/**
+ * Runs the app on an HTTP server with graceful shutdown: stop accepting, let in-flight
+ * requests finish (bounded), then close the database.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp } from './app.js';
+import type { Runtime } from './runtime.js';
+
+export const SHUTDOWN_TIMEOUT_MS = 10_000;
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  server: http.Server;
+  /** Stops accepting, waits for in-flight requests (at most `timeoutMs`), closes the runtime. */
+  close(timeoutMs?: number): Promise<void>;
+}
+
+export async function startServer(runtime: Runtime): Promise<RunningServer> {
+  let shuttingDown = false;
+  const app = createApp(runtime, { isShuttingDown: () => shuttingDown });
+  const server = http.createServer(app);
+  // Bounds for slow or idle clients: headers within 10 s, a whole request within 30 s.
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
+  server.keepAliveTimeout = 5_000;
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(runtime.config.port, runtime.config.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = runtime.config.host.includes(':') ? `[${runtime.config.host}]` : runtime.config.host;
+
+  let closing: Promise<void> | undefined;
+  const close = (timeoutMs = SHUTDOWN_TIMEOUT_MS) =>
+    (closing ??= (async () => {
+      shuttingDown = true;
+      const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<void>((resolve) => {
+        timer = setTimeout(() => {
+          runtime.logger.warn('shutdown timeout reached; closing remaining connections');
+          server.closeAllConnections();
+          resolve();
+        }, timeoutMs);
+      });
+      await Promise.race([drained, timedOut]);
+      clearTimeout(timer);
+      await runtime.close();
+    })());
+
+  return { url: `http://${host}:${port}`, port, server, close };
+}

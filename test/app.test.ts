@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import request from 'supertest';
+import { describeEachDatabase } from './support/runtime.js';
+
+describeEachDatabase('health checks', (context) => {
+  it('GET /healthz answers while the process is up', async () => {
+    const res = await request(context().app).get('/healthz');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: 'ok' });
+  });
+
+  it('GET /readyz answers ok when the database answers', async () => {
+    const res = await request(context().app).get('/readyz');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: 'ok', database: context().kind });
+  });
+
+  it('echoes a request id on every response', async () => {
+    const res = await request(context().app).get('/healthz').set('X-Request-Id', 'abc-123');
+    expect(res.headers['x-request-id']).toBe('abc-123');
+    const fresh = await request(context().app).get('/healthz');
+    expect(fresh.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('answers an unknown route with a Google-style 404', async () => {
+    const res = await request(context().app).get('/no/such/route');
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ error: { code: 404, status: 'NOT_FOUND', message: 'no route for GET /no/such/route' } });
+  });
+});
+
+describe('readiness when the database is gone', () => {
+  it('GET /readyz answers 503 after the database is closed', async () => {
+    const { createTestRuntime } = await import('./support/runtime.js');
+    const context = await createTestRuntime('pglite');
+    await context.runtime.database.close();
+    const res = await request(context.app).get('/readyz');
+    expect(res.status).toBe(503);
+    expect(res.body.status).toBe('unavailable');
+  });
+});
