@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import path from 'node:path';
+import { ConfigError, loadConfig } from '../src/config.js';
+
+describe('configuration from the environment', () => {
+  it('has the documented defaults', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      port: 3000,
+      host: '127.0.0.1',
+      issuer: 'http://localhost:3000',
+      databaseUrl: undefined,
+      databasePoolSize: 10,
+      dataDir: path.resolve('./data'),
+      accessTokenTtl: 3600,
+      refreshTokenTtl: 2_592_000,
+      authCodeTtl: 600,
+      refreshTokenReuseGrace: 0,
+      logLevel: 'info',
+      demo: true,
+    });
+  });
+
+  it('derives the default issuer from PORT and strips a trailing slash from ISSUER', () => {
+    expect(loadConfig({ PORT: '8080' }).issuer).toBe('http://localhost:8080');
+    expect(loadConfig({ ISSUER: 'https://auth.example.com/' }).issuer).toBe('https://auth.example.com');
+  });
+
+  it('keeps DATA_DIR=memory:// as the in-memory database', () => {
+    expect(loadConfig({ DATA_DIR: 'memory://' }).dataDir).toBe('memory://');
+  });
+
+  it('turns demo mode off by default on PostgreSQL', () => {
+    expect(loadConfig({ DATABASE_URL: 'postgres://db/x' }).demo).toBe(false);
+    expect(loadConfig({ DATABASE_URL: 'postgres://db/x', DEMO: 'true' }).demo).toBe(true);
+  });
+
+  const badValues: [string, string, RegExp][] = [
+    ['PORT', 'eighty', /PORT: must be a whole number from 0 to 65535/],
+    ['PORT', '70000', /PORT: must be a whole number from 0 to 65535/],
+    ['PORT', '-1', /PORT/],
+    ['ISSUER', 'not a url', /ISSUER: must be a URL/],
+    ['ISSUER', 'ftp://example.com', /ISSUER: must use http: or https:/],
+    ['ISSUER', 'https://example.com/?x=1', /ISSUER: must not carry a query/],
+    ['DATABASE_URL', 'mysql://localhost/db', /DATABASE_URL: must use postgres: or postgresql:/],
+    ['DATABASE_URL', '::::', /DATABASE_URL: must be a URL/],
+    ['DATABASE_POOL_SIZE', '0', /DATABASE_POOL_SIZE: must be a whole number from 1 to 1000/],
+    ['DATABASE_POOL_SIZE', 'ten', /DATABASE_POOL_SIZE/],
+    ['DATA_DIR', 's3://bucket', /DATA_DIR: must be a directory path or memory:\/\//],
+    ['ACCESS_TOKEN_TTL', '0', /ACCESS_TOKEN_TTL: must be a whole number from 1/],
+    ['ACCESS_TOKEN_TTL', '1.5', /ACCESS_TOKEN_TTL/],
+    ['REFRESH_TOKEN_TTL', 'forever', /REFRESH_TOKEN_TTL/],
+    ['AUTH_CODE_TTL', '601', /AUTH_CODE_TTL: must be a whole number from 1 to 600/],
+    ['AUTH_CODE_TTL', '0', /AUTH_CODE_TTL/],
+    ['REFRESH_TOKEN_REUSE_GRACE', '301', /REFRESH_TOKEN_REUSE_GRACE: must be a whole number from 0 to 300/],
+    ['LOG_LEVEL', 'verbose', /LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent/],
+    ['CORS_ORIGINS', 'example.com', /CORS_ORIGINS: must be a URL/],
+    ['DEMO', 'maybe', /DEMO: must be true or false/],
+  ];
+
+  it.each(badValues)('refuses %s=%s with a message naming the variable', (name, value, message) => {
+    let thrown: unknown;
+    try {
+      loadConfig({ [name]: value });
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(ConfigError);
+    expect((thrown as ConfigError).variable).toBe(name);
+    expect((thrown as ConfigError).message).toMatch(message);
+  });
+});

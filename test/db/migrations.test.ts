@@ -1,0 +1,94 @@
+import { describe, expect, it } from 'vitest';
+import { sql } from 'drizzle-orm';
+import { openDatabase, type Database } from '../../src/db/database.js';
+import { ensureSigningKey } from '../../src/oauth/keys.js';
+import { createTestDatabase, DATABASE_KINDS, TEST_DATABASE_URL } from '../support/databases.js';
+
+const EXPECTED_TABLES = [
+  'authorization_codes',
+  'clients',
+  'consents',
+  'grants',
+  'instance_secrets',
+  'login_throttle',
+  'order_items',
+  'orders',
+  'products',
+  'refresh_tokens',
+  'reviews',
+  'revoked_access_tokens',
+  'sellers',
+  'shipping_policies',
+  'signing_keys',
+  'users',
+];
+
+function rows<T>(result: unknown): T[] {
+  return ((result as { rows?: T[] }).rows ?? result) as T[];
+}
+
+async function tables(database: Database): Promise<string[]> {
+  const result = await database.db.execute(
+    sql`select table_name from information_schema.tables where table_schema = 'public' order by table_name`,
+  );
+  return rows<{ table_name: string }>(result).map((r) => r.table_name);
+}
+
+async function appliedMigrations(database: Database): Promise<number> {
+  const result = await database.db.execute(sql`select count(*)::int as n from drizzle.__drizzle_migrations`);
+  return rows<{ n: number }>(result)[0]!.n;
+}
+
+for (const kind of DATABASE_KINDS) {
+  describe(`migrations [${kind}]`, () => {
+    it('create every table and are idempotent', async () => {
+      const testDatabase = await createTestDatabase(kind);
+      const database = await testDatabase.open();
+      try {
+        await database.migrate();
+        expect(await tables(database)).toEqual(EXPECTED_TABLES);
+        const applied = await appliedMigrations(database);
+        expect(applied).toBeGreaterThan(0);
+        await database.migrate();
+        expect(await appliedMigrations(database)).toBe(applied);
+      } finally {
+        await database.close();
+        await testDatabase.drop();
+      }
+    });
+
+    it('run the bootstrap once: exactly one current signing key', async () => {
+      const testDatabase = await createTestDatabase(kind);
+      const database = await testDatabase.open();
+      try {
+        await database.migrate(ensureSigningKey);
+        await database.migrate(ensureSigningKey);
+        const result = await database.db.execute(sql`select count(*)::int as n from signing_keys where retired_at is null`);
+        expect(rows<{ n: number }>(result)[0]!.n).toBe(1);
+      } finally {
+        await database.close();
+        await testDatabase.drop();
+      }
+    });
+  });
+}
+
+describe.runIf(TEST_DATABASE_URL)('migrations from several instances at once [postgres]', () => {
+  it('serialize on the advisory lock: all succeed, each migration is applied once, one signing key', async () => {
+    const testDatabase = await createTestDatabase('postgres');
+    const instances = await Promise.all(Array.from({ length: 4 }, () => openDatabase({ databaseUrl: testDatabase.url, poolSize: 2 })));
+    try {
+      await Promise.all(instances.map((instance) => instance.migrate(ensureSigningKey)));
+      const [first] = instances;
+      expect(await tables(first!)).toEqual(EXPECTED_TABLES);
+      const result = await first!.db.execute(sql`select count(*)::int as n, count(distinct hash)::int as d from drizzle.__drizzle_migrations`);
+      const { n, d } = rows<{ n: number; d: number }>(result)[0]!;
+      expect(n).toBe(d);
+      const keys = await first!.db.execute(sql`select count(*)::int as n from signing_keys where retired_at is null`);
+      expect(rows<{ n: number }>(keys)[0]!.n).toBe(1);
+    } finally {
+      await Promise.all(instances.map((instance) => instance.close()));
+      await testDatabase.drop();
+    }
+  });
+});

@@ -1,0 +1,75 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { runCli, startServerProcess, type ServerProcess } from './support/processes.js';
+
+describe('fieldgate serve on an embedded data directory', () => {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+  const dataDir = () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'fieldgate-serve-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    return dir;
+  };
+  const start = async (env: Record<string, string>) => {
+    const server = await startServerProcess(env);
+    cleanups.push(async () => void (await server.stop('SIGKILL')));
+    return server;
+  };
+
+  it('seeds the demo on first start and prints the URL, demo client, login and an /authorize link', async () => {
+    const server = await start({ DATA_DIR: dataDir() });
+    const out = server.stdout();
+    expect(out).toContain(`Fieldgate is listening on ${server.url}`);
+    expect(out).toMatch(/Demo client id: +demo-client/);
+    expect(out).toMatch(/Demo client secret: +[A-Za-z0-9_-]{43}/);
+    expect(out).toMatch(/Demo login: +demo \/ demo/);
+    const link = /Open to sign in: +(\S+)/.exec(out)?.[1];
+    expect(link).toBeDefined();
+    const authorize = new URL(link!);
+    expect(authorize.origin + authorize.pathname).toBe(`${server.url}/authorize`);
+    expect(Object.fromEntries(authorize.searchParams)).toMatchObject({
+      response_type: 'code',
+      client_id: 'demo-client',
+      redirect_uri: `${server.url}/demo/callback`,
+      code_challenge_method: 'S256',
+    });
+  });
+
+  it('keeps its data across a clean stop and across kill -9', async () => {
+    const dir = dataDir();
+    let server: ServerProcess = await start({ DATA_DIR: dir });
+    expect(await server.stop('SIGTERM')).toBe(0);
+
+    const created = await runCli(['user', 'create', '--username', 'survivor', '--password-stdin', '--json'], { DATA_DIR: dir }, 'pw\n');
+    expect(created.code).toBe(0);
+
+    server = await start({ DATA_DIR: dir });
+    expect(server.stdout()).toMatch(/Demo client id/);
+    await server.stop('SIGKILL');
+
+    // The lock left behind by the killed server is stale and taken over.
+    const again = await runCli(['user', 'create', '--username', 'survivor', '--password-stdin'], { DATA_DIR: dir }, 'pw\n');
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('username survivor is taken');
+    const seeded = await runCli(['seed', '--demo', '--json'], { DATA_DIR: dir });
+    expect(JSON.parse(seeded.stdout)).toMatchObject({ productsCreated: 0, userCreated: false });
+  });
+
+  it('exits 0 on SIGINT and SIGTERM', async () => {
+    const dir = dataDir();
+    const first = await start({ DATA_DIR: dir, DEMO: 'false' });
+    expect(await first.stop('SIGINT')).toBe(0);
+    const second = await start({ DATA_DIR: dir, DEMO: 'false' });
+    expect(await second.stop('SIGTERM')).toBe(0);
+  });
+
+  it('exits non-zero with one line naming a bad configuration variable', async () => {
+    const result = await runCli(['serve'], { DATA_DIR: 'memory://', PORT: 'abc' });
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim()).toBe('fieldgate: PORT: must be a whole number from 0 to 65535, got "abc"');
+  });
+});
