@@ -2,12 +2,21 @@
  * The GraphQL face: /graphql over graphql-yoga, and the same schema, validation cache, limits
  * and authorization for in-process execution by the REST layer.
  *
- * PLACEHOLDER — being implemented for issue 4. The contract below is what src/rest relies on.
+ * @example
+ *   const graphql = createGraphQL(runtime);
+ *   app.use(graphql.router);
+ *   const result = await graphql.execute({ document, variables: { limit: 10 }, principal });
  */
-import express from 'express';
-import type { DocumentNode, ExecutionResult } from 'graphql';
+import type express from 'express';
+import type { DocumentNode, ExecutionResult, GraphQLSchema } from 'graphql';
 import type { Runtime } from '../runtime.js';
 import type { Principal } from '../oauth/access-token.js';
+import { Executor } from './executor.js';
+import { createGraphQLRouter } from './http.js';
+import { loadLimits, type GraphQLLimits } from './limits.js';
+import { schema } from './schema/index.js';
+
+export type { GraphQLLimits } from './limits.js';
 
 export interface ExecuteRequest {
   /** A document built as an AST (never by pasting user text into a query string). */
@@ -25,14 +34,28 @@ export interface GraphQLService {
    * Validates (cached by document) and executes in-process, with the same limits and
    * authorization as /graphql. Errors come back in `errors` with `extensions.code`
    * (UNAUTHENTICATED, FORBIDDEN with `extensions.requiredScope`, NOT_FOUND, INVALID_ARGUMENT,
-   * FAILED_PRECONDITION) exactly as an HTTP client of /graphql would see them.
+   * FAILED_PRECONDITION) exactly as an HTTP client of /graphql would see them; errors that
+   * fail the whole request also carry `extensions.http` ({ status, headers? }).
    */
   execute(request: ExecuteRequest): Promise<ExecutionResult>;
+  /** The executable schema (printed into schema.graphql). */
+  schema: GraphQLSchema;
+  /** The limits in force. */
+  limits: Readonly<GraphQLLimits>;
 }
 
-export function createGraphQL(_runtime: Runtime): GraphQLService {
+export interface GraphQLOptions {
+  /** Overrides of the limits from the environment (GRAPHQL_MAX_*) and their defaults. */
+  limits?: Partial<GraphQLLimits>;
+}
+
+export function createGraphQL(runtime: Runtime, options: GraphQLOptions = {}): GraphQLService {
+  const limits = { ...loadLimits(), ...options.limits };
+  const executor = new Executor({ schema, db: runtime.db, logger: runtime.logger, limits });
   return {
-    router: express.Router(),
-    execute: async () => ({ errors: [] }),
+    router: createGraphQLRouter(runtime, executor),
+    execute: (request) => executor.run(request),
+    schema,
+    limits,
   };
 }

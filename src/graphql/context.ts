@@ -1,0 +1,13 @@
+/**
+ * What every resolver receives: the authenticated caller and the database. One fresh object
+ * per operation — plugin-drizzle keys its per-request caches on it.
+ */
+import type { Db } from '../db/database.js';
+import type { Logger } from '../logger.js';
+import type { Principal } from '../oauth/access-token.js';
+
+export interface GraphQLContext {
+  principal: Principal;
+  db: Db;
+  logger: Logger;
+}

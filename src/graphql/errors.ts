@@ -1,0 +1,147 @@
+/**
+ * The errors the GraphQL API shows its clients. Each class fixes its `extensions.code`; errors
+ * that fail a whole request also carry `extensions.http` (status and headers), which
+ * graphql-yoga turns into the HTTP status line and headers of /graphql and the REST layer
+ * reads from `execute()` results. Anything else that escapes a resolver is masked by
+ * `maskError` as INTERNAL_SERVER_ERROR, so no stack trace or SQL reaches a client.
+ *
+ * @example
+ *   throw new NotFound(`no order ${id}`);
+ *   throw new FailedPrecondition('cannot move an order from delivered to paid', {
+ *     extensions: { reason: 'ILLEGAL_STATUS_MOVE', from: 'DELIVERED', to: 'PAID' },
+ *   });
+ */
+import { GraphQLError } from 'graphql';
+import { InsufficientScope, type InvalidToken } from '../oauth/errors.js';
+import { wwwAuthenticate } from '../oauth/bearer.js';
+
+export type ErrorCode =
+  | 'UNAUTHENTICATED'
+  | 'FORBIDDEN'
+  | 'NOT_FOUND'
+  | 'INVALID_ARGUMENT'
+  | 'FAILED_PRECONDITION'
+  | 'INTERNAL_SERVER_ERROR';
+
+/** Why an INVALID_ARGUMENT request was refused before execution (`extensions.reason`). */
+export type RequestRejection =
+  | 'GRAPHQL_PARSE_FAILED'
+  | 'GRAPHQL_VALIDATION_FAILED'
+  | 'BAD_USER_INPUT'
+  | 'OPERATION_RESOLUTION_FAILURE'
+  | 'MAX_TOKENS'
+  | 'MAX_DEPTH'
+  | 'MAX_ALIASES'
+  | 'MAX_DIRECTIVES'
+  | 'MAX_COST'
+  | 'METHOD_NOT_ALLOWED';
+
+export interface HttpExtension {
+  status: number;
+  headers?: Record<string, string>;
+}
+
+export interface ApiErrorOptions {
+  cause?: unknown;
+  /** Extra `extensions` members (reason, field, from/to…). */
+  extensions?: Record<string, unknown>;
+  /** Set when the error fails the whole request rather than one field. */
+  http?: HttpExtension;
+  /** A GraphQL error (syntax, validation) whose locations in the document this one keeps. */
+  locatedAt?: GraphQLError;
+}
+
+/** Base of every error this API reports on purpose; anything that is not one is masked. */
+export abstract class ApiError extends GraphQLError {
+  /** Each subclass fixes its code here, so it is known before `super()` builds the extensions. */
+  static readonly code: ErrorCode;
+
+  constructor(message: string, options: ApiErrorOptions = {}) {
+    const code = (new.target as unknown as { code: ErrorCode }).code;
+    const at = options.locatedAt;
+    super(message, {
+      extensions: { code, ...options.extensions, ...(options.http ? { http: options.http } : {}) },
+      ...(options.cause instanceof Error ? { originalError: options.cause } : {}),
+      ...(at ? { nodes: at.nodes, source: at.source, positions: at.positions } : {}),
+    });
+  }
+
+  get code(): ErrorCode {
+    return (this.constructor as unknown as { code: ErrorCode }).code;
+  }
+}
+
+export class Unauthenticated extends ApiError {
+  static override readonly code = 'UNAUTHENTICATED';
+
+  /** From the bearer check's refusal, carrying the RFC 6750 challenge for the 401. */
+  static fromInvalidToken(error: InvalidToken): Unauthenticated {
+    return new Unauthenticated(error.message, {
+      cause: error,
+      http: { status: 401, headers: { 'WWW-Authenticate': wwwAuthenticate(error) } },
+    });
+  }
+}
+
+export class Forbidden extends ApiError {
+  static override readonly code = 'FORBIDDEN';
+  readonly requiredScope: string;
+
+  /** `scopes` are those the token lacks; the challenge names them all (RFC 6750 §3: space-delimited). */
+  constructor(scopes: readonly string[], options: Omit<ApiErrorOptions, 'http'> = {}) {
+    const requiredScope = scopes.join(' ');
+    const refusal = new InsufficientScope(requiredScope);
+    super(refusal.message, {
+      ...options,
+      extensions: { ...options.extensions, requiredScope },
+      http: { status: 403, headers: { 'WWW-Authenticate': wwwAuthenticate(refusal) } },
+    });
+    this.requiredScope = requiredScope;
+  }
+}
+
+export class NotFound extends ApiError {
+  static override readonly code = 'NOT_FOUND';
+}
+
+export class InvalidArgument extends ApiError {
+  static override readonly code = 'INVALID_ARGUMENT';
+}
+
+export class FailedPrecondition extends ApiError {
+  static override readonly code = 'FAILED_PRECONDITION';
+}
+
+export class InternalServerError extends ApiError {
+  static override readonly code = 'INTERNAL_SERVER_ERROR';
+}
+
+/** A request refused before execution: bad syntax, failed validation, a limit exceeded. HTTP 400. */
+export function rejectRequest(
+  reason: RequestRejection,
+  message: string,
+  options: { locatedAt?: GraphQLError; extensions?: Record<string, unknown> } = {},
+): InvalidArgument {
+  return new InvalidArgument(message, {
+    ...(options.locatedAt ? { locatedAt: options.locatedAt } : {}),
+    extensions: { reason, ...options.extensions },
+    http: { status: 400 },
+  });
+}
+
+/**
+ * The error as a client may see it: our own errors and graphql-js' own (a null in a non-null
+ * field…) as they are; anything a resolver threw that is not an ApiError — a driver error, a
+ * bug, a plugin's internal error — replaced by INTERNAL_SERVER_ERROR at the same path, so no
+ * stack or SQL leaves the server. `onMasked` receives the original to log it.
+ */
+export function maskError(error: GraphQLError, onMasked: (original: unknown) => void): GraphQLError {
+  const original = error.originalError;
+  if (error instanceof ApiError || original == null || original instanceof ApiError) return error;
+  onMasked(original);
+  return new GraphQLError('Unexpected error.', {
+    nodes: error.nodes,
+    path: error.path,
+    extensions: { code: 'INTERNAL_SERVER_ERROR' },
+  });
+}

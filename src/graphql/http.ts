@@ -1,0 +1,76 @@
+/**
+ * POST/GET /graphql: graphql-yoga handles the HTTP side — request parsing, batching (off),
+ * body size, CORS, content negotiation, turning `extensions.http` into the status line and
+ * headers — and hands each request's parameters to the shared Executor after checking the
+ * bearer token, so HTTP clients and the REST layer go through the very same pipeline.
+ */
+import express from 'express';
+import { createYoga, type Plugin, type YogaLogger } from 'graphql-yoga';
+import type { Runtime } from '../runtime.js';
+import { authenticateBearer } from '../oauth/bearer.js';
+import { InvalidToken } from '../oauth/errors.js';
+import { Unauthenticated } from './errors.js';
+import type { Executor } from './executor.js';
+
+export const GRAPHQL_PATH = '/graphql';
+/** Documents are at most a few thousand tokens; variables of one order fit easily. */
+const MAX_REQUEST_BODY_BYTES = 256 * 1024;
+
+/** Replaces yoga's parse/validate/execute with the Executor, behind bearer authentication. */
+function useExecutor(runtime: Runtime, executor: Executor): Plugin {
+  return {
+    onParams({ setParamsHandler }) {
+      setParamsHandler(async ({ request, params }) => {
+        let principal;
+        try {
+          principal = await authenticateBearer(runtime.accessTokens, request.headers.get('authorization'));
+        } catch (error) {
+          if (error instanceof InvalidToken) return { errors: [Unauthenticated.fromInvalidToken(error)] };
+          throw error;
+        }
+        return executor.run({
+          principal,
+          source: params.query,
+          variables: params.variables,
+          operationName: params.operationName,
+          method: request.method,
+        });
+      });
+    },
+  };
+}
+
+function yogaLogger(runtime: Runtime): YogaLogger {
+  const logger = runtime.logger.child({ component: 'graphql' });
+  return {
+    debug: () => {},
+    info: (...args: unknown[]) => logger.info({ detail: args }, 'graphql'),
+    warn: (...args: unknown[]) => logger.warn({ detail: args }, 'graphql'),
+    error: (...args: unknown[]) => logger.error({ err: args[0] }, 'graphql request failed'),
+  };
+}
+
+export function createGraphQLRouter(runtime: Runtime, executor: Executor): express.Router {
+  const origins = runtime.config.corsOrigins;
+  const yoga = createYoga({
+    schema: executor.schema,
+    graphqlEndpoint: GRAPHQL_PATH,
+    graphiql: false,
+    landingPage: false,
+    batching: false,
+    multipart: false,
+    maxRequestBodySize: MAX_REQUEST_BODY_BYTES,
+    logging: yogaLogger(runtime),
+    cors: {
+      origin: origins.includes('*') ? '*' : origins,
+      methods: ['GET', 'POST'],
+      allowedHeaders: ['Authorization', 'Content-Type'],
+      exposedHeaders: ['WWW-Authenticate'],
+      credentials: false,
+    },
+    plugins: [useExecutor(runtime, executor)],
+  });
+  const router = express.Router();
+  router.use(GRAPHQL_PATH, yoga);
+  return router;
+}

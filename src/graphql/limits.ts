@@ -1,0 +1,180 @@
+/**
+ * Abuse limits. A request over any of them is refused with 400 INVALID_ARGUMENT (and an
+ * `extensions.reason` naming the limit) before a resolver runs, so it never becomes a slow query.
+ *
+ * - tokens: counted while parsing (graphql-js' `maxTokens`, the check graphql-armor's max-tokens
+ *   parser performs), so an oversized document is not even turned into an AST;
+ * - depth, aliases, directives: graphql-armor's validation rules, cached with the validation;
+ * - cost: @pothos/plugin-complexity, from the field costs declared in the schema and the
+ *   request's variables (`products(limit: 200)` costs 200 times its selection), so it is
+ *   computed per request;
+ * - no field suggestions: graphql-js' `hideSuggestions`, in validation and in execution;
+ * - batching is off and introspection needs a valid token like everything else (index.ts).
+ *
+ * Each limit has a default and an environment variable, validated when the service starts.
+ */
+import { ApolloArmor } from '@escape.tech/graphql-armor';
+import type { GraphQLArmorConfig } from '@escape.tech/graphql-armor-types';
+import { complexityFromQuery } from '@pothos/plugin-complexity';
+import {
+  GraphQLError,
+  Kind,
+  parse,
+  TypeInfo,
+  visit,
+  visitWithTypeInfo,
+  type DocumentNode,
+  type GraphQLSchema,
+  type OperationDefinitionNode,
+  type ValidationContext,
+  type ValidationRule,
+} from 'graphql';
+import { ConfigError } from '../config.js';
+import { rejectRequest, type RequestRejection } from './errors.js';
+
+export interface GraphQLLimits {
+  /** Lexical tokens in one document. */
+  maxTokens: number;
+  /** Nesting of selections, counting leaf fields (`{ products { id } }` is 2). */
+  maxDepth: number;
+  /** Aliased fields in one operation. */
+  maxAliases: number;
+  /** Directives in one operation. */
+  maxDirectives: number;
+  /** Cost: each field 1, list selections times the list's limit (or 10 for nested lists). */
+  maxCost: number;
+}
+
+export const DEFAULT_LIMITS: Readonly<GraphQLLimits> = {
+  maxTokens: 1000,
+  maxDepth: 8,
+  maxAliases: 15,
+  maxDirectives: 10,
+  // Every Product field for 200 products costs 13 801; every Order field with items and
+  // their full products for 50 orders, 36 401.
+  maxCost: 50_000,
+};
+
+export const LIMIT_VARIABLES: Readonly<Record<keyof GraphQLLimits, string>> = {
+  maxTokens: 'GRAPHQL_MAX_TOKENS',
+  maxDepth: 'GRAPHQL_MAX_DEPTH',
+  maxAliases: 'GRAPHQL_MAX_ALIASES',
+  maxDirectives: 'GRAPHQL_MAX_DIRECTIVES',
+  maxCost: 'GRAPHQL_MAX_COST',
+};
+
+/** The limits from the environment (GRAPHQL_MAX_*), over the defaults; a bad value throws ConfigError. */
+export function loadLimits(env: Record<string, string | undefined> = process.env): GraphQLLimits {
+  const limits = { ...DEFAULT_LIMITS };
+  for (const key of Object.keys(LIMIT_VARIABLES) as (keyof GraphQLLimits)[]) {
+    const name = LIMIT_VARIABLES[key];
+    const raw = env[name]?.trim();
+    if (raw === undefined || raw === '') continue;
+    if (!/^\d+$/.test(raw) || Number(raw) < 1 || !Number.isSafeInteger(Number(raw))) {
+      throw new ConfigError(name, `must be a whole number of at least 1, got "${raw}"`);
+    }
+    limits[key] = Number(raw);
+  }
+  return limits;
+}
+
+/** Parses with the token limit; a syntax error or too many tokens is a 400. */
+export function parseWithLimits(source: string, limits: GraphQLLimits): DocumentNode {
+  try {
+    return parse(source, { maxTokens: limits.maxTokens });
+  } catch (error) {
+    if (!(error instanceof GraphQLError)) throw error;
+    const tooLong = /contains more th[ae][nt] \d+ tokens/.test(error.message);
+    throw tooLong
+      ? rejectRequest('MAX_TOKENS', `the document has more than ${limits.maxTokens} tokens`, { extensions: { max: limits.maxTokens } })
+      : rejectRequest('GRAPHQL_PARSE_FAILED', error.message, { locatedAt: error });
+  }
+}
+
+/** graphql-armor's depth, alias and directive rules, reporting each refusal as a validation error. */
+export function limitRules(limits: GraphQLLimits): ValidationRule[] {
+  const report = (reason: RequestRejection, max: number) => ({
+    n: max,
+    // Report instead of throwing, so the refusal is an ordinary (cacheable) validation error.
+    propagateOnRejection: false,
+    onReject: [
+      (context: ValidationContext | null, error: GraphQLError) =>
+        context?.reportError(rejectRequest(reason, error.message.replace(/^Syntax Error: /, ''), { extensions: { max } })),
+    ],
+  });
+  const config: GraphQLArmorConfig = {
+    maxDepth: { ...report('MAX_DEPTH', limits.maxDepth), flattenFragments: true, ignoreIntrospection: true },
+    maxAliases: report('MAX_ALIASES', limits.maxAliases),
+    maxDirectives: report('MAX_DIRECTIVES', limits.maxDirectives),
+    // Cost is @pothos/plugin-complexity's (argument-aware); tokens and suggestions are graphql-js' own.
+    costLimit: { enabled: false },
+    maxTokens: { enabled: false },
+    blockFieldSuggestion: { enabled: false },
+  };
+  // ApolloArmor is graphql-armor's entry point that hands out plain graphql-js validation rules.
+  return new ApolloArmor(config).protect().validationRules;
+}
+
+/**
+ * The cost check of one operation. The cost depends on variables only through the arguments
+ * of fields whose cost is a function (the list limits); the costs are memoized by the values
+ * of just those variables, so repeated shapes cost a map lookup.
+ */
+export class CostCheck {
+  private readonly costDocument: DocumentNode;
+  /** Variables the cost depends on; empty when it is a constant of the document. */
+  private readonly costVariables: readonly string[];
+  private readonly memo = new Map<string, number>();
+
+  constructor(
+    private readonly schema: GraphQLSchema,
+    document: DocumentNode,
+    operation: OperationDefinitionNode,
+    private readonly limits: GraphQLLimits,
+  ) {
+    const fragments = document.definitions.filter((definition) => definition.kind === Kind.FRAGMENT_DEFINITION);
+    this.costDocument = { kind: Kind.DOCUMENT, definitions: [operation, ...fragments] };
+    this.costVariables = costVariables(schema, this.costDocument);
+  }
+
+  /** Throws MAX_COST when the operation with these variables costs more than the limit. */
+  check(variables: Record<string, unknown> | undefined, context: object): void {
+    const key = this.costVariables.length === 0 ? '' : JSON.stringify(this.costVariables.map((name) => variables?.[name] ?? null));
+    let cost = this.memo.get(key);
+    if (cost === undefined) {
+      try {
+        cost = complexityFromQuery(this.costDocument, { schema: this.schema, ctx: context, variables: variables ?? {} }).complexity;
+      } catch (error) {
+        // Variables that do not coerce are left for execution to report.
+        if (error instanceof GraphQLError) return;
+        throw error;
+      }
+      if (this.memo.size >= MAX_MEMOIZED_COSTS) this.memo.clear();
+      this.memo.set(key, cost);
+    }
+    if (cost > this.limits.maxCost) {
+      throw rejectRequest('MAX_COST', `the query costs ${cost}, more than the limit of ${this.limits.maxCost}; ask for fewer items or fields`, {
+        extensions: { cost, max: this.limits.maxCost },
+      });
+    }
+  }
+}
+
+const MAX_MEMOIZED_COSTS = 256;
+
+/** Names of the variables passed to arguments of fields whose cost is computed from arguments. */
+function costVariables(schema: GraphQLSchema, document: DocumentNode): string[] {
+  const names = new Set<string>();
+  const typeInfo = new TypeInfo(schema);
+  visit(
+    document,
+    visitWithTypeInfo(typeInfo, {
+      Argument(node) {
+        const field = typeInfo.getFieldDef();
+        if (typeof field?.extensions?.complexity !== 'function') return;
+        visit(node.value, { Variable: (variable) => void names.add(variable.name.value) });
+      },
+    }),
+  );
+  return [...names].sort();
+}

@@ -1,0 +1,33 @@
+/**
+ * `limit`/`offset` arguments of the list fields, their checks, and their cost: a list costs
+ * `limit` times its selection, so `limit: 200` costs what it loads.
+ */
+import { InvalidArgument } from './errors.js';
+
+export const DEFAULT_PAGE_SIZE = 50;
+export const MAX_PAGE_SIZE = 200;
+
+export interface PageArgs {
+  limit?: number | null;
+  offset?: number | null;
+}
+
+/** The page a list field loads; INVALID_ARGUMENT outside 1..200 / ≥ 0. */
+export function page(args: PageArgs): { limit: number; offset: number } {
+  const limit = args.limit ?? DEFAULT_PAGE_SIZE;
+  const offset = args.offset ?? 0;
+  if (limit < 1 || limit > MAX_PAGE_SIZE) {
+    throw new InvalidArgument(`limit must be from 1 to ${MAX_PAGE_SIZE}, got ${limit}`, { extensions: { field: 'limit' } });
+  }
+  if (offset < 0) throw new InvalidArgument(`offset must not be negative, got ${offset}`, { extensions: { field: 'offset' } });
+  return { limit, offset };
+}
+
+/**
+ * Complexity of a list field: its own 1 plus `limit` times its selection. An out-of-range
+ * limit is costed at the nearest allowed value, so the client gets the clearer argument error.
+ */
+export function pageCost(args: PageArgs): { field: number; multiplier: number } {
+  const limit = args.limit ?? DEFAULT_PAGE_SIZE;
+  return { field: 1, multiplier: Math.min(Math.max(limit, 1), MAX_PAGE_SIZE) };
+}

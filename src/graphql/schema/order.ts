@@ -1,0 +1,304 @@
+/**
+ * The caller's orders: the Order and OrderItem types, the OrderStatus enum, the `orders` and
+ * `order` queries and the `createOrder` and `updateOrder` mutations.
+ *
+ * Every write is one conditional statement, never read-then-write: a status move is
+ * `UPDATE … WHERE status = ANY(<states it may come from>)`, an ETag precondition is
+ * `… AND updated_at = <the tagged time>`, and only the columns named in the input are set,
+ * so concurrent updates of different fields both survive. Only when such a statement matches
+ * no row is the order read, to tell the client why.
+ */
+import { and, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import { builder } from '../builder.js';
+import type { GraphQLContext } from '../context.js';
+import { FailedPrecondition, InvalidArgument, NotFound } from '../errors.js';
+import { page, pageCost, DEFAULT_PAGE_SIZE } from '../pagination.js';
+import { needsScope } from '../scopes.js';
+import { orderItems, orders, orderStatus, products } from '../../db/schema.js';
+
+export type OrderStatusValue = (typeof orderStatus.enumValues)[number];
+
+export const MAX_MEMO_LENGTH = 1000;
+export const MAX_ORDER_ITEMS = 100;
+export const MAX_ITEM_QUANTITY = 1000;
+const MAX_TOTAL_CENTS = 2_147_483_647; // orders.total_cents is a PostgreSQL integer
+
+/** The status graph: where an order may move from each state. */
+export const STATUS_MOVES: Readonly<Record<OrderStatusValue, readonly OrderStatusValue[]>> = {
+  pending: ['paid', 'cancelled'],
+  paid: ['shipped', 'cancelled'],
+  shipped: ['delivered'],
+  delivered: [],
+  cancelled: [],
+};
+
+/**
+ * The states from which an order may be set to `to`. Setting the state it already has is
+ * accepted (an idempotent retry), so a client replaying "cancel" gets the order, not an error.
+ */
+export function statesMovableTo(to: OrderStatusValue): OrderStatusValue[] {
+  return orderStatus.enumValues.filter((from) => from === to || STATUS_MOVES[from].includes(to));
+}
+
+export const OrderStatus = builder.enumType('OrderStatus', {
+  description: 'pending → paid | cancelled; paid → shipped | cancelled; shipped → delivered. delivered and cancelled are final.',
+  values: Object.fromEntries(orderStatus.enumValues.map((value) => [value.toUpperCase(), { value }])) as {
+    [V in OrderStatusValue as Uppercase<V>]: { value: V };
+  },
+});
+
+// ---------------------------------------------------------------- ETags
+
+/**
+ * The strong ETag of an order's current state: `"` + base64url(`<id>:<updated_at>`) + `"`.
+ * Every write moves `updated_at` forward by at least a millisecond, so each state has its
+ * own tag; the tag is reversible so a precondition can be checked inside the UPDATE itself.
+ */
+export function orderEtag(id: number, updatedAt: Date): string {
+  return `"${Buffer.from(`${id}:${updatedAt.toISOString()}`).toString('base64url')}"`;
+}
+
+/** The `updated_at` an ETag of order `id` stands for, or undefined when it cannot be one of its tags. */
+export function etagTime(etag: string, id: number): Date | undefined {
+  const match = /^"([A-Za-z0-9_-]{1,200})"$/.exec(etag.trim());
+  if (!match) return undefined;
+  const [taggedId, iso] = Buffer.from(match[1]!, 'base64url').toString('utf8').split(/:(.*)/s, 2);
+  if (taggedId !== String(id) || !iso) return undefined;
+  const time = new Date(iso);
+  return Number.isNaN(time.getTime()) || time.toISOString() !== iso ? undefined : time;
+}
+
+// Drivers hand timestamps to JavaScript truncated to milliseconds, so tags compare at that precision.
+const updatedAtMillis = sql`date_trunc('milliseconds', ${orders.updatedAt})`;
+const nextUpdatedAt = sql`greatest(date_trunc('milliseconds', now()), ${updatedAtMillis} + interval '1 millisecond')`;
+
+// ---------------------------------------------------------------- Types
+
+export const OrderItem = builder.drizzleObject('orderItems', {
+  name: 'OrderItem',
+  select: {},
+  fields: (t) => ({
+    product: t.relation('product'),
+    quantity: t.exposeInt('quantity'),
+    unitPriceCents: t.exposeInt('unitPriceCents', { description: 'The price of one unit when the order was placed.' }),
+  }),
+});
+
+export const Order = builder.drizzleObject('orders', {
+  name: 'Order',
+  select: {},
+  fields: (t) => ({
+    id: t.exposeInt('id'),
+    status: t.expose('status', { type: OrderStatus }),
+    memo: t.exposeString('memo', { nullable: true }),
+    items: t.relation('items', { query: { orderBy: { id: 'asc' } } }),
+    totalCents: t.exposeInt('totalCents'),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
+    etag: t.string({
+      description: 'Strong entity tag of this state of the order; pass it to updateOrder to update only this state.',
+      select: { columns: { id: true, updatedAt: true } },
+      resolve: (order) => orderEtag(order.id, order.updatedAt),
+    }),
+  }),
+});
+
+// ---------------------------------------------------------------- Queries
+
+builder.queryFields((t) => ({
+  orders: t.drizzleField({
+    type: [Order],
+    description: "The caller's orders, newest first.",
+    extensions: needsScope('orders:read'),
+    args: {
+      limit: t.arg.int({ defaultValue: DEFAULT_PAGE_SIZE, description: 'From 1 to 200.' }),
+      offset: t.arg.int({ defaultValue: 0 }),
+    },
+    complexity: pageCost,
+    resolve: (query, _root, args, context) => {
+      const { limit, offset } = page(args);
+      return context.db.query.orders.findMany(
+        query({ where: { userId: context.principal.userId }, orderBy: { id: 'desc' }, limit, offset }),
+      );
+    },
+  }),
+  order: t.drizzleField({
+    type: Order,
+    nullable: true,
+    description: "One of the caller's orders; null when it does not exist or belongs to someone else.",
+    extensions: needsScope('orders:read'),
+    args: { id: t.arg.int({ required: true }) },
+    resolve: (query, _root, args, context) =>
+      context.db.query.orders.findFirst(query({ where: { id: args.id, userId: context.principal.userId } })),
+  }),
+}));
+
+// ---------------------------------------------------------------- Mutations
+
+const OrderItemInput = builder.inputType('OrderItemInput', {
+  fields: (t) => ({
+    productId: t.int({ required: true }),
+    quantity: t.int({ required: true, description: `From 1 to ${MAX_ITEM_QUANTITY}.` }),
+  }),
+});
+
+const CreateOrderInput = builder.inputType('CreateOrderInput', {
+  fields: (t) => ({
+    items: t.field({ type: [OrderItemInput], required: true, description: `1 to ${MAX_ORDER_ITEMS} distinct products.` }),
+    memo: t.string({ description: `At most ${MAX_MEMO_LENGTH} characters.` }),
+  }),
+});
+
+const UpdateOrderInput = builder.inputType('UpdateOrderInput', {
+  description: 'Only the fields present are changed; `memo: null` clears the memo.',
+  fields: (t) => ({
+    status: t.field({ type: OrderStatus }),
+    memo: t.string({ description: `At most ${MAX_MEMO_LENGTH} characters.` }),
+  }),
+});
+
+function checkMemo(memo: string | null | undefined): void {
+  if (memo != null && [...memo].length > MAX_MEMO_LENGTH) {
+    throw new InvalidArgument(`memo must be at most ${MAX_MEMO_LENGTH} characters`, { extensions: { field: 'memo' } });
+  }
+}
+
+interface NewOrderItem {
+  productId: number;
+  quantity: number;
+}
+
+function checkItems(items: readonly NewOrderItem[]): void {
+  if (items.length < 1 || items.length > MAX_ORDER_ITEMS) {
+    throw new InvalidArgument(`an order has 1 to ${MAX_ORDER_ITEMS} items, got ${items.length}`, { extensions: { field: 'items' } });
+  }
+  const seen = new Set<number>();
+  for (const item of items) {
+    if (item.quantity < 1 || item.quantity > MAX_ITEM_QUANTITY) {
+      throw new InvalidArgument(`quantity must be from 1 to ${MAX_ITEM_QUANTITY}, got ${item.quantity}`, {
+        extensions: { field: 'items.quantity' },
+      });
+    }
+    if (seen.has(item.productId)) {
+      throw new InvalidArgument(`product ${item.productId} appears twice; give one item per product`, {
+        extensions: { field: 'items.productId' },
+      });
+    }
+    seen.add(item.productId);
+  }
+}
+
+/** Inserts the order and its items at today's prices, in one transaction; returns its id. */
+async function insertOrder(context: GraphQLContext, items: readonly NewOrderItem[], memo: string | null): Promise<number> {
+  return context.db.transaction(async (tx) => {
+    const ids = items.map((item) => item.productId);
+    const found = await tx
+      .select({ id: products.id, priceCents: products.priceCents, currency: products.currency })
+      .from(products)
+      .where(inArray(products.id, ids));
+    const byId = new Map(found.map((product) => [product.id, product]));
+    const missing = ids.filter((id) => !byId.has(id));
+    if (missing.length) {
+      throw new InvalidArgument(`no product ${missing.join(', ')}`, { extensions: { field: 'items.productId' } });
+    }
+    if (new Set(found.map((product) => product.currency)).size > 1) {
+      throw new InvalidArgument('all items of an order must be priced in the same currency', { extensions: { field: 'items' } });
+    }
+    const lines = items.map((item) => ({ ...item, unitPriceCents: byId.get(item.productId)!.priceCents }));
+    const totalCents = lines.reduce((sum, line) => sum + line.unitPriceCents * line.quantity, 0);
+    if (totalCents > MAX_TOTAL_CENTS) {
+      throw new InvalidArgument('the order total is too large', { extensions: { field: 'items' } });
+    }
+    const [order] = await tx
+      .insert(orders)
+      .values({ userId: context.principal.userId, memo, totalCents })
+      .returning({ id: orders.id });
+    await tx.insert(orderItems).values(lines.map((line) => ({ ...line, orderId: order!.id })));
+    return order!.id;
+  });
+}
+
+interface OrderChanges {
+  status?: OrderStatusValue | null | undefined;
+  memo?: string | null | undefined;
+}
+
+/**
+ * Applies the changes present in `input` with one conditional UPDATE; when it matches no row,
+ * reads the order to report NOT_FOUND, an ETag mismatch or an illegal move. A read that finds
+ * none of those means the order changed in between, so the UPDATE is tried again.
+ */
+async function applyOrderChanges(context: GraphQLContext, id: number, input: OrderChanges, etag: string | null | undefined): Promise<void> {
+  const changes: { status?: OrderStatusValue; memo?: string | null; updatedAt: SQL } = { updatedAt: nextUpdatedAt };
+  if (input.status !== undefined) {
+    if (input.status === null) throw new InvalidArgument('status cannot be null', { extensions: { field: 'status' } });
+    changes.status = input.status;
+  }
+  if (input.memo !== undefined) {
+    checkMemo(input.memo);
+    changes.memo = input.memo;
+  }
+  if (changes.status === undefined && changes.memo === undefined) {
+    throw new InvalidArgument('give at least one of status and memo to change', { extensions: { field: 'input' } });
+  }
+  const expectedTime = etag == null ? undefined : (etagTime(etag, id) ?? null);
+  const owned = [eq(orders.id, id), eq(orders.userId, context.principal.userId)];
+  const conditions = [...owned];
+  if (changes.status) conditions.push(inArray(orders.status, statesMovableTo(changes.status)));
+  if (expectedTime) conditions.push(eq(updatedAtMillis, expectedTime));
+
+  for (let attempt = 0; attempt < 3; attempt++) {
+    if (expectedTime !== null) {
+      const updated = await context.db.update(orders).set(changes).where(and(...conditions)).returning({ id: orders.id });
+      if (updated.length > 0) return;
+    }
+    const [current] = await context.db.select({ status: orders.status, updatedAt: orders.updatedAt }).from(orders).where(and(...owned));
+    if (!current) throw new NotFound(`no order ${id}`);
+    if (expectedTime === null || (expectedTime && current.updatedAt.getTime() !== expectedTime.getTime())) {
+      throw new FailedPrecondition('the order has changed since the given ETag was read', {
+        extensions: { reason: 'ETAG_MISMATCH', etag: orderEtag(id, current.updatedAt) },
+      });
+    }
+    if (changes.status && !statesMovableTo(changes.status).includes(current.status)) {
+      throw new FailedPrecondition(`cannot move an order from ${current.status} to ${changes.status}`, {
+        extensions: { reason: 'ILLEGAL_STATUS_MOVE', from: current.status.toUpperCase(), to: changes.status.toUpperCase() },
+      });
+    }
+  }
+  throw new FailedPrecondition('the order kept changing while it was being updated; try again', {
+    extensions: { reason: 'CONCURRENT_UPDATE' },
+  });
+}
+
+builder.mutationFields((t) => ({
+  createOrder: t.drizzleField({
+    type: Order,
+    description: 'Places an order for the caller at the current prices; it starts pending.',
+    extensions: needsScope('orders:write'),
+    args: { input: t.arg({ type: CreateOrderInput, required: true }) },
+    resolve: async (query, _root, { input }, context) => {
+      checkItems(input.items);
+      checkMemo(input.memo);
+      const id = await insertOrder(context, input.items, input.memo ?? null);
+      const order = await context.db.query.orders.findFirst(query({ where: { id } }));
+      if (!order) throw new NotFound(`no order ${id}`);
+      return order;
+    },
+  }),
+  updateOrder: t.drizzleField({
+    type: Order,
+    description: 'Changes exactly the fields present in the input. With `etag`, only if the order is still in that state.',
+    extensions: needsScope('orders:write'),
+    args: {
+      id: t.arg.int({ required: true }),
+      input: t.arg({ type: UpdateOrderInput, required: true }),
+      etag: t.arg.string({ description: 'An Order.etag; when the order has changed since, fails with FAILED_PRECONDITION (ETAG_MISMATCH).' }),
+    },
+    resolve: async (query, _root, args, context) => {
+      await applyOrderChanges(context, args.id, args.input, args.etag);
+      const order = await context.db.query.orders.findFirst(query({ where: { id: args.id, userId: context.principal.userId } }));
+      if (!order) throw new NotFound(`no order ${args.id}`);
+      return order;
+    },
+  }),
+}));

@@ -1,0 +1,47 @@
+import { builder } from '../builder.js';
+import { needsScope } from '../scopes.js';
+import { page, pageCost, DEFAULT_PAGE_SIZE } from '../pagination.js';
+
+export const Product = builder.drizzleObject('products', {
+  name: 'Product',
+  // Wherever a Product is reached (a list, an order item), reading it needs products:read.
+  extensions: needsScope('products:read'),
+  select: {},
+  fields: (t) => ({
+    id: t.exposeInt('id'),
+    name: t.exposeString('name'),
+    description: t.exposeString('description', { nullable: true }),
+    priceCents: t.exposeInt('priceCents'),
+    currency: t.exposeString('currency', { description: 'ISO 4217 code, such as USD.' }),
+    seller: t.relation('seller'),
+    shippingPolicy: t.relation('shippingPolicy', { nullable: true }),
+    reviews: t.relation('reviews', { query: { orderBy: { id: 'asc' } } }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  products: t.drizzleField({
+    type: [Product],
+    description: 'The catalogue, by id.',
+    extensions: needsScope('products:read'),
+    args: {
+      limit: t.arg.int({ defaultValue: DEFAULT_PAGE_SIZE, description: 'From 1 to 200.' }),
+      offset: t.arg.int({ defaultValue: 0 }),
+    },
+    complexity: pageCost,
+    resolve: (query, _root, args, context) => {
+      const { limit, offset } = page(args);
+      return context.db.query.products.findMany(query({ orderBy: { id: 'asc' }, limit, offset }));
+    },
+  }),
+  product: t.drizzleField({
+    type: Product,
+    nullable: true,
+    description: 'One product, or null when there is none with this id.',
+    extensions: needsScope('products:read'),
+    args: { id: t.arg.int({ required: true }) },
+    resolve: (query, _root, args, context) => context.db.query.products.findFirst(query({ where: { id: args.id } })),
+  }),
+}));
