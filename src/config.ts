@@ -18,6 +18,59 @@ export class ConfigError extends Error {
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+type Env = Record<string, string | undefined>;
+
+// ---------------------------------------------------------------- GraphQL limits
+
+export interface GraphQLLimits {
+  /** Lexical tokens in one document. */
+  maxTokens: number;
+  /** Nesting of selections, counting leaf fields (`{ products { id } }` is 2). */
+  maxDepth: number;
+  /** Aliased fields in one operation. */
+  maxAliases: number;
+  /** Directives in one operation. */
+  maxDirectives: number;
+  /** Cost: each field 1, list selections times the list's limit (or 10 for nested lists). */
+  maxCost: number;
+}
+
+export const DEFAULT_LIMITS: Readonly<GraphQLLimits> = {
+  maxTokens: 1000,
+  maxDepth: 8,
+  maxAliases: 15,
+  maxDirectives: 10,
+  // Every Product field for 200 products costs 13 801; every Order field with items and
+  // their full products for 50 orders, 36 401.
+  maxCost: 50_000,
+};
+
+export const LIMIT_VARIABLES: Readonly<Record<keyof GraphQLLimits, string>> = {
+  maxTokens: 'GRAPHQL_MAX_TOKENS',
+  maxDepth: 'GRAPHQL_MAX_DEPTH',
+  maxAliases: 'GRAPHQL_MAX_ALIASES',
+  maxDirectives: 'GRAPHQL_MAX_DIRECTIVES',
+  maxCost: 'GRAPHQL_MAX_COST',
+};
+
+/** The limits from the environment (GRAPHQL_MAX_*), over the defaults; a bad value throws ConfigError. */
+export function loadLimits(env: Env = process.env): GraphQLLimits {
+  const limits = { ...DEFAULT_LIMITS };
+  for (const key of Object.keys(LIMIT_VARIABLES) as (keyof GraphQLLimits)[]) {
+    const name = LIMIT_VARIABLES[key];
+    const raw = env[name]?.trim();
+    if (raw === undefined || raw === '') continue;
+    if (!/^\d+$/.test(raw) || Number(raw) < 1 || !Number.isSafeInteger(Number(raw))) {
+      throw new ConfigError(name, `must be a whole number of at least 1, got "${raw}"`);
+    }
+    limits[key] = Number(raw);
+  }
+  return limits;
+}
+
+
+// ---------------------------------------------------------------- Config
+
 export interface Config {
   port: number;
   host: string;
@@ -38,9 +91,9 @@ export interface Config {
   logLevel: LogLevel;
   /** Serve the demo pages (/demo/callback). On by default for the embedded database only. */
   demo: boolean;
+  /** Abuse limits of the GraphQL API (and so of the REST layer on top of it). */
+  graphqlLimits: GraphQLLimits;
 }
-
-type Env = Record<string, string | undefined>;
 
 function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
   const raw = env[name];
@@ -117,5 +170,6 @@ export function loadConfig(env: Env = process.env): Config {
     corsOrigins,
     logLevel,
     demo: flag(env, 'DEMO', databaseUrl === undefined),
+    graphqlLimits: loadLimits(env),
   };
 }

@@ -13,7 +13,7 @@ import type { Runtime } from '../runtime.js';
 import type { Principal } from '../oauth/access-token.js';
 import { Executor } from './executor.js';
 import { createGraphQLRouter } from './http.js';
-import { loadLimits, type GraphQLLimits } from './limits.js';
+import type { GraphQLLimits } from './limits.js';
 import { schema } from './schema/index.js';
 
 export type { GraphQLLimits } from './limits.js';
@@ -45,12 +45,12 @@ export interface GraphQLService {
 }
 
 export interface GraphQLOptions {
-  /** Overrides of the limits from the environment (GRAPHQL_MAX_*) and their defaults. */
+  /** Overrides of the configured limits (config.graphqlLimits). */
   limits?: Partial<GraphQLLimits>;
 }
 
 export function createGraphQL(runtime: Runtime, options: GraphQLOptions = {}): GraphQLService {
-  const limits = { ...loadLimits(), ...options.limits };
+  const limits = { ...runtime.config.graphqlLimits, ...options.limits };
   const executor = new Executor({ schema, db: runtime.db, logger: runtime.logger, limits });
   return {
     router: createGraphQLRouter(runtime, executor),

@@ -11,7 +11,8 @@
  * - no field suggestions: graphql-js' `hideSuggestions`, in validation and in execution;
  * - batching is off and introspection needs a valid token like everything else (index.ts).
  *
- * Each limit has a default and an environment variable, validated when the service starts.
+ * Each limit has a default and an environment variable (GRAPHQL_MAX_*), validated with the rest
+ * of the configuration in src/config.ts.
  */
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import type { GraphQLArmorConfig } from '@escape.tech/graphql-armor-types';
@@ -29,54 +30,10 @@ import {
   type ValidationContext,
   type ValidationRule,
 } from 'graphql';
-import { ConfigError } from '../config.js';
+import type { GraphQLLimits } from '../config.js';
 import { rejectRequest, type RequestRejection } from './errors.js';
 
-export interface GraphQLLimits {
-  /** Lexical tokens in one document. */
-  maxTokens: number;
-  /** Nesting of selections, counting leaf fields (`{ products { id } }` is 2). */
-  maxDepth: number;
-  /** Aliased fields in one operation. */
-  maxAliases: number;
-  /** Directives in one operation. */
-  maxDirectives: number;
-  /** Cost: each field 1, list selections times the list's limit (or 10 for nested lists). */
-  maxCost: number;
-}
-
-export const DEFAULT_LIMITS: Readonly<GraphQLLimits> = {
-  maxTokens: 1000,
-  maxDepth: 8,
-  maxAliases: 15,
-  maxDirectives: 10,
-  // Every Product field for 200 products costs 13 801; every Order field with items and
-  // their full products for 50 orders, 36 401.
-  maxCost: 50_000,
-};
-
-export const LIMIT_VARIABLES: Readonly<Record<keyof GraphQLLimits, string>> = {
-  maxTokens: 'GRAPHQL_MAX_TOKENS',
-  maxDepth: 'GRAPHQL_MAX_DEPTH',
-  maxAliases: 'GRAPHQL_MAX_ALIASES',
-  maxDirectives: 'GRAPHQL_MAX_DIRECTIVES',
-  maxCost: 'GRAPHQL_MAX_COST',
-};
-
-/** The limits from the environment (GRAPHQL_MAX_*), over the defaults; a bad value throws ConfigError. */
-export function loadLimits(env: Record<string, string | undefined> = process.env): GraphQLLimits {
-  const limits = { ...DEFAULT_LIMITS };
-  for (const key of Object.keys(LIMIT_VARIABLES) as (keyof GraphQLLimits)[]) {
-    const name = LIMIT_VARIABLES[key];
-    const raw = env[name]?.trim();
-    if (raw === undefined || raw === '') continue;
-    if (!/^\d+$/.test(raw) || Number(raw) < 1 || !Number.isSafeInteger(Number(raw))) {
-      throw new ConfigError(name, `must be a whole number of at least 1, got "${raw}"`);
-    }
-    limits[key] = Number(raw);
-  }
-  return limits;
-}
+export { DEFAULT_LIMITS, LIMIT_VARIABLES, loadLimits, type GraphQLLimits } from '../config.js';
 
 /** Parses with the token limit; a syntax error or too many tokens is a 400. */
 export function parseWithLimits(source: string, limits: GraphQLLimits): DocumentNode {
