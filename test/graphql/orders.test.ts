@@ -167,7 +167,7 @@ describeEachDatabase('GraphQL orders', (context) => {
       });
       const update = sql.find((statement) => statement.startsWith('update'));
       expect(update).toBe(
-        `update "orders" set "memo" = $1, "updated_at" = greatest(date_trunc('milliseconds', now()), date_trunc('milliseconds', "orders"."updated_at") + interval '1 millisecond') where (("orders"."id" = $2) and ("orders"."user_id" = $3)) returning "id"`,
+        `update "orders" set "memo" = $1, "updated_at" = case when "orders"."memo" is distinct from $2 then greatest(date_trunc('milliseconds', now()), date_trunc('milliseconds', "orders"."updated_at") + interval '1 millisecond') else "orders"."updated_at" end where (("orders"."id" = $3) and ("orders"."user_id" = $4)) returning "id"`,
       );
       expect(await orderRow(order.id)).toMatchObject({ status: 'paid', memo: 'leave at the door' });
     });
@@ -176,7 +176,7 @@ describeEachDatabase('GraphQL orders', (context) => {
       const order = await buildOrder(context().runtime, { userId: me.userId, status: 'pending', memo: 'keep me' });
       const sql = await captureSql(context().runtime, () => run(me, UPDATE, { id: order.id, input: { status: 'PAID' } }));
       expect(sql.find((statement) => statement.startsWith('update'))).toBe(
-        `update "orders" set "status" = $1, "updated_at" = greatest(date_trunc('milliseconds', now()), date_trunc('milliseconds', "orders"."updated_at") + interval '1 millisecond') where (("orders"."id" = $2) and ("orders"."user_id" = $3) and ("orders"."status" in ($4, $5))) returning "id"`,
+        `update "orders" set "status" = $1, "updated_at" = case when "orders"."status" is distinct from $2 then greatest(date_trunc('milliseconds', now()), date_trunc('milliseconds', "orders"."updated_at") + interval '1 millisecond') else "orders"."updated_at" end where (("orders"."id" = $3) and ("orders"."user_id" = $4) and ("orders"."status" in ($5, $6))) returning "id"`,
       );
       expect(await orderRow(order.id)).toMatchObject({ status: 'paid', memo: 'keep me' });
     });
@@ -271,6 +271,17 @@ describeEachDatabase('GraphQL orders', (context) => {
       for (const tag of tags) expect(tag).toMatch(/^"[A-Za-z0-9_-]+"$/);
     });
 
+    it('keeps the ETag when an update sets the values the order already has (AIP-161 send-back)', async () => {
+      const order = await buildOrder(context().runtime, { userId: me.userId, status: 'paid', memo: 'same' });
+      const read = await run(me, 'query ($id: Int!) { order(id: $id) { etag } }', { id: order.id });
+      const { etag } = (read.data as { order: { etag: string } }).order;
+      const result = await run(me, UPDATE, { id: order.id, input: { status: 'PAID', memo: 'same' }, etag });
+      expect(result.errors).toBeUndefined();
+      expect((result.data as { updateOrder: { etag: string } }).updateOrder.etag).toBe(etag);
+      const changed = await run(me, UPDATE, { id: order.id, input: { memo: 'different' }, etag });
+      expect((changed.data as { updateOrder: { etag: string } }).updateOrder.etag).not.toBe(etag);
+    });
+
     it('updates when the ETag matches, with the precondition inside the UPDATE', async () => {
       const order = await buildOrder(context().runtime, { userId: me.userId, memo: 'v1' });
       const read = await run(me, 'query ($id: Int!) { order(id: $id) { etag } }', { id: order.id });
@@ -281,7 +292,7 @@ describeEachDatabase('GraphQL orders', (context) => {
         expect((result.data as { updateOrder: { etag: string } }).updateOrder.etag).not.toBe(etag);
       });
       expect(sql.filter((statement) => statement.startsWith('update'))).toEqual([
-        `update "orders" set "memo" = $1, "updated_at" = greatest(date_trunc('milliseconds', now()), date_trunc('milliseconds', "orders"."updated_at") + interval '1 millisecond') where (("orders"."id" = $2) and ("orders"."user_id" = $3) and (date_trunc('milliseconds', "orders"."updated_at") = $4)) returning "id"`,
+        `update "orders" set "memo" = $1, "updated_at" = case when "orders"."memo" is distinct from $2 then greatest(date_trunc('milliseconds', now()), date_trunc('milliseconds', "orders"."updated_at") + interval '1 millisecond') else "orders"."updated_at" end where (("orders"."id" = $3) and ("orders"."user_id" = $4) and (date_trunc('milliseconds', "orders"."updated_at") = $5)) returning "id"`,
       ]);
     });
 

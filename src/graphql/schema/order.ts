@@ -8,7 +8,7 @@
  * so concurrent updates of different fields both survive. Only when such a statement matches
  * no row is the order read, to tell the client why.
  */
-import { and, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import { and, eq, inArray, or, sql, type SQL } from 'drizzle-orm';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
 import { FailedPrecondition, InvalidArgument, NotFound } from '../errors.js';
@@ -241,6 +241,13 @@ async function applyOrderChanges(context: GraphQLContext, id: number, input: Ord
   if (changes.status === undefined && changes.memo === undefined) {
     throw new InvalidArgument('give at least one of status and memo to change', { extensions: { field: 'input' } });
   }
+  // A change to the values the order already has keeps updated_at, and so the ETag: sending
+  // back what was just read is a true no-op (AIP-161).
+  const differs = or(
+    ...(changes.status === undefined ? [] : [sql`${orders.status} is distinct from ${changes.status}`]),
+    ...(changes.memo === undefined ? [] : [sql`${orders.memo} is distinct from ${changes.memo}`]),
+  );
+  changes.updatedAt = sql`case when ${differs} then ${nextUpdatedAt} else ${orders.updatedAt} end`;
   const expectedTime = etag == null ? undefined : (etagTime(etag, id) ?? null);
   const owned = [eq(orders.id, id), eq(orders.userId, context.principal.userId)];
   const conditions = [...owned];
