@@ -47,6 +47,20 @@ export interface InvalidClientOptions extends OAuthErrorOptions {
   viaAuthorizationHeader?: boolean;
 }
 
+/**
+ * `invalid_request` with a more specific HTTP status than 400: 413 for a body over the limit,
+ * 405 for a wrong method. The error code stays `invalid_request`, so strict clients still
+ * recognize it.
+ */
+export class InvalidHttpRequest extends OAuthError {
+  readonly code = 'invalid_request';
+  readonly status: number;
+  constructor(description: string, options: OAuthErrorOptions & { status?: number } = {}) {
+    super(description, options);
+    this.status = options.status ?? 400;
+  }
+}
+
 export class InvalidClient extends OAuthError {
   readonly code = 'invalid_client';
   readonly status: number;

@@ -1,7 +1,28 @@
+/**
+ * The authorization server: its endpoints and pages, mounted at the root by src/app.ts. Each
+ * endpoint answers its own errors in its own surface (JSON for the token-style endpoints,
+ * redirect or HTML page for /authorize), so nothing reaches the app's REST-style fallback.
+ */
 import express from 'express';
 import type { Runtime } from '../runtime.js';
+import { createAuthorizeRouter } from './authorize.js';
+import { createOAuthContext } from './context.js';
+import { oauthCors } from './cors.js';
+import { addIntrospectionEndpoint } from './introspect.js';
+import { addJwksEndpoint } from './jwks.js';
+import { addMetadataEndpoint } from './metadata.js';
+import { addRevocationEndpoint } from './revoke.js';
+import { addTokenEndpoint } from './token.js';
 
-/** The authorization server's endpoints and pages. */
-export function createOAuthRouter(_runtime: Runtime): express.Router {
-  return express.Router();
+export function createOAuthRouter(runtime: Runtime): express.Router {
+  const oauth = createOAuthContext(runtime);
+  const cors = oauthCors(runtime.config.corsOrigins);
+  const router = express.Router();
+  router.use(createAuthorizeRouter(oauth));
+  addTokenEndpoint(router, oauth, cors);
+  addRevocationEndpoint(router, oauth, cors);
+  addIntrospectionEndpoint(router, oauth, cors);
+  addMetadataEndpoint(router, oauth, cors);
+  addJwksEndpoint(router, oauth, cors);
+  return router;
 }

@@ -1,0 +1,36 @@
+/**
+ * Response headers for HTML pages that handle credentials (the sign-in and consent pages and
+ * their error page): never cached, never framed (clickjacking), never leaking their URL in a
+ * Referer, and a CSP that allows nothing but the page's own hashed stylesheet and forms.
+ */
+import type { Response } from 'express';
+
+export interface PageSecurityOptions {
+  /** `'sha256-…'` sources of the inline <style> blocks the page carries. */
+  styleHashes?: readonly string[];
+  /**
+   * Origins, besides this one, that a form on the page may end up at. Browsers apply
+   * `form-action` to every redirect after the submission, and after sign-in or consent the
+   * redirect chain ends at the client's redirect URI.
+   */
+  formActionOrigins?: readonly string[];
+}
+
+/** Only plain scheme://host[:port] values may reach the header (no `;` or `,` injection). */
+const ORIGIN = /^https?:\/\/[A-Za-z0-9.\-[\]:]+$/;
+
+export function setPageSecurityHeaders(res: Response, options: PageSecurityOptions = {}): void {
+  const styles = options.styleHashes?.length ? options.styleHashes.map((hash) => `'${hash}'`).join(' ') : "'none'";
+  const formActions = ["'self'", ...(options.formActionOrigins ?? []).filter((origin) => ORIGIN.test(origin))];
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('Pragma', 'no-cache');
+  res.setHeader('X-Frame-Options', 'DENY');
+  res.setHeader(
+    'Content-Security-Policy',
+    `default-src 'none'; style-src ${styles}; form-action ${formActions.join(' ')}; frame-ancestors 'none'; base-uri 'none'`,
+  );
+  res.setHeader('Referrer-Policy', 'no-referrer');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Cross-Origin-Opener-Policy', 'same-origin');
+  res.setHeader('Cross-Origin-Resource-Policy', 'same-origin');
+}

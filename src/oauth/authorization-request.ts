@@ -1,0 +1,161 @@
+/**
+ * Reading and validating an authorization request (RFC 6749 §4.1.1, RFC 7636, RFC 9700), in
+ * the order §4.1.2.1 requires: first the client and the redirect URI — a failure there is
+ * shown on our own page and never redirected, or the endpoint would be an open redirector —
+ * then everything else, whose failures go back to the (now trusted) redirect URI.
+ */
+import type { Client } from './clients.js';
+import { InvalidRequest, InvalidScope, OAuthError, UnauthorizedClient, UnsupportedResponseType } from './errors.js';
+import type { Parameters } from './params.js';
+import { isValidCodeChallenge, type CodeChallengeMethod } from './pkce.js';
+import { isScope, parseScope } from './scopes.js';
+import type { ClientCache } from './stores/client-cache.js';
+
+export const AUTHORIZE_PARAMETERS = [
+  'response_type',
+  'client_id',
+  'redirect_uri',
+  'scope',
+  'state',
+  'code_challenge',
+  'code_challenge_method',
+] as const;
+
+/** A request whose client or redirect URI cannot be trusted: answered with our error page only. */
+export class UntrustedAuthorizationRequest extends Error {
+  override readonly name = 'UntrustedAuthorizationRequest';
+}
+
+/** An error to report to the client at its validated redirect URI (RFC 6749 §4.1.2.1). */
+export class AuthorizationError extends Error {
+  override readonly name = 'AuthorizationError';
+  constructor(
+    readonly error: OAuthError,
+    readonly redirectUri: string,
+    readonly state: string | undefined,
+    readonly clientId: string,
+  ) {
+    super(error.message, { cause: error });
+  }
+}
+
+export interface AuthorizationRequest {
+  client: Client;
+  /** Where the response goes: the redirect_uri sent, or the client's only registered one. */
+  redirectUri: string;
+  /** Whether redirect_uri was sent (then the token request must repeat it). */
+  redirectUriSent: boolean;
+  state: string | undefined;
+  scopes: string[];
+  codeChallenge: string | null;
+  codeChallengeMethod: CodeChallengeMethod | null;
+  /** The query string that reproduces this request at /authorize (known parameters only). */
+  query: string;
+}
+
+/** A parameter read before the redirect URI is trusted: any problem with it is shown on our page. */
+function untrustedGet(params: Parameters, name: string): string | undefined {
+  try {
+    return params.get(name);
+  } catch (error) {
+    throw new UntrustedAuthorizationRequest(`The ${name} parameter is not valid: ${(error as Error).message}.`);
+  }
+}
+
+async function trustedClient(clients: ClientCache, params: Parameters): Promise<{ client: Client; redirectUri: string }> {
+  if (params.isRepeated('client_id')) throw new UntrustedAuthorizationRequest('The client_id parameter is repeated.');
+  const clientId = untrustedGet(params, 'client_id');
+  if (clientId === undefined) throw new UntrustedAuthorizationRequest('The request does not say which application is asking (client_id is missing).');
+  const client = await clients.find(clientId);
+  if (!client) throw new UntrustedAuthorizationRequest('The application that sent you here is not registered with this server.');
+
+  if (params.isRepeated('redirect_uri')) throw new UntrustedAuthorizationRequest('The redirect_uri parameter is repeated.');
+  const redirectUri = untrustedGet(params, 'redirect_uri');
+  if (redirectUri === undefined) {
+    if (client.redirectUris.length !== 1) {
+      throw new UntrustedAuthorizationRequest('The request must name its redirect_uri: this application registered more than one.');
+    }
+    return { client, redirectUri: client.redirectUris[0]! };
+  }
+  // Simple string comparison (RFC 9700 §4.1.3): no prefix, suffix or normalization tricks.
+  if (!client.redirectUris.includes(redirectUri)) {
+    throw new UntrustedAuthorizationRequest('The redirect_uri is not one this application registered.');
+  }
+  return { client, redirectUri };
+}
+
+function requestedScopes(client: Client, scope: string | undefined): string[] {
+  const requested = parseScope(scope);
+  if (requested.length === 0) return [...client.scopes];
+  const unknown = requested.filter((s) => !isScope(s));
+  if (unknown.length) throw new InvalidScope(`unknown scope ${unknown.join(' ')}`);
+  const notAllowed = requested.filter((s) => !client.scopes.includes(s));
+  if (notAllowed.length) throw new InvalidScope(`this client may not request ${notAllowed.join(' ')}`);
+  return requested;
+}
+
+function pkce(client: Client, params: Parameters): Pick<AuthorizationRequest, 'codeChallenge' | 'codeChallengeMethod'> {
+  const challenge = params.get('code_challenge');
+  const method = params.get('code_challenge_method');
+  if (challenge === undefined) {
+    if (method !== undefined) throw new InvalidRequest('code_challenge_method was sent without code_challenge');
+    if (client.isPublic) throw new InvalidRequest('PKCE is required for this client: send code_challenge and code_challenge_method=S256');
+    return { codeChallenge: null, codeChallengeMethod: null };
+  }
+  if (method === undefined) throw new InvalidRequest('code_challenge_method is required and must be S256');
+  if (method !== 'S256') throw new InvalidRequest(`code_challenge_method ${method} is not supported; use S256`);
+  if (!isValidCodeChallenge(challenge)) throw new InvalidRequest('code_challenge must be the 43-character base64url SHA-256 of the verifier');
+  return { codeChallenge: challenge, codeChallengeMethod: 'S256' };
+}
+
+function canonicalQuery(params: Parameters): string {
+  const query = new URLSearchParams();
+  for (const name of AUTHORIZE_PARAMETERS) {
+    if (params.isRepeated(name)) continue;
+    const value = params.get(name);
+    if (value !== undefined) query.set(name, value);
+  }
+  return query.toString();
+}
+
+/** The state to echo: none when it is unusable (repeated, or a NUL inside). */
+function stateOf(params: Parameters): string | undefined {
+  try {
+    return params.get('state');
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The validated request. Throws UntrustedAuthorizationRequest for a bad client or redirect URI
+ * and AuthorizationError for everything that may be reported to the client.
+ */
+export async function readAuthorizationRequest(clients: ClientCache, params: Parameters): Promise<AuthorizationRequest> {
+  const { client, redirectUri } = await trustedClient(clients, params);
+  const state = params.isRepeated('state') ? undefined : stateOf(params);
+  try {
+    params.rejectRepeated(AUTHORIZE_PARAMETERS);
+    const responseType = params.get('response_type');
+    if (responseType === undefined) throw new InvalidRequest('the response_type parameter is missing');
+    if (responseType !== 'code') throw new UnsupportedResponseType(`response_type ${responseType} is not supported; use code`);
+    if (!client.grantTypes.includes('authorization_code')) {
+      throw new UnauthorizedClient('this client may not use the authorization code grant');
+    }
+    const scopes = requestedScopes(client, params.get('scope'));
+    return {
+      client,
+      redirectUri,
+      redirectUriSent: params.has('redirect_uri'),
+      state,
+      scopes,
+      ...pkce(client, params),
+      query: canonicalQuery(params),
+    };
+  } catch (error) {
+    if (error instanceof OAuthError && error.expose) {
+      throw new AuthorizationError(error, redirectUri, state, client.id);
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,37 @@
+/**
+ * The redirect surface of the authorization endpoint: success (`code`) and errors (`error`,
+ * `error_description`) go to the validated redirect URI with `state` (when sent, unchanged) and
+ * `iss` (RFC 9207, so a client talking to several servers can tell who answered). A redirect
+ * answering a form POST is 303, so the browser never re-posts the form elsewhere (RFC 9700 §4.11).
+ */
+import type { Response } from 'express';
+import type { AuthorizationError } from './authorization-request.js';
+
+/** The redirect URI exactly as registered, with our parameters appended to its query. */
+export function authorizationResponseLocation(redirectUri: string, params: Record<string, string | undefined>): string {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) if (value !== undefined) search.append(name, value);
+  return `${redirectUri}${redirectUri.includes('?') ? '&' : '?'}${search.toString()}`;
+}
+
+export function redirectTo(res: Response, location: string, status: 302 | 303): void {
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('Pragma', 'no-cache');
+  res.setHeader('Referrer-Policy', 'no-referrer');
+  res.setHeader('Location', location);
+  res.status(status).end();
+}
+
+export function redirectWithCode(res: Response, issuer: string, redirectUri: string, code: string, state: string | undefined): void {
+  redirectTo(res, authorizationResponseLocation(redirectUri, { code, state, iss: issuer }), 302);
+}
+
+export function redirectWithError(res: Response, issuer: string, error: AuthorizationError, status: 302 | 303): void {
+  const location = authorizationResponseLocation(error.redirectUri, {
+    error: error.error.code,
+    error_description: error.error.message,
+    state: error.state,
+    iss: issuer,
+  });
+  redirectTo(res, location, status);
+}

@@ -1,0 +1,53 @@
+/**
+ * Security events as structured log records: `{"event": "code_replayed", "clientId": …,
+ * "userId": …, "grantId": …, "reqId": …}`. They carry identifiers only — never a password,
+ * secret, code or token — so the log can be shipped to a SIEM as it is.
+ */
+import type { Request } from 'express';
+import type { Logger } from '../logger.js';
+
+export type SecurityEventName =
+  | 'login_succeeded'
+  | 'login_failed'
+  | 'login_throttled'
+  | 'consent_granted'
+  | 'consent_denied'
+  | 'csrf_rejected'
+  | 'code_issued'
+  | 'code_redeemed'
+  | 'code_replayed'
+  | 'code_rejected'
+  | 'client_authentication_failed'
+  | 'refresh_token_rotated'
+  | 'refresh_token_reuse_detected'
+  | 'refresh_token_reuse_within_grace'
+  | 'refresh_token_rejected'
+  | 'token_revoked';
+
+export interface SecurityEventFields {
+  clientId?: string | undefined;
+  userId?: number | undefined;
+  grantId?: string | undefined;
+  /** A short machine-readable reason, e.g. `client_mismatch`, `expired`, `locked`. */
+  reason?: string | undefined;
+  tokenType?: 'access_token' | 'refresh_token' | undefined;
+}
+
+export type SecurityEvents = (req: Request, event: SecurityEventName, fields?: SecurityEventFields) => void;
+
+/** Warnings for events that point at an attack or a broken client; info for the rest. */
+const WARNINGS = new Set<SecurityEventName>([
+  'login_throttled',
+  'csrf_rejected',
+  'code_replayed',
+  'refresh_token_reuse_detected',
+]);
+
+export function securityEvents(logger: Logger): SecurityEvents {
+  const log = logger.child({ component: 'oauth' });
+  return (req, event, fields = {}) => {
+    const record = { event, ...fields, reqId: req.id, ip: req.ip };
+    if (WARNINGS.has(event)) log.warn(record, `security event ${event}`);
+    else log.info(record, `security event ${event}`);
+  };
+}

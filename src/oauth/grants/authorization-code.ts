@@ -1,0 +1,72 @@
+/**
+ * `grant_type=authorization_code` (RFC 6749 §4.1.3, RFC 7636 §4.6). The code is redeemed in
+ * one atomic statement that also checks its client, expiry and grant; the redirect URI and
+ * the PKCE verifier are checked after, so a failed attempt still uses the code up. A code
+ * presented again revokes its whole grant (§4.1.2): the tokens already issued from it, their
+ * refresh tokens and their access tokens.
+ */
+import { InvalidGrant } from '../errors.js';
+import { verifyCodeVerifier } from '../pkce.js';
+import type { RedeemedCode } from '../stores/codes.js';
+import type { Client } from '../clients.js';
+import { issuesRefreshTokens, tokenResponse, type GrantRequest, type TokenResponse } from './grant.js';
+
+export const grantType = 'authorization_code';
+
+export const parameters = ['code', 'redirect_uri', 'code_verifier'] as const;
+
+async function redeem({ oauth, client, req }: GrantRequest, code: string): Promise<RedeemedCode> {
+  const redeemed = await oauth.codes.redeem(code, client.id);
+  if (redeemed) return redeemed;
+  const rejection = await oauth.codes.diagnose(code, client.id);
+  switch (rejection.reason) {
+    case 'replayed':
+      await oauth.runtime.revocations.revokeGrant(rejection.grantId);
+      oauth.events(req, 'code_replayed', { clientId: client.id, userId: rejection.userId, grantId: rejection.grantId });
+      throw new InvalidGrant('the authorization code has already been used; the tokens issued from it are revoked');
+    case 'client_mismatch':
+      oauth.events(req, 'code_rejected', { clientId: client.id, userId: rejection.userId, reason: 'client_mismatch' });
+      throw new InvalidGrant('the authorization code was not issued to this client');
+    case 'expired':
+      oauth.events(req, 'code_rejected', { clientId: client.id, userId: rejection.userId, reason: 'expired' });
+      throw new InvalidGrant('the authorization code has expired');
+    case 'grant_revoked':
+      throw new InvalidGrant('the authorization behind this code has been revoked');
+    case 'unknown':
+      throw new InvalidGrant('the authorization code is not valid');
+  }
+}
+
+function checkRedirectUri(client: Client, redeemed: RedeemedCode, redirectUri: string | undefined): void {
+  if (redeemed.redirectUri !== null) {
+    if (redirectUri === undefined) throw new InvalidGrant('redirect_uri is required: the authorization request sent one');
+    if (redirectUri !== redeemed.redirectUri) throw new InvalidGrant('redirect_uri does not match the authorization request');
+  } else if (redirectUri !== undefined && !(client.redirectUris.length === 1 && client.redirectUris[0] === redirectUri)) {
+    throw new InvalidGrant('redirect_uri does not match the authorization request');
+  }
+}
+
+function checkPkce(client: Client, redeemed: RedeemedCode, verifier: string | undefined): void {
+  if (redeemed.codeChallenge === null) {
+    // RFC 9700 §4.8.2: a verifier for a code issued without a challenge is a downgrade attempt.
+    if (verifier !== undefined) throw new InvalidGrant('code_verifier was sent, but the authorization request had no code_challenge');
+    if (client.isPublic) throw new InvalidGrant('PKCE is required for this client');
+    return;
+  }
+  if (verifier === undefined) throw new InvalidGrant('code_verifier is required: the authorization request sent a code_challenge');
+  if (!verifyCodeVerifier(verifier, redeemed.codeChallenge, redeemed.codeChallengeMethod)) {
+    throw new InvalidGrant('code_verifier does not match the code_challenge');
+  }
+}
+
+export async function handler(request: GrantRequest): Promise<TokenResponse> {
+  const { oauth, client, params, req } = request;
+  const redeemed = await redeem(request, params.require('code'));
+  checkRedirectUri(client, redeemed, params.get('redirect_uri'));
+  checkPkce(client, redeemed, params.get('code_verifier'));
+
+  const grant = { grantId: redeemed.grantId, userId: redeemed.userId, clientId: client.id, scope: redeemed.scope };
+  const refreshToken = issuesRefreshTokens(client) ? await oauth.refreshTokens.issue(grant) : undefined;
+  oauth.events(req, 'code_redeemed', { clientId: client.id, userId: redeemed.userId, grantId: redeemed.grantId });
+  return tokenResponse(oauth, grant, refreshToken);
+}

@@ -1,0 +1,56 @@
+/**
+ * The JSON surface shared by the token, revocation and introspection endpoints: every answer,
+ * success or error, is `application/json;charset=UTF-8` with `Cache-Control: no-store` and
+ * `Pragma: no-cache` (RFC 6749 §5.1), and errors are the §5.2 object. This is the one
+ * serializer for that surface; anything that is not an OAuthError is logged and shown as a
+ * bare `server_error`.
+ */
+import type { ErrorRequestHandler, Request, Response } from 'express';
+import type { Logger } from '../logger.js';
+import { InvalidClient, InvalidHttpRequest, OAuthError, ServerError } from './errors.js';
+import { bodyReadError } from './params.js';
+
+export const JSON_CONTENT_TYPE = 'application/json;charset=UTF-8';
+
+export function noStore(res: Response): void {
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('Pragma', 'no-cache');
+}
+
+export function sendJson(res: Response, status: number, body: unknown): void {
+  noStore(res);
+  // Set directly: res.json would rewrite the media type as "application/json; charset=utf-8".
+  res.setHeader('Content-Type', JSON_CONTENT_TYPE);
+  res.status(status).end(JSON.stringify(body));
+}
+
+export function toOAuthError(error: unknown): OAuthError {
+  if (error instanceof OAuthError) return error;
+  return bodyReadError(error) ?? new ServerError('the server could not complete the request', { cause: error });
+}
+
+export function sendJsonError(res: Response, error: OAuthError): void {
+  if (error instanceof InvalidClient && error.viaAuthorizationHeader) {
+    res.setHeader('WWW-Authenticate', 'Basic realm="fieldgate", charset="UTF-8"');
+  }
+  const body = error.expose ? error.toJSON() : { error: 'server_error', error_description: 'internal server error' };
+  sendJson(res, error.status, body);
+}
+
+export function jsonErrorHandler(logger: Logger): ErrorRequestHandler {
+  return function serializeJsonError(error, req, res, next) {
+    if (res.headersSent) {
+      next(error);
+      return;
+    }
+    const oauthError = toOAuthError(error);
+    if (!oauthError.expose) logger.error({ err: error, reqId: req.id }, 'oauth endpoint failed');
+    sendJsonError(res, oauthError);
+  };
+}
+
+/** Any other method at a POST-only endpoint: 405 with `Allow`, in the same JSON format. */
+export function onlyPost(_req: Request, res: Response): void {
+  res.setHeader('Allow', 'POST');
+  throw new InvalidHttpRequest('this endpoint only accepts POST', { status: 405 });
+}

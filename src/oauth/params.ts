@@ -1,0 +1,134 @@
+/**
+ * Protocol parameters from a query string or an `application/x-www-form-urlencoded` body.
+ *
+ * RFC 6749 §3.1 and §3.2: a parameter sent without a value counts as omitted, and a parameter
+ * may not be sent more than once. Repetition is checked only for the parameters an endpoint
+ * knows — unknown ones are ignored, as the RFC asks.
+ */
+import express, { type RequestHandler } from 'express';
+import { InvalidRequest, InvalidHttpRequest } from './errors.js';
+
+/** The largest form body the token, revocation, introspection and page endpoints read. */
+export const FORM_BODY_LIMIT_BYTES = 16 * 1024;
+
+export class Parameters {
+  private constructor(private readonly values: ReadonlyMap<string, readonly string[]>) {}
+
+  /** Parses form-urlencoded text (`+` is a space, percent-escapes are UTF-8). */
+  static parse(encoded: string): Parameters {
+    const values = new Map<string, string[]>();
+    for (const [name, value] of new URLSearchParams(encoded)) {
+      if (value === '') continue;
+      const list = values.get(name);
+      if (list) list.push(value);
+      else values.set(name, [value]);
+    }
+    return new Parameters(values);
+  }
+
+  static readonly empty = new Parameters(new Map());
+
+  /**
+   * The value of `name`, or undefined when it is absent; invalid_request when it is repeated
+   * or carries a NUL character (which no protocol value has, and PostgreSQL text cannot hold).
+   */
+  get(name: string): string | undefined {
+    const list = this.values.get(name);
+    if (!list) return undefined;
+    if (list.length > 1) throw new InvalidRequest(`the ${name} parameter is repeated`);
+    if (list[0]!.includes('\0')) throw new InvalidRequest(`the ${name} parameter contains a NUL character`);
+    return list[0];
+  }
+
+  require(name: string): string {
+    const value = this.get(name);
+    if (value === undefined) throw new InvalidRequest(`the ${name} parameter is missing`);
+    return value;
+  }
+
+  has(name: string): boolean {
+    return this.values.has(name);
+  }
+
+  isRepeated(name: string): boolean {
+    return (this.values.get(name)?.length ?? 0) > 1;
+  }
+
+  /** invalid_request naming the first of `names` that was sent more than once. */
+  rejectRepeated(names: Iterable<string>): void {
+    for (const name of names) if (this.isRepeated(name)) throw new InvalidRequest(`the ${name} parameter is repeated`);
+  }
+
+  /** Canonical form-urlencoded text of every parameter. */
+  toString(): string {
+    const search = new URLSearchParams();
+    for (const [name, list] of this.values) for (const value of list) search.append(name, value);
+    return search.toString();
+  }
+}
+
+/** The parameters of a request's query string (taken from the raw URL, not Express' parser). */
+export function queryParameters(originalUrl: string): Parameters {
+  const index = originalUrl.indexOf('?');
+  return index < 0 ? Parameters.empty : Parameters.parse(originalUrl.slice(index + 1));
+}
+
+const FORM_TYPE = 'application/x-www-form-urlencoded';
+
+function requireFormContentType(req: express.Request, _res: express.Response, next: express.NextFunction): void {
+  // type-is answers null when there is no body at all and false for another media type.
+  if (!req.is(FORM_TYPE)) {
+    next(new InvalidRequest(`the request body must be ${FORM_TYPE}`));
+    return;
+  }
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(req.get('content-type') ?? '')?.[1];
+  if (charset && charset.toLowerCase() !== 'utf-8') {
+    next(new InvalidRequest(`the request body must be UTF-8, not ${charset}`));
+    return;
+  }
+  next();
+}
+
+const readRawBody = express.raw({ type: () => true, limit: FORM_BODY_LIMIT_BYTES });
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function decodeFormBody(req: express.Request, res: express.Response, next: express.NextFunction): void {
+  const raw: unknown = req.body;
+  let text = '';
+  if (Buffer.isBuffer(raw)) {
+    try {
+      text = utf8.decode(raw);
+    } catch (error) {
+      next(new InvalidRequest('the request body is not valid UTF-8', { cause: error }));
+      return;
+    }
+  }
+  res.locals.params = Parameters.parse(text);
+  next();
+}
+
+/**
+ * Middleware that reads a form body (at most FORM_BODY_LIMIT_BYTES) into `res.locals.params`.
+ * Anything else — JSON, multipart, no body — is invalid_request; the surface's error handler
+ * serializes it.
+ */
+export const formBody: RequestHandler[] = [requireFormContentType, readRawBody, decodeFormBody];
+
+/** The parameters `formBody` parsed. */
+export function bodyParameters(res: express.Response): Parameters {
+  const params: unknown = res.locals.params;
+  if (!(params instanceof Parameters)) throw new Error('formBody must run before bodyParameters');
+  return params;
+}
+
+/** Turns body-parser's errors (entity.too.large, request.aborted, …) into protocol errors. */
+export function bodyReadError(error: unknown): InvalidRequest | InvalidHttpRequest | undefined {
+  const type = (error as { type?: unknown } | null)?.type;
+  const status = (error as { status?: unknown } | null)?.status;
+  if (typeof type !== 'string' || typeof status !== 'number' || status < 400 || status >= 500) return undefined;
+  if (type === 'entity.too.large') {
+    return new InvalidHttpRequest(`the request body is larger than ${FORM_BODY_LIMIT_BYTES} bytes`, { status: 413, cause: error });
+  }
+  return new InvalidRequest('the request body could not be read', { cause: error });
+}

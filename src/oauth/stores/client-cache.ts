@@ -1,0 +1,39 @@
+/**
+ * Client records, cached in-process for CLIENT_CACHE_MS: every /authorize and /token request
+ * needs its client, and registrations change rarely. A change made through the CLI (another
+ * process) reaches a running server within that time; unknown ids are never cached, so a new
+ * client works at once.
+ */
+import { LRUCache } from 'lru-cache';
+import type { Client, ClientStore } from '../clients.js';
+
+export const CLIENT_CACHE_MS = 5_000;
+const MAX_CACHED_CLIENTS = 1_000;
+/** Longer ids are not looked up at all: ours are 22 characters, the demo's 11. */
+const MAX_CLIENT_ID_LENGTH = 200;
+
+export class ClientCache {
+  private readonly cache = new LRUCache<string, Client>({ max: MAX_CACHED_CLIENTS, ttl: CLIENT_CACHE_MS });
+
+  constructor(private readonly clients: ClientStore) {}
+
+  async find(id: string): Promise<Client | undefined> {
+    if (id.length > MAX_CLIENT_ID_LENGTH || id.includes('\0')) return undefined;
+    const cached = this.cache.get(id);
+    if (cached) return cached;
+    const client = await this.clients.find(id);
+    if (client) this.cache.set(id, client);
+    return client;
+  }
+
+  /** Constant-time check of a presented secret against the client's stored HMAC. */
+  verifySecret(client: Client, secret: string): boolean {
+    return this.clients.verifySecret(client, secret);
+  }
+
+  /** Forgets one client (or all), e.g. after this process changed a registration. */
+  invalidate(id?: string): void {
+    if (id === undefined) this.cache.clear();
+    else this.cache.delete(id);
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * Authorization codes. A code is 256 random bits handed to the browser once; only its SHA-256
+ * is stored. Issuing a code also creates its grant (the family every token redeemed from it
+ * belongs to), in one statement. Redeeming is one atomic UPDATE, so of any number of
+ * concurrent redemptions exactly one gets the row.
+ */
+import { and, eq, gt, isNull, sql } from 'drizzle-orm';
+import type { Db } from '../../db/database.js';
+import { authorizationCodes, grants } from '../../db/schema.js';
+import { randomToken, sha256 } from '../secrets.js';
+import { queryRows } from './rows.js';
+
+export interface NewAuthorizationCode {
+  clientId: string;
+  userId: number;
+  scope: string;
+  /** The redirect_uri sent to /authorize, or null when the request relied on the only registered one. */
+  redirectUri: string | null;
+  codeChallenge: string | null;
+  codeChallengeMethod: 'S256' | null;
+}
+
+export interface RedeemedCode {
+  grantId: string;
+  userId: number;
+  scope: string;
+  redirectUri: string | null;
+  codeChallenge: string | null;
+  codeChallengeMethod: string | null;
+}
+
+/** Why a code could not be redeemed, for the error and the security log. */
+export type CodeRejection =
+  | { reason: 'unknown' }
+  | { reason: 'replayed'; grantId: string; clientId: string; userId: number }
+  | { reason: 'client_mismatch'; clientId: string; userId: number }
+  | { reason: 'expired'; userId: number }
+  | { reason: 'grant_revoked'; userId: number };
+
+export class AuthorizationCodeStore {
+  constructor(
+    private readonly db: Db,
+    private readonly ttlSeconds: number,
+  ) {}
+
+  /** Creates the grant and its code; returns the code (shown once) and the grant id. */
+  async issue(input: NewAuthorizationCode): Promise<{ code: string; grantId: string }> {
+    const code = randomToken(32);
+    const grantId = randomToken(16);
+    await this.db.execute(sql`
+      with new_grant as (
+        insert into ${grants} (id, client_id, user_id, scope)
+        values (${grantId}, ${input.clientId}, ${input.userId}, ${input.scope})
+        returning id
+      )
+      insert into ${authorizationCodes}
+        (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, code_challenge_method, expires_at)
+      select ${sha256(code)}, new_grant.id, ${input.clientId}, ${input.userId}, ${input.redirectUri}, ${input.scope},
+             ${input.codeChallenge}, ${input.codeChallengeMethod}, now() + make_interval(secs => ${this.ttlSeconds})
+      from new_grant`);
+    return { code, grantId };
+  }
+
+  /**
+   * Marks the code used and returns it, if it belongs to `clientId`, is unused, unexpired and
+   * its grant is not revoked — all in one UPDATE. Undefined otherwise (see `diagnose`).
+   */
+  async redeem(code: string, clientId: string): Promise<RedeemedCode | undefined> {
+    const [row] = await this.db
+      .update(authorizationCodes)
+      .set({ consumedAt: sql`now()` })
+      .where(
+        and(
+          eq(authorizationCodes.codeHash, sha256(code)),
+          eq(authorizationCodes.clientId, clientId),
+          isNull(authorizationCodes.consumedAt),
+          gt(authorizationCodes.expiresAt, sql`now()`),
+          sql`not exists (select 1 from ${grants} where ${grants.id} = ${authorizationCodes.grantId} and ${grants.revokedAt} is not null)`,
+        ),
+      )
+      .returning({
+        grantId: authorizationCodes.grantId,
+        userId: authorizationCodes.userId,
+        scope: authorizationCodes.scope,
+        redirectUri: authorizationCodes.redirectUri,
+        codeChallenge: authorizationCodes.codeChallenge,
+        codeChallengeMethod: authorizationCodes.codeChallengeMethod,
+      });
+    return row;
+  }
+
+  /** Why `redeem` refused a code; read only on the failure path. */
+  async diagnose(code: string, clientId: string): Promise<CodeRejection> {
+    const [row] = await queryRows<{
+      grant_id: string;
+      client_id: string;
+      user_id: number;
+      consumed: boolean;
+      expired: boolean;
+      grant_revoked: boolean;
+    }>(
+      this.db,
+      sql`select c.grant_id, c.client_id, c.user_id, c.consumed_at is not null as consumed,
+                 c.expires_at <= now() as expired, g.revoked_at is not null as grant_revoked
+          from ${authorizationCodes} c join ${grants} g on g.id = c.grant_id
+          where c.code_hash = ${sha256(code)}`,
+    );
+    if (!row) return { reason: 'unknown' };
+    if (row.consumed) return { reason: 'replayed', grantId: row.grant_id, clientId: row.client_id, userId: row.user_id };
+    if (row.client_id !== clientId) return { reason: 'client_mismatch', clientId: row.client_id, userId: row.user_id };
+    if (row.expired) return { reason: 'expired', userId: row.user_id };
+    return { reason: 'grant_revoked', userId: row.user_id };
+  }
+}

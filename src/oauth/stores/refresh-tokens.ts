@@ -1,0 +1,133 @@
+/**
+ * Refresh tokens: 256 random bits, stored as SHA-256, bound to one client and one grant (the
+ * rotation family). Rotation retires the presented token and inserts its successor in one
+ * statement, so two concurrent uses of one token cannot both succeed.
+ */
+import { eq, sql } from 'drizzle-orm';
+import type { Db } from '../../db/database.js';
+import { grants, refreshTokens } from '../../db/schema.js';
+import { randomToken, sha256 } from '../secrets.js';
+import { queryRows, toDate } from './rows.js';
+
+export interface RefreshTokenFamily {
+  grantId: string;
+  clientId: string;
+  userId: number;
+  /** The scope of the grant, the most any refresh may ask for. */
+  scope: string;
+}
+
+export interface RotatedRefreshToken extends RefreshTokenFamily {
+  /** The successor, shown once. */
+  refreshToken: string;
+}
+
+/** Everything known about a presented refresh token, whatever its state. */
+export interface RefreshTokenRecord extends RefreshTokenFamily {
+  createdAt: Date;
+  expiresAt: Date;
+  expired: boolean;
+  consumed: boolean;
+  grantRevoked: boolean;
+  /**
+   * Retired no longer than `graceSeconds` ago and no later token of its family retired since:
+   * the "lost response" retry the optional grace window forgives.
+   */
+  withinGrace: boolean;
+}
+
+export class RefreshTokenStore {
+  constructor(
+    private readonly db: Db,
+    private readonly ttlSeconds: number,
+  ) {}
+
+  async issue(family: RefreshTokenFamily): Promise<string> {
+    const token = randomToken(32);
+    await this.db.insert(refreshTokens).values({
+      tokenHash: sha256(token),
+      grantId: family.grantId,
+      clientId: family.clientId,
+      userId: family.userId,
+      scope: family.scope,
+      expiresAt: sql`now() + make_interval(secs => ${this.ttlSeconds})`,
+    });
+    return token;
+  }
+
+  /**
+   * Retires `token` and issues its successor if the token belongs to `clientId`, is unused,
+   * unexpired and its grant is not revoked. Undefined otherwise (see `find`).
+   */
+  async rotate(token: string, clientId: string): Promise<RotatedRefreshToken | undefined> {
+    const successor = randomToken(32);
+    const [row] = await queryRows<{ grant_id: string; client_id: string; user_id: number; scope: string }>(
+      this.db,
+      sql`
+        with retired as (
+          update ${refreshTokens} set consumed_at = now()
+          where token_hash = ${sha256(token)} and client_id = ${clientId}
+            and consumed_at is null and expires_at > now()
+            and not exists (select 1 from ${grants} g where g.id = ${refreshTokens.grantId} and g.revoked_at is not null)
+          returning grant_id, client_id, user_id, scope
+        )
+        insert into ${refreshTokens} (token_hash, grant_id, client_id, user_id, scope, expires_at)
+        select ${sha256(successor)}, grant_id, client_id, user_id, scope, now() + make_interval(secs => ${this.ttlSeconds})
+        from retired
+        returning grant_id, client_id, user_id, scope`,
+    );
+    if (!row) return undefined;
+    return { refreshToken: successor, grantId: row.grant_id, clientId: row.client_id, userId: row.user_id, scope: row.scope };
+  }
+
+  /** The record of `token` in any state, or undefined for a token this server never issued. */
+  async find(token: string, graceSeconds = 0): Promise<RefreshTokenRecord | undefined> {
+    const [row] = await queryRows<{
+      grant_id: string;
+      client_id: string;
+      user_id: number;
+      scope: string;
+      created_at: Date | string;
+      expires_at: Date | string;
+      expired: boolean;
+      consumed: boolean;
+      grant_revoked: boolean;
+      within_grace: boolean;
+    }>(
+      this.db,
+      sql`
+        select t.grant_id, t.client_id, t.user_id, t.scope, t.created_at, t.expires_at,
+               t.expires_at <= now() as expired,
+               t.consumed_at is not null as consumed,
+               g.revoked_at is not null as grant_revoked,
+               (t.consumed_at is not null
+                and t.consumed_at > now() - make_interval(secs => ${graceSeconds})
+                and not exists (select 1 from ${refreshTokens} later
+                                where later.grant_id = t.grant_id and later.consumed_at > t.consumed_at)) as within_grace
+        from ${refreshTokens} t join ${grants} g on g.id = t.grant_id
+        where t.token_hash = ${sha256(token)}`,
+    );
+    if (!row) return undefined;
+    return {
+      grantId: row.grant_id,
+      clientId: row.client_id,
+      userId: row.user_id,
+      scope: row.scope,
+      createdAt: toDate(row.created_at),
+      expiresAt: toDate(row.expires_at),
+      expired: row.expired,
+      consumed: row.consumed,
+      grantRevoked: row.grant_revoked,
+      withinGrace: graceSeconds > 0 && row.within_grace,
+    };
+  }
+
+  /** The scope recorded for `token` (never changes), to validate a narrowing request before rotating. */
+  async scopeOf(token: string): Promise<{ clientId: string; scope: string } | undefined> {
+    const [row] = await this.db
+      .select({ clientId: refreshTokens.clientId, scope: refreshTokens.scope })
+      .from(refreshTokens)
+      .where(eq(refreshTokens.tokenHash, sha256(token)));
+    return row;
+  }
+}

@@ -1,0 +1,17 @@
+import type { SQL } from 'drizzle-orm';
+import type { Db } from '../../db/database.js';
+
+/**
+ * Runs a raw statement and returns its rows: PGlite answers `{ rows }`, postgres.js an array.
+ * Raw SQL is used only where the query builder cannot say it in one statement (data-modifying
+ * CTEs); column names come back in snake_case.
+ */
+export async function queryRows<T>(db: Db, statement: SQL): Promise<T[]> {
+  const result = await db.execute(statement);
+  return ((result as { rows?: unknown }).rows ?? result) as T[];
+}
+
+/** A timestamp column read through raw SQL: postgres.js gives a Date, PGlite may give a string. */
+export function toDate(value: Date | string): Date {
+  return value instanceof Date ? value : new Date(value);
+}

@@ -1,0 +1,204 @@
+/**
+ * grant_type=authorization_code (issue 3 §8 and the RFC 9700 hardening): redirect URI and
+ * PKCE checks, single use with atomic redemption, replay revoking the family, codes bound to
+ * their client, expiry — including the attacks: replay, client A's code redeemed by client B,
+ * redirect URI tricks and the PKCE downgrade.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { eq } from 'drizzle-orm';
+import { authorizationCodes } from '../../../src/db/schema.js';
+import { authenticateBearer } from '../../../src/oauth/bearer.js';
+import { sha256 } from '../../../src/oauth/secrets.js';
+import { describeEachDatabase } from '../../support/runtime.js';
+import {
+  authorizeParams,
+  Browser,
+  buildClient,
+  buildUser,
+  issueCode,
+  redirectParams,
+  securityEvents,
+  tokenRequest,
+  type TestClient,
+  type TestUser,
+} from '../support.js';
+
+describeEachDatabase('authorization_code grant', (context) => {
+  let clientA: TestClient;
+  let clientB: TestClient;
+  let publicClient: TestClient;
+  let user: TestUser;
+
+  beforeAll(async () => {
+    const { runtime } = context();
+    clientA = await buildClient(runtime);
+    clientB = await buildClient(runtime);
+    publicClient = await buildClient(runtime, { isPublic: true });
+    user = await buildUser(runtime);
+  });
+
+  const redeem = (client: TestClient, fields: Record<string, string | undefined>) =>
+    tokenRequest(context().app, { grant_type: 'authorization_code', ...fields }, client);
+
+  it('redeems a code obtained through the pages for tokens of the consented scope', async () => {
+    const params = authorizeParams(clientA, { scope: 'orders:read' });
+    const res = await new Browser(context().app).authorize(params, user);
+    const code = redirectParams(res).get('code')!;
+    const tokens = await redeem(clientA, { code, redirect_uri: clientA.redirectUri, code_verifier: params.verifier });
+    expect(tokens.status).toBe(200);
+    expect(tokens.body.scope).toBe('orders:read');
+    const principal = await authenticateBearer(context().runtime.accessTokens, `Bearer ${tokens.body.access_token}`);
+    expect(principal).toMatchObject({ userId: user.id, clientId: clientA.id });
+  });
+
+  it('a missing code is invalid_request', async () => {
+    const res = await redeem(clientA, { redirect_uri: clientA.redirectUri });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('invalid_request');
+  });
+
+  it('an unknown code is invalid_grant', async () => {
+    const res = await redeem(clientA, { code: 'not-a-code', redirect_uri: clientA.redirectUri });
+    expect(res.body.error).toBe('invalid_grant');
+  });
+
+  describe('redirect_uri', () => {
+    it('is required when the authorization request sent it', async () => {
+      const { code, verifier } = await issueCode(context().runtime, clientA, user);
+      const res = await redeem(clientA, { code, code_verifier: verifier });
+      expect(res.body.error).toBe('invalid_grant');
+    });
+
+    it.each([
+      ['a different URI', 'https://attacker.example/callback'],
+      ['a prefix', 'PREFIX'],
+      ['a suffix', 'SUFFIX'],
+      ['a trailing slash', 'SLASH'],
+    ])('must equal the earlier value: %s is invalid_grant', async (_name, kind) => {
+      const { code, verifier } = await issueCode(context().runtime, clientA, user);
+      const registered = clientA.redirectUri;
+      const redirectUri = { PREFIX: registered.slice(0, -2), SUFFIX: `${registered}x`, SLASH: `${registered}/` }[kind] ?? kind;
+      const res = await redeem(clientA, { code, redirect_uri: redirectUri, code_verifier: verifier });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toBe('invalid_grant');
+    });
+
+    it('may be omitted when the authorization request did not send it', async () => {
+      const { code, verifier } = await issueCode(context().runtime, clientA, user, { redirectUri: null });
+      expect((await redeem(clientA, { code, code_verifier: verifier })).status).toBe(200);
+    });
+
+    it('if sent anyway after being omitted, must be the registered one', async () => {
+      const first = await issueCode(context().runtime, clientA, user, { redirectUri: null });
+      expect((await redeem(clientA, { code: first.code, redirect_uri: clientA.redirectUri, code_verifier: first.verifier })).status).toBe(200);
+      const second = await issueCode(context().runtime, clientA, user, { redirectUri: null });
+      const res = await redeem(clientA, { code: second.code, redirect_uri: 'https://attacker.example/', code_verifier: second.verifier });
+      expect(res.body.error).toBe('invalid_grant');
+    });
+  });
+
+  describe('PKCE', () => {
+    it('verifies S256', async () => {
+      const { code, verifier } = await issueCode(context().runtime, clientA, user);
+      expect((await redeem(clientA, { code, redirect_uri: clientA.redirectUri, code_verifier: verifier })).status).toBe(200);
+    });
+
+    it('a wrong verifier is invalid_grant, and the code is used up', async () => {
+      const { code, verifier } = await issueCode(context().runtime, clientA, user);
+      const wrong = await redeem(clientA, { code, redirect_uri: clientA.redirectUri, code_verifier: `${verifier.slice(0, -1)}${verifier.endsWith('A') ? 'B' : 'A'}` });
+      expect(wrong.body.error).toBe('invalid_grant');
+      const retry = await redeem(clientA, { code, redirect_uri: clientA.redirectUri, code_verifier: verifier });
+      expect(retry.body.error).toBe('invalid_grant');
+    });
+
+    it('downgrade attack: a challenge was sent but the verifier is omitted → invalid_grant', async () => {
+      const { code } = await issueCode(context().runtime, clientA, user);
+      const res = await redeem(clientA, { code, redirect_uri: clientA.redirectUri });
+      expect(res.body.error).toBe('invalid_grant');
+      expect(res.body.error_description).toMatch(/code_verifier is required/);
+    });
+
+    it('downgrade attack: a verifier for a code issued without a challenge → invalid_grant', async () => {
+      const { code, verifier } = await issueCode(context().runtime, clientA, user, { codeChallenge: null, codeChallengeMethod: null });
+      const res = await redeem(clientA, { code, redirect_uri: clientA.redirectUri, code_verifier: verifier });
+      expect(res.body.error).toBe('invalid_grant');
+    });
+
+    it('is optional for a confidential client that sent no challenge', async () => {
+      const { code } = await issueCode(context().runtime, clientA, user, { codeChallenge: null, codeChallengeMethod: null });
+      expect((await redeem(clientA, { code, redirect_uri: clientA.redirectUri })).status).toBe(200);
+    });
+
+    it('is required for a public client', async () => {
+      const ok = await issueCode(context().runtime, publicClient, user);
+      expect((await redeem(publicClient, { code: ok.code, redirect_uri: publicClient.redirectUri, code_verifier: ok.verifier })).status).toBe(200);
+      const without = await issueCode(context().runtime, publicClient, user, { codeChallenge: null, codeChallengeMethod: null });
+      expect((await redeem(publicClient, { code: without.code, redirect_uri: publicClient.redirectUri })).body.error).toBe('invalid_grant');
+    });
+
+    it('a malformed verifier (too short) is invalid_grant', async () => {
+      const { code } = await issueCode(context().runtime, clientA, user);
+      expect((await redeem(clientA, { code, redirect_uri: clientA.redirectUri, code_verifier: 'short' })).body.error).toBe('invalid_grant');
+    });
+  });
+
+  it("client B cannot redeem client A's code; A still can", async () => {
+    const { code, verifier } = await issueCode(context().runtime, clientA, user);
+    const stolen = await redeem(clientB, { code, redirect_uri: clientA.redirectUri, code_verifier: verifier });
+    expect(stolen.status).toBe(400);
+    expect(stolen.body.error).toBe('invalid_grant');
+    const legit = await redeem(clientA, { code, redirect_uri: clientA.redirectUri, code_verifier: verifier });
+    expect(legit.status).toBe(200);
+  });
+
+  it('an expired code is invalid_grant', async () => {
+    const { runtime } = context();
+    const { code, verifier } = await issueCode(runtime, clientA, user);
+    await runtime.db
+      .update(authorizationCodes)
+      .set({ expiresAt: new Date(Date.now() - 1000) })
+      .where(eq(authorizationCodes.codeHash, sha256(code)));
+    const res = await redeem(clientA, { code, redirect_uri: clientA.redirectUri, code_verifier: verifier });
+    expect(res.body.error).toBe('invalid_grant');
+    expect(res.body.error_description).toMatch(/expired/);
+  });
+
+  it('replay: a second use is invalid_grant and revokes every token issued from the code', async () => {
+    const { runtime, logs } = context();
+    const { code, verifier, grantId } = await issueCode(runtime, clientA, user);
+    const fields = { code, redirect_uri: clientA.redirectUri, code_verifier: verifier };
+    const first = await redeem(clientA, fields);
+    expect(first.status).toBe(200);
+    await expect(authenticateBearer(runtime.accessTokens, `Bearer ${first.body.access_token}`)).resolves.toBeDefined();
+
+    const second = await redeem(clientA, fields);
+    expect(second.status).toBe(400);
+    expect(second.body.error).toBe('invalid_grant');
+
+    await expect(authenticateBearer(runtime.accessTokens, `Bearer ${first.body.access_token}`)).rejects.toMatchObject({ code: 'invalid_token' });
+    const refresh = await tokenRequest(context().app, { grant_type: 'refresh_token', refresh_token: first.body.refresh_token }, clientA);
+    expect(refresh.body.error).toBe('invalid_grant');
+
+    expect(securityEvents(logs.lines, 'code_redeemed')).toContainEqual(expect.objectContaining({ clientId: clientA.id, userId: user.id, grantId }));
+    expect(securityEvents(logs.lines, 'code_replayed')).toContainEqual(expect.objectContaining({ clientId: clientA.id, userId: user.id, grantId }));
+    expect(logs.text).not.toContain(code);
+    expect(logs.text).not.toContain(verifier);
+  });
+
+  it('replay by another client also revokes the family', async () => {
+    const { runtime } = context();
+    const { code, verifier } = await issueCode(runtime, clientA, user);
+    const first = await redeem(clientA, { code, redirect_uri: clientA.redirectUri, code_verifier: verifier });
+    await redeem(clientB, { code, redirect_uri: clientA.redirectUri, code_verifier: verifier });
+    await expect(authenticateBearer(runtime.accessTokens, `Bearer ${first.body.access_token}`)).rejects.toMatchObject({ code: 'invalid_token' });
+  });
+
+  it('redemption is atomic: of many concurrent requests with one code exactly one succeeds', async () => {
+    const { code, verifier } = await issueCode(context().runtime, clientA, user);
+    const fields = { code, redirect_uri: clientA.redirectUri, code_verifier: verifier };
+    const results = await Promise.all(Array.from({ length: 12 }, () => redeem(clientA, fields)));
+    const statuses = results.map((r) => r.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    expect(results.filter((r) => r.status !== 200).every((r) => r.status === 400 && r.body.error === 'invalid_grant')).toBe(true);
+  });
+});
