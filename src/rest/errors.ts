@@ -1,3 +1,7 @@
+import type { GraphQLFormattedError } from 'graphql';
+import { wwwAuthenticate } from '../oauth/bearer.js';
+import { InsufficientScope, InvalidToken, OAuthError } from '../oauth/errors.js';
+
 /**
  * REST errors in Google's JSON shape (AIP-193):
  * `{"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": "…"}}`.
@@ -19,16 +23,20 @@ export interface ApiErrorOptions {
   cause?: unknown;
   /** HTTP status, where it differs from the canonical mapping (e.g. 413, 415, 412). */
   httpStatus?: number;
+  /** Response headers that belong to this error, such as a `WWW-Authenticate` challenge. */
+  headers?: Record<string, string>;
 }
 
 export abstract class ApiError extends Error {
   abstract readonly status: ApiStatus;
   protected abstract readonly defaultHttpStatus: number;
   private readonly httpStatusOverride: number | undefined;
+  readonly headers: Readonly<Record<string, string>>;
 
   constructor(message: string, options: ApiErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.httpStatusOverride = options.httpStatus;
+    this.headers = options.headers ?? {};
   }
 
   get httpStatus(): number {
@@ -73,6 +81,59 @@ export class ResourceExhausted extends ApiError {
 export class Internal extends ApiError {
   readonly status = 'INTERNAL';
   protected readonly defaultHttpStatus = 500;
+}
+
+/**
+ * A bearer-token refusal as a REST error: 401 or 403 with the RFC 6750 challenge in
+ * `WWW-Authenticate`, and the Google error body beside it.
+ */
+export function fromOAuthError(error: OAuthError): ApiError {
+  const headers = { 'WWW-Authenticate': wwwAuthenticate(error) };
+  if (error instanceof InsufficientScope) return new PermissionDenied(error.message, { cause: error, headers });
+  if (error instanceof InvalidToken) return new Unauthenticated(error.message, { cause: error, headers });
+  return error.status < 500
+    ? new InvalidArgument(error.message, { cause: error, httpStatus: error.status })
+    : new Internal('internal error', { cause: error });
+}
+
+/**
+ * The REST error for a failed GraphQL execution, from the first error's `extensions.code`.
+ * Anything without a known client-error code is masked as INTERNAL.
+ */
+export function fromGraphQLErrors(errors: readonly GraphQLFormattedError[]): ApiError {
+  const error = errors[0];
+  if (!error) return new Internal('internal error');
+  const extensions = (error.extensions ?? {}) as Record<string, unknown>;
+  const code = typeof extensions.code === 'string' ? extensions.code : undefined;
+  const message = error.message;
+  const cause = error;
+  switch (code) {
+    case 'UNAUTHENTICATED':
+      return fromOAuthError(new InvalidToken(message, { cause }));
+    case 'FORBIDDEN': {
+      const scope = typeof extensions.requiredScope === 'string' ? extensions.requiredScope : undefined;
+      if (scope) return fromOAuthError(new InsufficientScope(scope, { cause }));
+      return new PermissionDenied(message, { cause });
+    }
+    case 'NOT_FOUND':
+      return new NotFound(message, { cause });
+    case 'FAILED_PRECONDITION':
+      // An If-Match that no longer matches is HTTP's own precondition (412); a status move is 409.
+      return new FailedPrecondition(message, { cause, httpStatus: extensions.reason === 'ETAG_MISMATCH' ? 412 : undefined });
+    case 'INVALID_ARGUMENT':
+    case 'BAD_USER_INPUT':
+    case 'GRAPHQL_VALIDATION_FAILED':
+    case 'GRAPHQL_PARSE_FAILED':
+      // Validation failures of a document built here are the limits (cost, depth) refusing it.
+      return new InvalidArgument(message, { cause });
+    default: {
+      const http = extensions.http as { status?: unknown } | undefined;
+      if (typeof http?.status === 'number' && http.status >= 400 && http.status < 500) {
+        return new InvalidArgument(message, { cause, httpStatus: http.status });
+      }
+      return new Internal('internal error', { cause });
+    }
+  }
 }
 
 /** Any error as a REST error: ours as they are, body-parser's by their status, the rest masked. */

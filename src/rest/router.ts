@@ -1,8 +1,41 @@
-import express from 'express';
+/**
+ * The REST compatibility layer: each route authenticates the bearer token, reads its
+ * parameters, and runs one GraphQL operation in-process (see selection.ts). Errors are
+ * answered here in Google's JSON shape, with `WWW-Authenticate` on 401/403.
+ */
+import express, { type ErrorRequestHandler } from 'express';
 import type { Runtime } from '../runtime.js';
 import type { GraphQLService } from '../graphql/index.js';
+import { toApiError } from './errors.js';
+import { RestExecutor } from './execute.js';
+import type { RestRoute } from './http.js';
+import { productRoutes } from './products.js';
+import { orderRoutes } from './orders.js';
+import { serveOpenApi } from './openapi.js';
 
-/** The REST compatibility layer, translated into GraphQL operations. */
-export function createRestRouter(_runtime: Runtime, _graphql: GraphQLService): express.Router {
-  return express.Router();
+/** Every REST operation, in the order the OpenAPI document lists them. */
+export function restRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
+  return [...productRoutes(runtime, rest), ...orderRoutes(runtime, rest)];
+}
+
+function restErrors(runtime: Runtime): ErrorRequestHandler {
+  return function restErrorResponse(error, req, res, _next) {
+    const apiError = toApiError(error);
+    if (apiError.httpStatus >= 500) runtime.logger.error({ err: error, reqId: req.id }, 'REST request failed');
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    res.status(apiError.httpStatus).set(apiError.headers).json(apiError.toBody());
+  };
+}
+
+export function createRestRouter(runtime: Runtime, graphql: GraphQLService): express.Router {
+  const rest = new RestExecutor(graphql);
+  const routes = restRoutes(runtime, rest);
+  const router = express.Router();
+  router.get('/openapi.json', serveOpenApi(runtime, rest, () => routes));
+  for (const route of routes) router[route.method](route.path, ...route.handlers);
+  router.use(restErrors(runtime));
+  return router;
 }

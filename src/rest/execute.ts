@@ -1,0 +1,47 @@
+/**
+ * Runs a REST request's GraphQL operation in-process, through the same service (validation
+ * cache, limits, authorization) as /graphql, and turns GraphQL errors into REST errors.
+ */
+import type { GraphQLSchema } from 'graphql';
+import type { GraphQLService } from '../graphql/index.js';
+import type { Principal } from '../oauth/access-token.js';
+import { fromGraphQLErrors, Internal } from './errors.js';
+import { OperationCache, type CompiledOperation, type OperationSpec } from './selection.js';
+
+export class RestExecutor {
+  /** Compiled documents by (route, normalized field set). */
+  readonly operations: OperationCache;
+
+  constructor(
+    private readonly graphql: GraphQLService,
+    options: { cacheSize?: number } = {},
+  ) {
+    this.operations = new OperationCache(options.cacheSize);
+  }
+
+  /** The executable schema the REST allow-list is derived from. */
+  get schema(): GraphQLSchema {
+    const schema = (this.graphql as GraphQLService & { schema?: GraphQLSchema }).schema;
+    if (!schema) throw new Internal('the GraphQL service does not expose its schema');
+    return schema;
+  }
+
+  /** The operation for a route and field set (paths checked against the schema first). */
+  operation(spec: Omit<OperationSpec, 'schema'>): CompiledOperation {
+    return this.operations.get({ ...spec, schema: this.schema });
+  }
+
+  /** Executes `operation` and returns the value of its root field; GraphQL errors become REST errors. */
+  async run(operation: CompiledOperation, variables: Record<string, unknown>, principal: Principal): Promise<unknown> {
+    const result = await this.graphql.execute({
+      document: operation.document,
+      variables,
+      operationName: operation.operationName,
+      principal,
+    });
+    if (result.errors?.length) throw fromGraphQLErrors(result.errors);
+    const data = result.data as Record<string, unknown> | null | undefined;
+    if (!data || !Object.hasOwn(data, operation.field)) throw new Internal('the GraphQL operation returned no data');
+    return data[operation.field];
+  }
+}

@@ -1,0 +1,107 @@
+/**
+ * The HTTP steps every REST route is built from — authenticate the bearer token, read a JSON
+ * object body, read query and path parameters — and the `RestRoute` record that describes a
+ * route to both the router and the OpenAPI document.
+ */
+import express, { type Request, type RequestHandler, type Response } from 'express';
+import type { Runtime } from '../runtime.js';
+import type { Principal } from '../oauth/access-token.js';
+import { authenticateBearer } from '../oauth/bearer.js';
+import { OAuthError } from '../oauth/errors.js';
+import type { Scope } from '../oauth/scopes.js';
+import { fromOAuthError, InvalidArgument } from './errors.js';
+
+/** Largest accepted request body. */
+export const MAX_BODY_BYTES = 64 * 1024;
+/** Deepest accepted nesting of arrays and objects in a body; our bodies need three levels. */
+export const MAX_BODY_DEPTH = 16;
+
+export type QueryParameter = 'fields' | 'limit' | 'offset' | 'update_mask';
+
+/** One REST operation: how to serve it, and what the OpenAPI document says about it. */
+export interface RestRoute {
+  method: 'get' | 'post' | 'patch';
+  /** Express path, e.g. `/orders/:id`. */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  /** The scope the operation needs (checked by the GraphQL layer it runs through). */
+  scope: Scope;
+  query: readonly QueryParameter[];
+  /** The body, when there is one: JSON Schema as the OpenAPI document shows it. */
+  requestBody?: { description: string; schema: Record<string, unknown> };
+  success: { status: 200 | 201; description: string; schema: Record<string, unknown>; headers: readonly ('ETag' | 'Link' | 'Location')[] };
+  /** Error statuses this operation can answer besides 400/401/403 (e.g. 404, 409, 412, 413, 415). */
+  errors: readonly number[];
+  handlers: RequestHandler[];
+}
+
+/** Authenticates the bearer token; a refusal is 401/403 with `WWW-Authenticate`. */
+export function authenticate(runtime: Runtime): RequestHandler {
+  return async function authenticateBearerToken(req, res, next) {
+    try {
+      res.locals.principal = await authenticateBearer(runtime.accessTokens, req.headers.authorization);
+      next();
+    } catch (error) {
+      next(error instanceof OAuthError ? fromOAuthError(error) : error);
+    }
+  };
+}
+
+export function principalOf(res: Response): Principal {
+  const principal = res.locals.principal as Principal | undefined;
+  if (!principal) throw new Error('the route did not authenticate the request');
+  return principal;
+}
+
+const parseJson = express.json({ limit: MAX_BODY_BYTES, strict: false, type: () => true });
+
+/** Content-Type must be JSON (415 otherwise), the body must parse (400) and fit (413), and be an object (400). */
+export function jsonObjectBody(): RequestHandler[] {
+  return [
+    function requireJsonContentType(req, _res, next) {
+      const type = req.is(['application/json', 'application/*+json']);
+      const empty = type === null || (req.headers['content-length'] === '0' && req.headers['transfer-encoding'] === undefined);
+      if (empty) return next(new InvalidArgument('a JSON object request body is required'));
+      if (type === false) {
+        return next(
+          new InvalidArgument(`the request body must be application/json, not ${req.headers['content-type'] ? `'${req.headers['content-type'].slice(0, 64)}'` : 'untyped'}`, {
+            httpStatus: 415,
+          }),
+        );
+      }
+      next();
+    },
+    parseJson,
+    function requireJsonObject(req, _res, next) {
+      const body: unknown = req.body;
+      if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+        return next(new InvalidArgument(`the request body must be a JSON object, not ${Array.isArray(body) ? 'an array' : body === null ? 'null' : `a ${typeof body}`}`));
+      }
+      if (deeperThan(body, MAX_BODY_DEPTH)) return next(new InvalidArgument(`the request body is nested deeper than ${MAX_BODY_DEPTH} levels`));
+      next();
+    },
+  ];
+}
+
+/** Whether a parsed JSON value nests arrays/objects deeper than `max` (iteratively: no stack to blow). */
+function deeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [current, depth] = stack.pop()!;
+    if (typeof current !== 'object' || current === null) continue;
+    if (depth > max) return true;
+    for (const child of Object.values(current)) stack.push([child, depth + 1]);
+  }
+  return false;
+}
+
+/** A query parameter given at most once, as a string (a repeated one is a 400). */
+export function queryParameter(req: Request, name: string): string | undefined {
+  const value = (req.query as Record<string, unknown>)[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') throw new InvalidArgument(`the query parameter '${name}' is given more than once`);
+  return value;
+}
+

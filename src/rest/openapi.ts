@@ -1,0 +1,294 @@
+/**
+ * GET /openapi.json: an OpenAPI 3.1 description of the REST layer, generated from the same
+ * route records the router serves and from the GraphQL schema (resource and request-body
+ * schemas), so it cannot drift from what the server does.
+ */
+import {
+  getNamedType,
+  isEnumType,
+  isInputObjectType,
+  isListType,
+  isNonNullType,
+  isObjectType,
+  isScalarType,
+  type GraphQLType,
+  type GraphQLNamedType,
+  type GraphQLSchema,
+} from 'graphql';
+import type { RequestHandler } from 'express';
+import type { Runtime } from '../runtime.js';
+import { SCOPES } from '../oauth/scopes.js';
+import { authorizationServerMetadata, METADATA_PATH } from '../oauth/metadata.js';
+import { MAX_FIELDS_DEPTH, MAX_FIELDS_LENGTH } from './fields.js';
+import type { RestExecutor } from './execute.js';
+import { MAX_BODY_BYTES, type QueryParameter, type RestRoute } from './http.js';
+import { DEFAULT_LIMIT, MAX_INT, MAX_LIMIT } from './paging.js';
+import { allowedFields, rootFieldType } from './selection.js';
+
+type JsonSchema = Record<string, unknown>;
+
+/**
+ * A reference to the JSON Schema of a GraphQL object or input type (request bodies are the
+ * input types, shown with REST conventions: lower-case enum values).
+ */
+export const schemaRef = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
+
+const SCALARS: Record<string, JsonSchema> = {
+  Int: { type: 'integer', format: 'int32' },
+  Float: { type: 'number' },
+  String: { type: 'string' },
+  Boolean: { type: 'boolean' },
+  ID: { type: 'string' },
+  DateTime: { type: 'string', format: 'date-time' },
+};
+
+function nullable(schema: JsonSchema): JsonSchema {
+  if (typeof schema.type === 'string') return { ...schema, type: [schema.type, 'null'] };
+  return { oneOf: [schema, { type: 'null' }] };
+}
+
+function namedSchema(type: GraphQLNamedType): JsonSchema {
+  if (isEnumType(type)) return { type: 'string', enum: type.getValues().map((value) => value.name.toLowerCase()) };
+  if (isScalarType(type)) return { ...(SCALARS[type.name] ?? {}), ...(SCALARS[type.name] ? {} : { description: `${type.name} scalar` }) };
+  return schemaRef(type.name);
+}
+
+function typeSchema(type: GraphQLType): JsonSchema {
+  if (isNonNullType(type)) return typeSchema(type.ofType);
+  if (isListType(type)) return nullable({ type: 'array', items: typeSchemaNonNull(type.ofType) });
+  return nullable(namedSchema(type));
+}
+
+function typeSchemaNonNull(type: GraphQLType): JsonSchema {
+  if (isNonNullType(type)) {
+    const inner = type.ofType;
+    if (isListType(inner)) return { type: 'array', items: typeSchemaNonNull(inner.ofType) };
+    return namedSchema(inner);
+  }
+  return typeSchema(type);
+}
+
+/** JSON Schemas of every object and input type reachable from the REST operations. */
+function componentSchemas(schema: GraphQLSchema, roots: { operation: 'query' | 'mutation'; field: string }[], inputs: string[]): Record<string, JsonSchema> {
+  const out: Record<string, JsonSchema> = {};
+  const visit = (type: GraphQLNamedType): void => {
+    if (out[type.name]) return;
+    if (isObjectType(type)) {
+      const properties: Record<string, JsonSchema> = {};
+      out[type.name] = {
+        type: 'object',
+        description: `${type.description ? `${type.description} ` : ''}Every field is present unless \`fields\` leaves it out.`,
+        properties,
+        additionalProperties: false,
+      };
+      for (const [name, field] of allowedFields(type)) {
+        properties[name] = { ...typeSchemaNonNull(field.type), ...(field.description ? { description: field.description } : {}) };
+        visit(getNamedType(field.type));
+      }
+    } else if (isInputObjectType(type)) {
+      const properties: Record<string, JsonSchema> = {};
+      const required: string[] = [];
+      // Unknown members are not forbidden here: a PATCH body may carry any field and only masked ones are read.
+      out[type.name] = { type: 'object', properties, required };
+      if (type.description) out[type.name]!.description = type.description;
+      for (const field of Object.values(type.getFields())) {
+        properties[field.name] = { ...typeSchemaNonNull(field.type), ...(field.description ? { description: field.description } : {}) };
+        if (isNonNullType(field.type) && field.defaultValue === undefined) required.push(field.name);
+        visit(getNamedType(field.type));
+      }
+    }
+  };
+  for (const root of roots) visit(rootFieldType(schema, root.operation, root.field));
+  for (const name of inputs) {
+    const type = schema.getType(name);
+    if (type) visit(type);
+  }
+  return out;
+}
+
+const PARAMETERS: Record<QueryParameter, JsonSchema> = {
+  fields: {
+    name: 'fields',
+    in: 'query',
+    required: false,
+    description:
+      'Which fields each resource carries (Google partial-response syntax). A comma-separated list of names; ' +
+      'whitespace around names is ignored, duplicates collapse, order does not matter, an empty name between commas is skipped. ' +
+      'Nested fields: `seller(name,rating)` or the path form `seller.name` (paths on one object merge); a bare object name (`seller`) returns it whole. ' +
+      `Absent, empty or \`*\` means every field. Unknown names, list indexes and bad syntax are 400. At most ${MAX_FIELDS_LENGTH} characters and ${MAX_FIELDS_DEPTH} levels.`,
+    schema: { type: 'string', maxLength: MAX_FIELDS_LENGTH },
+    examples: { flat: { value: 'id,name,priceCents' }, nested: { value: 'id,seller(name,rating),reviews.rating' } },
+  },
+  limit: {
+    name: 'limit',
+    in: 'query',
+    required: false,
+    description:
+      'Page size. A page whose selection would cost more than the GraphQL cost limit (GRAPHQL_MAX_COST; every order field on ' +
+      'a page of 200 orders does) is refused with 400: ask for fewer fields or a smaller page.',
+    schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT },
+  },
+  offset: {
+    name: 'offset',
+    in: 'query',
+    required: false,
+    description: 'How many items to skip.',
+    schema: { type: 'integer', minimum: 0, maximum: MAX_INT, default: 0 },
+  },
+  update_mask: {
+    name: 'update_mask',
+    in: 'query',
+    required: true,
+    description:
+      'The fields to change (AIP-161): comma-separated names, trimmed, duplicates collapse. Only fields both named here and present in the body change. ' +
+      'Output-only fields (such as `id`, `items`, `totalCents`, `createdAt`, `updatedAt`) are ignored; an unknown name is 400. ' +
+      'A masked field sent as `null` is cleared where the field is nullable (`memo`), otherwise 400.',
+    schema: { type: 'string', minLength: 1, maxLength: MAX_FIELDS_LENGTH },
+    example: 'status,memo',
+  },
+};
+
+const ERROR_STATUS_TEXT: Record<number, string> = {
+  400: 'INVALID_ARGUMENT: a parameter or the body is not valid; the message names it.',
+  401: 'UNAUTHENTICATED: the bearer token is missing, expired, revoked or not ours. `WWW-Authenticate` carries the RFC 6750 challenge.',
+  403: 'PERMISSION_DENIED: the token lacks the scope; `WWW-Authenticate` names it (`error="insufficient_scope"`).',
+  404: 'NOT_FOUND: no such resource (or not the caller’s).',
+  409: 'FAILED_PRECONDITION: the change is not allowed in the current state (an illegal status move names both states).',
+  412: 'FAILED_PRECONDITION: `If-Match` does not match the current ETag; nothing changed.',
+  413: `The request body is larger than ${MAX_BODY_BYTES} bytes.`,
+  415: 'The request body is not application/json.',
+};
+
+const HEADERS: Record<string, JsonSchema> = {
+  ETag: { description: 'The strong entity tag of the order; send it back in `If-Match`.', schema: { type: 'string' } },
+  Link: { description: 'RFC 8288 link to the next page (`rel="next"`), present only when there is one; it keeps `fields`.', schema: { type: 'string' } },
+  Location: { description: 'The URL of the new order.', schema: { type: 'string', format: 'uri' } },
+  'WWW-Authenticate': { description: 'RFC 6750 Bearer challenge.', schema: { type: 'string' } },
+};
+
+/** The component names a schema refers to (`$ref: '#/components/schemas/Order'` → Order). */
+function referencedSchemas(schema: unknown): string[] {
+  if (typeof schema !== 'object' || schema === null) return [];
+  const ref = (schema as { $ref?: unknown }).$ref;
+  const own = typeof ref === 'string' && ref.startsWith('#/components/schemas/') ? [ref.slice('#/components/schemas/'.length)] : [];
+  return [...own, ...Object.values(schema).flatMap(referencedSchemas)];
+}
+
+/** The OpenAPI path template of an Express path (`/orders/:id` → `/orders/{id}`). */
+export function openApiPath(path: string): string {
+  return path.replace(/:([A-Za-z_]+)/g, '{$1}');
+}
+
+export function openApiDocument(runtime: Runtime, schema: GraphQLSchema, routes: readonly RestRoute[]): JsonSchema {
+  const issuer = runtime.config.issuer;
+  const oauth = authorizationServerMetadata(issuer) as { authorization_endpoint: string; token_endpoint: string };
+  const paths: Record<string, Record<string, JsonSchema>> = {};
+  for (const route of routes) {
+    const path = openApiPath(route.path);
+    const parameters: JsonSchema[] = [];
+    if (route.path.includes(':id')) parameters.push({ $ref: '#/components/parameters/id' });
+    for (const name of route.query) parameters.push({ $ref: `#/components/parameters/${name}` });
+    if (route.method === 'patch') parameters.push({ $ref: '#/components/parameters/If-Match' });
+    const responses: Record<string, JsonSchema> = {
+      [String(route.success.status)]: {
+        description: route.success.description,
+        headers: Object.fromEntries(route.success.headers.map((name) => [name, HEADERS[name]!])),
+        content: { 'application/json': { schema: route.success.schema } },
+      },
+    };
+    for (const status of [400, 401, 403, ...route.errors].sort()) responses[String(status)] = { $ref: `#/components/responses/Error${status}` };
+    (paths[path] ??= {})[route.method] = {
+      operationId: route.operationId,
+      summary: route.summary,
+      ...(route.description ? { description: route.description } : {}),
+      security: [{ oauth2: [route.scope] }],
+      parameters,
+      ...(route.requestBody
+        ? { requestBody: { required: true, description: route.requestBody.description, content: { 'application/json': { schema: route.requestBody.schema } } } }
+        : {}),
+      responses,
+    };
+  }
+  const inputs = routes.flatMap((route) => [...referencedSchemas(route.success.schema), ...referencedSchemas(route.requestBody?.schema)]);
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Fieldgate REST API',
+      version: '1',
+      description:
+        'A REST face of the Fieldgate GraphQL API: every request is translated into a GraphQL operation and run in-process, ' +
+        'so both share authorization, validation and column-level loading. Errors use Google’s JSON shape (AIP-193).',
+    },
+    servers: [{ url: issuer }],
+    paths,
+    components: {
+      schemas: {
+        ...componentSchemas(schema, [{ operation: 'query', field: 'product' }, { operation: 'query', field: 'order' }], inputs),
+        Error: {
+          type: 'object',
+          required: ['error'],
+          properties: {
+            error: {
+              type: 'object',
+              required: ['code', 'status', 'message'],
+              properties: {
+                code: { type: 'integer', description: 'The HTTP status.' },
+                status: { type: 'string', description: 'The canonical status, e.g. INVALID_ARGUMENT.' },
+                message: { type: 'string', description: 'What is wrong, naming the offending field.' },
+              },
+            },
+          },
+        },
+      },
+      parameters: {
+        ...PARAMETERS,
+        id: { name: 'id', in: 'path', required: true, description: 'A positive integer.', schema: { type: 'integer', minimum: 1, maximum: MAX_INT } },
+        'If-Match': {
+          name: 'If-Match',
+          in: 'header',
+          required: false,
+          description: 'Apply the change only if the order’s current ETag is one of these (or `*`); otherwise 412 and nothing changes.',
+          schema: { type: 'string' },
+        },
+      },
+      responses: Object.fromEntries(
+        Object.entries(ERROR_STATUS_TEXT).map(([status, description]) => [
+          `Error${status}`,
+          {
+            description,
+            ...(status === '401' || status === '403' ? { headers: { 'WWW-Authenticate': HEADERS['WWW-Authenticate'] } } : {}),
+            content: { 'application/json': { schema: schemaRef('Error') } },
+          },
+        ]),
+      ),
+      securitySchemes: {
+        oauth2: {
+          type: 'oauth2',
+          description: `Access tokens from this server (authorization code with PKCE; metadata at ${issuer}${METADATA_PATH}), sent as \`Authorization: Bearer …\`.`,
+          flows: {
+            authorizationCode: {
+              authorizationUrl: oauth.authorization_endpoint,
+              tokenUrl: oauth.token_endpoint,
+              refreshUrl: oauth.token_endpoint,
+              scopes: { ...SCOPES },
+            },
+          },
+        },
+      },
+    },
+  };
+}
+
+/** Serves the document, built once per schema. */
+export function serveOpenApi(runtime: Runtime, rest: RestExecutor, routes: () => readonly RestRoute[]): RequestHandler {
+  const built = new WeakMap<GraphQLSchema, JsonSchema>();
+  return function openApiJson(_req, res) {
+    const schema = rest.schema;
+    let document = built.get(schema);
+    if (!document) {
+      document = openApiDocument(runtime, schema, routes());
+      built.set(schema, document);
+    }
+    res.json(document);
+  };
+}

@@ -1,0 +1,305 @@
+/**
+ * From a parsed `fields` tree to a GraphQL operation, and from its result back to the REST
+ * response. The allow-list is the GraphQL schema itself: a name is selectable when it is a field
+ * of the object type at that level (no required arguments, not an interface or union), so REST
+ * can never name more than GraphQL serves. Documents are built as AST nodes and cached by
+ * (route, normalized field set); nothing the client wrote is ever pasted into query text.
+ *
+ *   const op = operations.get({ route: 'products.list', schema, operation: 'query',
+ *     field: 'products', args: ['limit', 'offset'], fields: parseFields('id,name') });
+ *   // op.document ≙ query RestProductsList($limit: Int, $offset: Int) {
+ *   //                 products(limit: $limit, offset: $offset) { id name } }
+ *   op.project(result.data.products)  // → [{ id, name }, …], enums in lower case
+ */
+import {
+  GraphQLEnumType,
+  GraphQLList,
+  GraphQLNonNull,
+  Kind,
+  OperationTypeNode,
+  getNamedType,
+  isEnumType,
+  isInterfaceType,
+  isObjectType,
+  isRequiredArgument,
+  isUnionType,
+  type DocumentNode,
+  type FieldNode,
+  type GraphQLField,
+  type GraphQLInputType,
+  type GraphQLObjectType,
+  type GraphQLSchema,
+  type SelectionSetNode,
+  type TypeNode,
+} from 'graphql';
+import { LRUCache } from 'lru-cache';
+import { FieldsError, merge, printFields, WHOLE, type FieldTree, type ParsedFields } from './fields.js';
+
+/** A field tree checked against the schema, with every WHOLE object expanded to its fields. */
+export interface Selection {
+  type: GraphQLObjectType;
+  fields: Map<string, SelectedField>;
+}
+
+export interface SelectedField {
+  field: GraphQLField<unknown, unknown>;
+  /** The subfields of an object field; undefined for scalars and enums. */
+  selection: Selection | undefined;
+  /** Enum values are UPPER_CASE in GraphQL and lower case in REST. */
+  enumType: GraphQLEnumType | undefined;
+}
+
+const allowedCache = new WeakMap<GraphQLObjectType, Map<string, GraphQLField<unknown, unknown>>>();
+
+/** The fields of `type` a REST client may name: the allow-list, straight from the schema. */
+export function allowedFields(type: GraphQLObjectType): Map<string, GraphQLField<unknown, unknown>> {
+  let allowed = allowedCache.get(type);
+  if (!allowed) {
+    allowed = new Map();
+    for (const field of Object.values(type.getFields())) {
+      if (field.name.startsWith('__')) continue;
+      if (field.args.some(isRequiredArgument)) continue;
+      const named = getNamedType(field.type);
+      // Interfaces and unions would need fragments; nothing in our schema returns one.
+      if (isInterfaceType(named) || isUnionType(named)) continue;
+      allowed.set(field.name, field);
+    }
+    allowedCache.set(type, allowed);
+  }
+  return allowed;
+}
+
+/**
+ * Checks every path the client wrote against the allow-list; throws FieldsError naming the
+ * first one that does not exist, goes below a scalar, or names a field at the wrong level.
+ */
+export function checkPaths(root: GraphQLObjectType, paths: string[][], parameter = 'fields'): void {
+  for (const path of paths) {
+    let type = root;
+    for (let i = 0; i < path.length; i++) {
+      const name = path[i]!;
+      if (name === '*') break;
+      const written = path.slice(0, i + 1).join('.');
+      const field = allowedFields(type).get(name);
+      if (!field) {
+        throw new FieldsError(
+          i === 0
+            ? `${parameter}: '${name}' is not a field of ${type.name}`
+            : `${parameter}: '${written}' is not a field (${type.name} has no field '${name}')`,
+        );
+      }
+      const named = getNamedType(field.type);
+      if (i < path.length - 1) {
+        const next = path[i + 1]!;
+        if (!isObjectType(named)) {
+          throw new FieldsError(`${parameter}: '${written}' has no subfields, so '${written}.${next}' is not a field`);
+        }
+        type = named;
+      }
+    }
+  }
+}
+
+/**
+ * Every field of `type`, objects expanded recursively. A field that would re-enter a type
+ * already being expanded is left out, so a cyclic schema still gives a finite "everything".
+ */
+function expandWhole(type: GraphQLObjectType, ancestors: ReadonlySet<GraphQLObjectType>): Selection {
+  const inside = new Set(ancestors).add(type);
+  const fields = new Map<string, SelectedField>();
+  for (const [name, field] of allowedFields(type)) {
+    const named = getNamedType(field.type);
+    if (isObjectType(named)) {
+      if (inside.has(named)) continue;
+      fields.set(name, { field, selection: expandWhole(named, inside), enumType: undefined });
+    } else {
+      fields.set(name, { field, selection: undefined, enumType: isEnumType(named) ? named : undefined });
+    }
+  }
+  return { type, fields };
+}
+
+/** Resolves a tree whose paths `checkPaths` accepted. */
+export function resolveSelection(type: GraphQLObjectType, tree: FieldTree, ancestors: ReadonlySet<GraphQLObjectType> = new Set()): Selection {
+  if (tree === WHOLE) return expandWhole(type, ancestors);
+  const inside = new Set(ancestors).add(type);
+  const fields = new Map<string, SelectedField>();
+  for (const [name, subtree] of tree) {
+    const field = allowedFields(type).get(name);
+    if (!field) throw new FieldsError(`fields: '${name}' is not a field of ${type.name}`);
+    const named = getNamedType(field.type);
+    if (isObjectType(named)) {
+      fields.set(name, { field, selection: resolveSelection(named, subtree, inside), enumType: undefined });
+    } else {
+      if (subtree !== WHOLE) throw new FieldsError(`fields: '${name}' has no subfields`);
+      fields.set(name, { field, selection: undefined, enumType: isEnumType(named) ? named : undefined });
+    }
+  }
+  return { type, fields };
+}
+
+/** The GraphQL selection set of a resolved selection, as AST. */
+export function selectionSetOf(selection: Selection): SelectionSetNode {
+  const selections: FieldNode[] = [...selection.fields.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([name, selected]) => ({
+      kind: Kind.FIELD,
+      name: { kind: Kind.NAME, value: name },
+      ...(selected.selection ? { selectionSet: selectionSetOf(selected.selection) } : {}),
+    }));
+  return { kind: Kind.SELECTION_SET, selections };
+}
+
+/** The REST shape of a GraphQL value: exactly the selected keys, enum values in lower case. */
+export function project(value: unknown, selection: Selection): unknown {
+  if (value === null || value === undefined) return null;
+  if (Array.isArray(value)) return value.map((item) => project(item, selection));
+  const source = value as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const [name, selected] of selection.fields) {
+    const fieldValue = source[name] ?? null;
+    if (selected.selection) out[name] = project(fieldValue, selected.selection);
+    else if (selected.enumType) out[name] = lowerEnum(fieldValue);
+    else out[name] = fieldValue;
+  }
+  return out;
+}
+
+function lowerEnum(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(lowerEnum);
+  return typeof value === 'string' ? value.toLowerCase() : value;
+}
+
+/** The GraphQL enum value for a REST (lower-case) one, or undefined when there is none. */
+export function enumValueFromRest(type: GraphQLEnumType, value: string): string | undefined {
+  if (value !== value.toLowerCase()) return undefined;
+  return type.getValues().find((candidate) => candidate.name.toLowerCase() === value)?.name;
+}
+
+/** The AST of a GraphQL type reference (`[Int!]!`), built from the schema's own type. */
+export function typeNodeOf(type: GraphQLInputType): TypeNode {
+  if (type instanceof GraphQLNonNull) return { kind: Kind.NON_NULL_TYPE, type: typeNodeOf(type.ofType) as never };
+  if (type instanceof GraphQLList) return { kind: Kind.LIST_TYPE, type: typeNodeOf(type.ofType) };
+  return { kind: Kind.NAMED_TYPE, name: { kind: Kind.NAME, value: type.name } };
+}
+
+export interface OperationSpec {
+  /** Names the REST route; part of the cache key and of the operation name. */
+  route: string;
+  schema: GraphQLSchema;
+  operation: 'query' | 'mutation';
+  /** The root field, e.g. `products`. */
+  field: string;
+  /** Root-field arguments passed as same-named variables, typed as the schema types them. */
+  args: readonly string[];
+  fields: ParsedFields;
+  /** Fields the layer needs for itself (e.g. `etag` for the ETag header), kept out of the response. */
+  internal?: FieldTree;
+}
+
+export interface CompiledOperation {
+  document: DocumentNode;
+  operationName: string;
+  /** The root field whose value the operation returns. */
+  field: string;
+  /** The response type of the root field. */
+  type: GraphQLObjectType;
+  /** Picks the requested fields out of the root field's value. */
+  project(value: unknown): unknown;
+}
+
+/** A root field of the schema (`Query.products`); a missing one is a programming error. */
+export function rootField(schema: GraphQLSchema, operation: 'query' | 'mutation', name: string): GraphQLField<unknown, unknown> {
+  const root = operation === 'query' ? schema.getQueryType() : schema.getMutationType();
+  const field = root?.getFields()[name];
+  if (!field) throw new Error(`the GraphQL schema has no ${operation} field ${name}`);
+  return field;
+}
+
+/** The object type a root field returns (through lists and non-null wrappers). */
+export function rootFieldType(schema: GraphQLSchema, operation: 'query' | 'mutation', name: string): GraphQLObjectType {
+  const type = getNamedType(rootField(schema, operation, name).type);
+  if (!isObjectType(type)) throw new Error(`${operation} field ${name} does not return an object type`);
+  return type;
+}
+
+function compile(spec: OperationSpec): CompiledOperation {
+  const root = rootField(spec.schema, spec.operation, spec.field);
+  const type = rootFieldType(spec.schema, spec.operation, spec.field);
+  const requested = resolveSelection(type, spec.fields.tree);
+  const selected = spec.internal ? resolveSelection(type, merge(spec.fields.tree, spec.internal)) : requested;
+  const operationName = `Rest_${spec.route.replace(/[^A-Za-z0-9_]/g, '_')}`;
+  const variableDefinitions = spec.args.map((name) => {
+    const arg = root.args.find((candidate) => candidate.name === name);
+    if (!arg) throw new Error(`${spec.operation} field ${spec.field} has no argument ${name}`);
+    return {
+      kind: Kind.VARIABLE_DEFINITION,
+      variable: { kind: Kind.VARIABLE, name: { kind: Kind.NAME, value: name } },
+      type: typeNodeOf(arg.type),
+    } as const;
+  });
+  const document: DocumentNode = {
+    kind: Kind.DOCUMENT,
+    definitions: [
+      {
+        kind: Kind.OPERATION_DEFINITION,
+        operation: spec.operation === 'query' ? OperationTypeNode.QUERY : OperationTypeNode.MUTATION,
+        name: { kind: Kind.NAME, value: operationName },
+        variableDefinitions,
+        selectionSet: {
+          kind: Kind.SELECTION_SET,
+          selections: [
+            {
+              kind: Kind.FIELD,
+              name: { kind: Kind.NAME, value: spec.field },
+              arguments: spec.args.map((name) => ({
+                kind: Kind.ARGUMENT,
+                name: { kind: Kind.NAME, value: name },
+                value: { kind: Kind.VARIABLE, name: { kind: Kind.NAME, value: name } },
+              })),
+              selectionSet: selectionSetOf(selected),
+            },
+          ],
+        },
+      },
+    ],
+  };
+  return { document, operationName, field: spec.field, type, project: (value) => project(value, requested) };
+}
+
+/** Compiled operations, cached by (route, normalized field set) in a bounded LRU. */
+export class OperationCache {
+  private readonly cache: LRUCache<string, CompiledOperation>;
+  private readonly schemas = new WeakMap<GraphQLSchema, number>();
+  private schemaCount = 0;
+
+  constructor(max = 500) {
+    this.cache = new LRUCache({ max });
+  }
+
+  get size(): number {
+    return this.cache.size;
+  }
+
+  /** Checks the paths (always, even on a cache hit), then returns the cached or a new operation. */
+  get(spec: OperationSpec): CompiledOperation {
+    checkPaths(rootFieldType(spec.schema, spec.operation, spec.field), spec.fields.paths);
+    const internal = spec.internal ? printFields(spec.internal) : '';
+    const key = [this.schemaKey(spec.schema), spec.route, spec.operation, spec.field, spec.args.join(','), internal, printFields(spec.fields.tree)].join('\u0000');
+    let compiled = this.cache.get(key);
+    if (!compiled) {
+      compiled = compile(spec);
+      this.cache.set(key, compiled);
+    }
+    return compiled;
+  }
+
+  private schemaKey(schema: GraphQLSchema): number {
+    let id = this.schemas.get(schema);
+    if (id === undefined) {
+      id = ++this.schemaCount;
+      this.schemas.set(schema, id);
+    }
+    return id;
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * The `update_mask` query parameter of a PATCH (AIP-134, AIP-161): which fields of the body to
+ * apply. Only fields both in the mask and in the body change; output-only fields named in the
+ * mask are ignored (AIP-203), so sending back a resource just read, with its mask, is a no-op.
+ *
+ *   parseUpdateMask(' memo,status ,memo')            → [['memo'], ['status']]
+ *   planUpdate(schema, 'updateOrder', mask, { memo: null, status: 'paid', totalCents: 1 })
+ *     → { input: { memo: null, status: 'PAID' }, fields: ['memo', 'status'] }
+ *
+ * Which fields are updatable, output-only or nullable is read from the GraphQL schema: the
+ * mutation's `input` type lists the updatable ones, the type it returns all the others.
+ */
+import {
+  coerceInputValue,
+  getNamedType,
+  isEnumType,
+  isInputObjectType,
+  isNonNullType,
+  type GraphQLInputField,
+  type GraphQLSchema,
+} from 'graphql';
+import { FieldsError, MAX_FIELDS_LENGTH } from './fields.js';
+import { allowedFields, checkPaths, enumValueFromRest, rootField, rootFieldType } from './selection.js';
+import { InvalidArgument } from './errors.js';
+
+const PATH = /^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$/;
+
+/**
+ * Parses an `update_mask`: comma-separated field paths (`a`, `a.b`), names trimmed, duplicates
+ * collapsed, empty names between commas skipped. Missing or empty is a 400: a PATCH must say
+ * what it changes.
+ */
+export function parseUpdateMask(raw: string | undefined): string[][] {
+  if (raw === undefined || raw.trim() === '') throw new FieldsError('update_mask is required: name the fields to change, e.g. update_mask=status,memo');
+  if (raw.length > MAX_FIELDS_LENGTH) throw new FieldsError(`update_mask: longer than ${MAX_FIELDS_LENGTH} characters`);
+  const seen = new Set<string>();
+  const paths: string[][] = [];
+  for (const part of raw.split(',')) {
+    const name = part.replace(/^[ \t\r\n]+|[ \t\r\n]+$/g, '');
+    if (name === '') continue;
+    if (name === '*') {
+      throw new FieldsError("update_mask: '*' (replace the whole resource) is not supported; name the fields to change");
+    }
+    if (!PATH.test(name)) throw new FieldsError(`update_mask: '${truncate(name)}' is not a field path`);
+    if (seen.has(name)) continue;
+    seen.add(name);
+    paths.push(name.split('.'));
+  }
+  if (paths.length === 0) throw new FieldsError('update_mask is required: name the fields to change, e.g. update_mask=status,memo');
+  return paths;
+}
+
+function truncate(text: string): string {
+  return text.length > 64 ? `${text.slice(0, 64)}…` : text;
+}
+
+export interface UpdatePlan {
+  /** The mutation's `input`: exactly the fields both masked and present in the body. */
+  input: Record<string, unknown>;
+  /** Names of the fields that input sets (empty: nothing to change). */
+  fields: string[];
+}
+
+/**
+ * Turns a mask and a JSON object body into the `input` of the `mutation` root field. Throws
+ * FieldsError / InvalidArgument naming the field for an unknown mask name, a null for a
+ * non-nullable field, or a value of the wrong type.
+ */
+export function planUpdate(schema: GraphQLSchema, mutation: string, mask: string[][], body: Record<string, unknown>): UpdatePlan {
+  const field = rootField(schema, 'mutation', mutation);
+  const resource = rootFieldType(schema, 'mutation', mutation);
+  const inputArg = field.args.find((arg) => arg.name === 'input');
+  const inputType = inputArg && getNamedType(inputArg.type);
+  if (!inputType || !isInputObjectType(inputType)) throw new Error(`mutation ${mutation} has no input object argument`);
+  const updatable = inputType.getFields();
+  const outputs = allowedFields(resource);
+
+  const input: Record<string, unknown> = {};
+  for (const path of mask) {
+    const name = path[0]!;
+    const inputField = Object.hasOwn(updatable, name) ? updatable[name] : undefined;
+    if (!inputField) {
+      // Output-only (AIP-203): ignored, but only if it is a real path of the resource.
+      if (outputs.has(name)) {
+        checkPaths(resource, [path], 'update_mask');
+        continue;
+      }
+      throw new FieldsError(`update_mask: unknown field '${path.join('.')}' (${resource.name} has no field '${name}')`);
+    }
+    if (path.length > 1) throw new FieldsError(`update_mask: '${name}' has no subfields, so '${path.join('.')}' is not a field`);
+    if (!Object.hasOwn(body, name) || body[name] === undefined) continue;
+    input[name] = inputValue(inputField, body[name], isNonNullType(outputs.get(name)?.type ?? inputField.type));
+  }
+  return { input, fields: Object.keys(input) };
+}
+
+function inputValue(field: GraphQLInputField, value: unknown, nonNull: boolean): unknown {
+  if (value === null) {
+    if (nonNull) throw new InvalidArgument(`'${field.name}' cannot be null`);
+    return null;
+  }
+  const named = getNamedType(field.type);
+  if (isEnumType(named)) {
+    const allowed = named.getValues().map((v) => v.name.toLowerCase());
+    const mapped = typeof value === 'string' ? enumValueFromRest(named, value) : undefined;
+    if (mapped === undefined) {
+      const shown = typeof value === 'string' ? `'${truncate(value)}'` : `a JSON ${jsonType(value)}`;
+      throw new InvalidArgument(`'${field.name}' must be one of ${allowed.join(', ')}; got ${shown}`);
+    }
+    return mapped;
+  }
+  let problem: string | undefined;
+  coerceInputValue(value, field.type, (_path, _invalid, error) => {
+    problem ??= error.message;
+  });
+  if (problem !== undefined) throw new InvalidArgument(`'${field.name}' is not valid: ${problem}`);
+  return value;
+}
+
+export function jsonType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  return typeof value;
+}

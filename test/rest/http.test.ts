@@ -1,0 +1,198 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import request from 'supertest';
+import { SignJWT } from 'jose';
+import { randomUUID } from 'node:crypto';
+import { eq } from 'drizzle-orm';
+import { describeEachDatabase } from '../support/runtime.js';
+import { issueTestToken, type TestToken } from '../support/tokens.js';
+import { buildOrder, buildProduct, type Product } from '../support/factories.js';
+import { orders } from '../../src/db/schema.js';
+import { ACCESS_TOKEN_TYP } from '../../src/oauth/access-token.js';
+
+/** Every REST operation, with a request that would succeed given the right token. */
+const OPERATIONS = (orderId: number, productId: number) =>
+  [
+    { method: 'get', path: '/products', scope: 'products:read' },
+    { method: 'get', path: `/products/${productId}`, scope: 'products:read' },
+    { method: 'get', path: '/orders?fields=id', scope: 'orders:read' },
+    { method: 'get', path: `/orders/${orderId}?fields=id`, scope: 'orders:read' },
+    { method: 'post', path: '/orders?fields=id', scope: 'orders:write', body: { items: [{ productId, quantity: 1 }] } },
+    { method: 'patch', path: `/orders/${orderId}?update_mask=memo&fields=id`, scope: 'orders:write', body: { memo: 'x' } },
+  ] as const;
+
+describeEachDatabase('REST requests', (context) => {
+  let owner: TestToken;
+  let product: Product;
+  let orderId: number;
+
+  beforeAll(async () => {
+    const { runtime } = context();
+    owner = await issueTestToken(runtime);
+    product = await buildProduct(runtime);
+    orderId = (await buildOrder(runtime, { userId: owner.userId, memo: 'kept', items: [{ product }] })).id;
+  });
+
+  const memo = async () => (await context().runtime.db.select({ memo: orders.memo }).from(orders).where(eq(orders.id, orderId)))[0]!.memo;
+  const send = (method: 'post' | 'patch', path: string) => request(context().app)[method](path).set('Authorization', owner.authorization);
+
+  describe('11. request bodies', () => {
+    it.each([
+      ['text/plain', 'memo=x'],
+      ['application/x-www-form-urlencoded', 'memo=x'],
+      ['multipart/form-data; boundary=x', '--x--'],
+      ['application/xml', '<memo>x</memo>'],
+    ])('a %s body is 415', async (type, body) => {
+      for (const method of ['post', 'patch'] as const) {
+        const res = await send(method, method === 'post' ? '/orders' : `/orders/${orderId}?update_mask=memo`).set('Content-Type', type).send(body);
+        expect(res.status).toBe(415);
+        expect(res.body.error).toMatchObject({ code: 415, message: expect.stringContaining('application/json') });
+      }
+      expect(await memo()).toBe('kept');
+    });
+
+    it('a body without Content-Type is 415; no body at all is 400', async () => {
+      const untyped = await request(context().app)
+        .patch(`/orders/${orderId}?update_mask=memo`)
+        .set('Authorization', owner.authorization)
+        .set('Content-Type', '')
+        .send(Buffer.from('{"memo":"x"}'));
+      expect(untyped.status).toBe(415);
+      const none = await send('post', '/orders');
+      expect(none.status).toBe(400);
+      expect(none.body.error.message).toBe('a JSON object request body is required');
+    });
+
+    it('application/json with a charset, and +json types, are JSON', async () => {
+      const res = await send('patch', `/orders/${orderId}?update_mask=memo&fields=memo`).set('Content-Type', 'application/merge-patch+json; charset=utf-8').send('{"memo":"kept"}');
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ memo: 'kept' });
+    });
+
+    it.each(['{"memo": ', '{memo: "x"}', "{'memo':'x'}", '{"memo":"x"} trailing', '\u0000'])('malformed JSON %j is 400', async (body) => {
+      const res = await send('patch', `/orders/${orderId}?update_mask=memo`).set('Content-Type', 'application/json').send(body);
+      expect(res.status).toBe(400);
+      expect(res.body).toStrictEqual({ error: { code: 400, status: 'INVALID_ARGUMENT', message: 'the request body is not valid JSON' } });
+      expect(await memo()).toBe('kept');
+    });
+
+    it.each([
+      ['[{"memo":"x"}]', 'an array'],
+      ['"memo"', 'a string'],
+      ['42', 'a number'],
+      ['null', 'null'],
+      ['true', 'a boolean'],
+    ])('a JSON body that is not an object (%s) is 400', async (body, what) => {
+      const res = await send('patch', `/orders/${orderId}?update_mask=memo`).set('Content-Type', 'application/json').send(body);
+      expect(res.status).toBe(400);
+      expect(res.body.error.message).toBe(`the request body must be a JSON object, not ${what}`);
+    });
+
+    it('a deeply nested body is 400, even in a field the mask ignores', async () => {
+      const deep = `{"memo":"x","extra":${'['.repeat(5000)}${']'.repeat(5000)}}`;
+      const res = await send('patch', `/orders/${orderId}?update_mask=memo`).set('Content-Type', 'application/json').send(deep);
+      expect(res.status).toBe(400);
+      expect(res.body.error.message).toMatch(/nested deeper than 16 levels/);
+      expect(await memo()).toBe('kept');
+    });
+
+    it('a body over 64 KB is 413, and one just under is read', async () => {
+      const big = JSON.stringify({ memo: 'x', padding: 'p'.repeat(64 * 1024) });
+      const res = await send('patch', `/orders/${orderId}?update_mask=memo`).set('Content-Type', 'application/json').send(big);
+      expect(res.status).toBe(413);
+      expect(res.body.error).toMatchObject({ code: 413, message: 'the request body is too large' });
+      const fits = JSON.stringify({ memo: 'kept', padding: 'p'.repeat(60 * 1024) });
+      expect((await send('patch', `/orders/${orderId}?update_mask=memo`).set('Content-Type', 'application/json').send(fits)).status).toBe(200);
+      const huge = await send('post', '/orders').set('Content-Type', 'application/json').send(JSON.stringify({ items: [], memo: 'm'.repeat(10 * 1024 * 1024) }));
+      expect(huge.status).toBe(413);
+    });
+  });
+
+  describe('12. authentication and scopes, as on GraphQL', () => {
+    const call = (operation: ReturnType<typeof OPERATIONS>[number], authorization?: string) => {
+      let test = request(context().app)[operation.method](operation.path);
+      if (authorization !== undefined) test = test.set('Authorization', authorization);
+      return 'body' in operation ? test.send(operation.body) : test;
+    };
+
+    it('no token: 401 with a bare Bearer challenge and the REST error body', async () => {
+      for (const operation of OPERATIONS(orderId, product.id)) {
+        const res = await call(operation);
+        expect(res.status, operation.path).toBe(401);
+        expect(res.headers['www-authenticate']).toBe('Bearer realm="fieldgate"');
+        expect(res.body).toStrictEqual({ error: { code: 401, status: 'UNAUTHENTICATED', message: 'an access token is required' } });
+      }
+      expect(await memo()).toBe('kept');
+    });
+
+    it('a malformed, foreign or expired token: 401 invalid_token', async () => {
+      const { runtime } = context();
+      const key = await runtime.keys.signingKey();
+      const now = Math.floor(Date.now() / 1000);
+      const expired = await new SignJWT({ client_id: owner.clientId, scope: 'products:read orders:read orders:write', grant_id: owner.grantId })
+        .setProtectedHeader({ alg: key.alg, typ: ACCESS_TOKEN_TYP, kid: key.kid })
+        .setIssuer(context().config.issuer)
+        .setSubject(String(owner.userId))
+        .setAudience(context().config.issuer)
+        .setJti(randomUUID())
+        .setIssuedAt(now - 7200)
+        .setExpirationTime(now - 3600)
+        .sign(key.privateKey);
+      for (const [authorization, description] of [
+        ['Bearer not-a-jwt', /malformed|invalid/],
+        ['Bearer a.b.c', /malformed|invalid/],
+        [`Bearer ${expired}`, /expired/],
+        ['Basic dXNlcjpwYXNz', /Bearer/],
+      ] as const) {
+        for (const operation of OPERATIONS(orderId, product.id)) {
+          const res = await call(operation, authorization);
+          expect(res.status, `${authorization} ${operation.path}`).toBe(401);
+          expect(res.body.error.status).toBe('UNAUTHENTICATED');
+          expect(res.body.error.message).toMatch(description);
+          if (!authorization.startsWith('Basic')) {
+            expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="fieldgate", error="invalid_token", error_description="[^"]+"$/);
+          }
+        }
+      }
+    });
+
+    it('a revoked token: 401 invalid_token', async () => {
+      const { runtime } = context();
+      const token = await issueTestToken(runtime, { userId: owner.userId });
+      await runtime.revocations.revokeGrant(token.grantId);
+      for (const operation of OPERATIONS(orderId, product.id)) {
+        const res = await call(operation, token.authorization);
+        expect(res.status).toBe(401);
+        expect(res.headers['www-authenticate']).toMatch(/error="invalid_token"/);
+        expect(res.body.error.message).toMatch(/revoked/);
+      }
+    });
+
+    it('a token without the scope: 403 insufficient_scope naming it, and nothing changes', async () => {
+      const { runtime } = context();
+      for (const operation of OPERATIONS(orderId, product.id)) {
+        const others = ['products:read', 'orders:read', 'orders:write'].filter((scope) => scope !== operation.scope).join(' ');
+        const token = await issueTestToken(runtime, { userId: owner.userId, scope: others });
+        const res = await call(operation, token.authorization);
+        expect(res.status, operation.path).toBe(403);
+        expect(res.headers['www-authenticate']).toMatch(/error="insufficient_scope"/);
+        expect(res.headers['www-authenticate']).toMatch(new RegExp(`scope="${operation.scope}"`));
+        expect(res.body.error).toMatchObject({ code: 403, status: 'PERMISSION_DENIED' });
+        expect(res.body.error.message).toMatch(operation.scope);
+      }
+      expect(await memo()).toBe('kept');
+    });
+
+    it('the right token gets through every operation', async () => {
+      for (const operation of OPERATIONS(orderId, product.id)) {
+        const res = await call(operation, owner.authorization);
+        expect(res.status, operation.path).toBeLessThan(300);
+      }
+      await send('patch', `/orders/${orderId}?update_mask=memo`).send({ memo: 'kept' });
+    });
+
+    it('authentication comes before reading the body or the parameters', async () => {
+      const res = await request(context().app).patch(`/orders/x?update_mask=`).set('Content-Type', 'text/plain').send('junk');
+      expect(res.status).toBe(401);
+    });
+  });
+});
