@@ -81,6 +81,7 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): express.E
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  app.set('trust proxy', runtime.config.trustProxy);
   app.use(requestLogger(runtime));
   if (options.isShuttingDown) {
     const isShuttingDown = options.isShuttingDown;

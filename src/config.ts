@@ -4,6 +4,7 @@
  * bad variable and what it allows, so a typo fails fast instead of at the first request.
  */
 import path from 'node:path';
+import { isIP } from 'node:net';
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -91,6 +92,11 @@ export interface Config {
   logLevel: LogLevel;
   /** Serve the demo pages (/demo/callback). On by default for the embedded database only. */
   demo: boolean;
+  /**
+   * Express `trust proxy`: which proxies' X-Forwarded-For to believe when working out a client's
+   * IP (login throttling is per IP). false, a hop count, or addresses / CIDRs / loopback, linklocal, uniquelocal.
+   */
+  trustProxy: boolean | number | string[];
   /** Abuse limits of the GraphQL API (and so of the REST layer on top of it). */
   graphqlLimits: GraphQLLimits;
 }
@@ -123,6 +129,28 @@ function flag(env: Env, name: string, fallback: boolean): boolean {
   if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
   if (['0', 'false', 'no', 'off'].includes(raw)) return false;
   throw new ConfigError(name, `must be true or false, got "${env[name]}"`);
+}
+
+const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+function trustProxy(env: Env): boolean | number | string[] {
+  const raw = env.TRUST_PROXY?.trim();
+  if (!raw || raw === 'false') return false;
+  if (raw === 'true') return true;
+  if (/^\d+$/.test(raw)) return Number(raw);
+  const entries = raw.split(',').map((entry) => entry.trim()).filter(Boolean);
+  for (const entry of entries) {
+    const [address, bits, extra] = entry.split('/');
+    const family = isIP(address ?? '');
+    const validBits = bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= (family === 6 ? 128 : 32));
+    if (!PROXY_NAMES.has(entry) && (family === 0 || !validBits || extra !== undefined)) {
+      throw new ConfigError(
+        'TRUST_PROXY',
+        `must be true, false, a hop count, or a comma-separated list of IP addresses, CIDRs, loopback, linklocal or uniquelocal; "${entry}" is none of these`,
+      );
+    }
+  }
+  return entries;
 }
 
 export function loadConfig(env: Env = process.env): Config {
@@ -170,6 +198,7 @@ export function loadConfig(env: Env = process.env): Config {
     corsOrigins,
     logLevel,
     demo: flag(env, 'DEMO', databaseUrl === undefined),
+    trustProxy: trustProxy(env),
     graphqlLimits: loadLimits(env),
   };
 }

@@ -30,6 +30,13 @@ describe('configuration from the environment', () => {
     expect(loadConfig({ DATA_DIR: 'memory://' }).dataDir).toBe('memory://');
   });
 
+  it('reads TRUST_PROXY as false, true, a hop count or a list of addresses', () => {
+    expect(loadConfig({}).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).toBe(true);
+    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    expect(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8, ::1' }).trustProxy).toEqual(['loopback', '10.0.0.0/8', '::1']);
+  });
+
   it('turns demo mode off by default on PostgreSQL', () => {
     expect(loadConfig({ DATABASE_URL: 'postgres://db/x' }).demo).toBe(false);
     expect(loadConfig({ DATABASE_URL: 'postgres://db/x', DEMO: 'true' }).demo).toBe(true);
@@ -56,6 +63,9 @@ describe('configuration from the environment', () => {
     ['LOG_LEVEL', 'verbose', /LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent/],
     ['CORS_ORIGINS', 'example.com', /CORS_ORIGINS: must be a URL/],
     ['DEMO', 'maybe', /DEMO: must be true or false/],
+    ['TRUST_PROXY', 'my-proxy', /TRUST_PROXY: must be true, false, a hop count/],
+    ['TRUST_PROXY', '10.0.0.0/99', /TRUST_PROXY/],
+    ['GRAPHQL_MAX_COST', '0', /GRAPHQL_MAX_COST: must be a whole number of at least 1/],
   ];
 
   it.each(badValues)('refuses %s=%s with a message naming the variable', (name, value, message) => {

@@ -8,7 +8,18 @@ import { createApp } from '../../src/app.js';
 import { loginThrottle } from '../../src/db/schema.js';
 import { DEFAULT_LOGIN_THROTTLE_POLICY, LoginThrottle } from '../../src/oauth/login-throttle.js';
 import { describeEachDatabase } from '../support/runtime.js';
-import { authorizeParams, authorizePath, Browser, buildClient, buildUser, securityEvents, type TestClient } from './support.js';
+import {
+  authorizeParams,
+  authorizePath,
+  Browser,
+  buildClient,
+  buildUser,
+  formAction as formActionOf,
+  formFields as formFieldsOf,
+  pathOf,
+  securityEvents,
+  type TestClient,
+} from './support.js';
 
 const ACCOUNT_LIMIT = DEFAULT_LOGIN_THROTTLE_POLICY.account.maxFailures;
 const IP_LIMIT = DEFAULT_LOGIN_THROTTLE_POLICY.ip.maxFailures;
@@ -135,3 +146,42 @@ describeEachDatabase('login throttle per IP', (context) => {
     expect(await throttle.check(user.username, '198.51.100.7')).toEqual({ locked: false });
   });
 });
+
+describeEachDatabase(
+  'login throttle per IP behind a trusted proxy (TRUST_PROXY)',
+  (context) => {
+    it('counts failures per X-Forwarded-For client address, not per proxy', async () => {
+      const { runtime, app } = context();
+      const client = await buildClient(runtime);
+      const user = await buildUser(runtime);
+      const browser = new Browser(app);
+      const page = await browser.open(authorizePath(authorizeParams(client)));
+      const fields = (username: string, password: string) => ({ ...formFieldsOf(page.text), username, password });
+      const attacker = '203.0.113.9';
+      const statuses: number[] = [];
+      for (let i = 0; i < IP_LIMIT; i++) {
+        const res = await browser.agent
+          .post(pathOf(formActionOf(page.text)))
+          .set('X-Forwarded-For', attacker)
+          .type('form')
+          .send(fields(`spray-${i}`, 'Winter2024!'))
+          .redirects(0);
+        statuses.push(res.status);
+      }
+      expect(statuses.at(-1)).toBe(429);
+
+      // Another client behind the same proxy still signs in.
+      const other = await browser.agent
+        .post(pathOf(formActionOf(page.text)))
+        .set('X-Forwarded-For', '198.51.100.20')
+        .type('form')
+        .send(fields(user.username, user.password))
+        .redirects(0);
+      expect(other.status).toBe(303);
+      const throttle = new LoginThrottle(runtime.db);
+      expect((await throttle.check('anyone', attacker)).locked).toBe(true);
+      expect((await throttle.check('anyone', '127.0.0.1')).locked).toBe(false);
+    });
+  },
+  { TRUST_PROXY: 'loopback' },
+);
