@@ -34,7 +34,9 @@ export type RequestRejection =
   | 'MAX_ALIASES'
   | 'MAX_DIRECTIVES'
   | 'MAX_COST'
-  | 'METHOD_NOT_ALLOWED';
+  | 'METHOD_NOT_ALLOWED'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'BODY_TOO_LARGE';
 
 export interface HttpExtension {
   status: number;

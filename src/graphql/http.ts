@@ -9,7 +9,7 @@ import { createYoga, type Plugin, type YogaLogger } from 'graphql-yoga';
 import type { Runtime } from '../runtime.js';
 import { authenticateBearer } from '../oauth/bearer.js';
 import { InvalidToken } from '../oauth/errors.js';
-import { Unauthenticated } from './errors.js';
+import { rejectRequest, Unauthenticated, type RequestRejection } from './errors.js';
 import type { Executor } from './executor.js';
 
 export const GRAPHQL_PATH = '/graphql';
@@ -39,6 +39,35 @@ function useExecutor(runtime: Runtime, executor: Executor): Plugin {
     },
   };
 }
+
+/** The POST body types yoga parses (multipart is off). */
+const ACCEPTED_POST_TYPES = ['application/json', 'application/graphql-response+json', 'application/graphql', 'application/x-www-form-urlencoded'];
+
+function refuse(res: express.Response, status: number, reason: RequestRejection, message: string): void {
+  const error = rejectRequest(reason, message);
+  res.status(status).type('application/json').send(JSON.stringify({ errors: [{ message: error.message, extensions: { code: error.code, reason } }] }));
+}
+
+/** Yoga answers other content types with a bare 415; clients get a GraphQL error instead. */
+const refuseUnsupportedMediaType: express.RequestHandler = (req, res, next) => {
+  if (req.method !== 'POST') return next();
+  const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (ACCEPTED_POST_TYPES.includes(type)) return next();
+  req.resume();
+  refuse(res, 415, 'UNSUPPORTED_MEDIA_TYPE', `POST /graphql takes a body of type application/json (got ${type || 'none'})`);
+};
+
+/**
+ * Refuses a body declared larger than the limit only after reading it, so the client — still
+ * uploading — receives the 413 instead of a reset connection (yoga closes the socket at once).
+ */
+const refuseOversizedBody: express.RequestHandler = (req, res, next) => {
+  const length = Number(req.headers['content-length'] ?? 0);
+  if (!(length > MAX_REQUEST_BODY_BYTES)) return next();
+  res.setHeader('Connection', 'close');
+  req.on('end', () => refuse(res, 413, 'BODY_TOO_LARGE', `the request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes`));
+  req.resume();
+};
 
 function yogaLogger(runtime: Runtime): YogaLogger {
   const logger = runtime.logger.child({ component: 'graphql' });
@@ -71,6 +100,6 @@ export function createGraphQLRouter(runtime: Runtime, executor: Executor): expre
     plugins: [useExecutor(runtime, executor)],
   });
   const router = express.Router();
-  router.use(GRAPHQL_PATH, yoga);
+  router.use(GRAPHQL_PATH, refuseUnsupportedMediaType, refuseOversizedBody, yoga);
   return router;
 }

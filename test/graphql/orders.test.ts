@@ -140,6 +140,18 @@ describeEachDatabase('GraphQL orders', (context) => {
       });
     });
 
+    it('refuses a memo containing a NUL character (PostgreSQL text cannot hold it), on create and update', async () => {
+      const created = await run(me, CREATE, { input: { items: [{ productId: mug.id, quantity: 1 }], memo: 'a\u0000b' } });
+      expect(created.errors?.[0]).toMatchObject({
+        message: 'memo must not contain the NUL character',
+        extensions: { code: 'INVALID_ARGUMENT', field: 'memo' },
+      });
+      const order = await buildOrder(context().runtime, { userId: me.userId, memo: 'clean' });
+      const updated = await run(me, UPDATE, { id: order.id, input: { memo: '\u0000' } });
+      expect(updated.errors?.[0]?.extensions?.code).toBe('INVALID_ARGUMENT');
+      expect(await orderRow(order.id)).toMatchObject({ memo: 'clean' });
+    });
+
     it.each([
       ['no items', [], 'an order has 1 to 100 items, got 0'],
       ['a zero quantity', [{ quantity: 0 }], 'quantity must be from 1 to 1000, got 0'],

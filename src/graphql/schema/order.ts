@@ -161,6 +161,10 @@ function checkMemo(memo: string | null | undefined): void {
   if (memo != null && [...memo].length > MAX_MEMO_LENGTH) {
     throw new InvalidArgument(`memo must be at most ${MAX_MEMO_LENGTH} characters`, { extensions: { field: 'memo' } });
   }
+  // PostgreSQL text cannot hold U+0000.
+  if (memo?.includes('\u0000')) {
+    throw new InvalidArgument('memo must not contain the NUL character', { extensions: { field: 'memo' } });
+  }
 }
 
 interface NewOrderItem {
