@@ -58,15 +58,15 @@ const refuseUnsupportedMediaType: express.RequestHandler = (req, res, next) => {
 };
 
 /**
- * Refuses a body declared larger than the limit only after reading it, so the client — still
- * uploading — receives the 413 instead of a reset connection (yoga closes the socket at once).
+ * Refuses a body declared larger than the limit at once, but keeps reading (and discarding)
+ * the rest, so a client still uploading receives the 413 instead of a reset connection — yoga
+ * would close the socket mid-upload. The server's requestTimeout bounds the draining.
  */
 const refuseOversizedBody: express.RequestHandler = (req, res, next) => {
   const length = Number(req.headers['content-length'] ?? 0);
   if (!(length > MAX_REQUEST_BODY_BYTES)) return next();
-  res.setHeader('Connection', 'close');
-  req.on('end', () => refuse(res, 413, 'BODY_TOO_LARGE', `the request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes`));
   req.resume();
+  refuse(res, 413, 'BODY_TOO_LARGE', `the request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes`);
 };
 
 function yogaLogger(runtime: Runtime): YogaLogger {
