@@ -1,0 +1,143 @@
+/**
+ * The load drivers, run inside the load process. Single requests go through autocannon;
+ * chained requests (authorize → token, a chain of rotated refresh tokens) through a closed
+ * loop of `concurrency` async workers on a keep-alive node:http agent. Both warm up first and
+ * then count only what completes inside the measured window.
+ */
+import autocannon from 'autocannon';
+import { performance } from 'node:perf_hooks';
+import { createAgent } from './http.js';
+import { refresh, runFlow, type OAuthTarget } from './oauth-client.js';
+
+export interface Measurement {
+  /** Completed operations (requests or flows) per second in the measured window. */
+  perSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  completed: number;
+  /** Failed operations: transport errors, timeouts and non-2xx answers. */
+  errors: number;
+  firstError?: string;
+  durationSec: number;
+  concurrency: number;
+  /** Operations completed including the warm-up (to divide the server's CPU time by). */
+  totalCompleted: number;
+}
+
+export interface HttpScenario {
+  url: string;
+  method?: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: string;
+  connections: number;
+  warmupSec: number;
+  durationSec: number;
+}
+
+export async function runAutocannon(scenario: HttpScenario): Promise<Measurement> {
+  const options = {
+    url: scenario.url,
+    method: scenario.method ?? 'GET',
+    headers: scenario.headers ?? {},
+    connections: scenario.connections,
+    pipelining: 1,
+    timeout: 10,
+    ...(scenario.body === undefined ? {} : { body: scenario.body }),
+  };
+  const warmup = scenario.warmupSec > 0 ? await autocannon({ ...options, duration: scenario.warmupSec }) : undefined;
+  const result = await autocannon({ ...options, duration: scenario.durationSec });
+  const failed = result.errors + result.timeouts + result.non2xx;
+  return {
+    perSec: result.requests.total / result.duration,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    completed: result.requests.total,
+    errors: failed,
+    ...(failed > 0 ? { firstError: `${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts` } : {}),
+    durationSec: result.duration,
+    concurrency: scenario.connections,
+    totalCompleted: result.requests.total + (warmup?.requests.total ?? 0),
+  };
+}
+
+export interface LoopOptions {
+  concurrency: number;
+  warmupSec: number;
+  durationSec: number;
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+/** Runs `operation(worker)` in `concurrency` closed loops; measures the window after warm-up. */
+async function closedLoop(options: LoopOptions, operation: (worker: number) => Promise<void>): Promise<Measurement> {
+  const start = performance.now();
+  const windowStart = start + options.warmupSec * 1000;
+  const windowEnd = windowStart + options.durationSec * 1000;
+  const latencies: number[] = [];
+  let errors = 0;
+  let successes = 0;
+  let firstError: string | undefined;
+
+  const worker = async (index: number) => {
+    while (performance.now() < windowEnd) {
+      const began = performance.now();
+      try {
+        await operation(index);
+        successes++;
+        const ended = performance.now();
+        if (ended >= windowStart && ended < windowEnd) latencies.push(ended - began);
+      } catch (error) {
+        errors++;
+        firstError ??= error instanceof Error ? error.message : String(error);
+        // A server that only fails is not worth measuring for the whole window.
+        if (successes === 0 && errors >= 20) throw new Error(`every operation failed; first error: ${firstError}`);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: options.concurrency }, (_, index) => worker(index)));
+  latencies.sort((a, b) => a - b);
+  return {
+    perSec: latencies.length / options.durationSec,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    completed: latencies.length,
+    errors,
+    ...(firstError ? { firstError } : {}),
+    durationSec: options.durationSec,
+    concurrency: options.concurrency,
+    totalCompleted: successes,
+  };
+}
+
+/** Flows per second: authorize (session cookie, existing consent) → code → token. */
+export async function runFlows(target: OAuthTarget, options: LoopOptions): Promise<Measurement> {
+  const agent = createAgent(options.concurrency);
+  try {
+    return await closedLoop(options, async () => {
+      await runFlow(target, agent);
+    });
+  } finally {
+    agent.destroy();
+  }
+}
+
+/**
+ * Refresh-grant requests per second. Each worker owns one token family and always presents
+ * the newest refresh token, as a well-behaved client under rotation does.
+ */
+export async function runRefreshes(target: OAuthTarget, refreshTokens: string[], options: LoopOptions): Promise<Measurement> {
+  if (refreshTokens.length < options.concurrency) throw new Error(`need ${options.concurrency} refresh tokens, got ${refreshTokens.length}`);
+  const current = [...refreshTokens];
+  const agent = createAgent(options.concurrency);
+  try {
+    return await closedLoop(options, async (worker) => {
+      const tokens = await refresh(target, current[worker]!, agent);
+      if (tokens.refresh_token) current[worker] = tokens.refresh_token;
+    });
+  } finally {
+    agent.destroy();
+  }
+}

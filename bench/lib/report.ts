@@ -1,0 +1,384 @@
+/**
+ * Renders a run's results as docs/BENCHMARKS.md and the ratio chart docs/benchmarks.svg.
+ * Everything in the document comes from the run, except the hand-written findings in
+ * bench/NOTES.md, which are appended so regenerating never loses them.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { REPO_ROOT } from './child.js';
+import type { RunResults, ScenarioResult, ServerResult } from './results.js';
+import type { ReadScenarioId } from './scenarios.js';
+
+export const READ_TARGET = 0.8;
+export const FLOW_TARGET = 1.0;
+
+export interface Ratio {
+  label: string;
+  value?: number;
+  /** Why there is no value. */
+  missing?: string;
+  target?: number;
+}
+
+function rate(result: ScenarioResult | undefined): number | undefined {
+  const m = result?.measurement;
+  return m && m.errors === 0 && m.completed > 0 ? m.perSec : undefined;
+}
+
+function why(result: ScenarioResult | undefined, fallback: string): string {
+  if (!result) return fallback;
+  if (result.unavailable) return result.unavailable;
+  if (result.measurement && result.measurement.errors > 0) return `errors during the run (${result.measurement.firstError ?? ''})`;
+  return fallback;
+}
+
+function ratio(label: string, top: ScenarioResult | undefined, bottom: ScenarioResult | undefined, target?: number): Ratio {
+  const t = rate(top);
+  const b = rate(bottom);
+  if (t === undefined || b === undefined) {
+    const missing = t === undefined ? why(top, 'scenario not run') : why(bottom, 'scenario not run');
+    return { label, missing, ...(target === undefined ? {} : { target }) };
+  }
+  return { label, value: t / b, ...(target === undefined ? {} : { target }) };
+}
+
+const DB_NAME = { pglite: 'PGlite', postgres: 'PostgreSQL' } as const;
+
+/** (b), as the mean of its two measurements when it was measured again after (e). */
+function directBaseline(server: ServerResult): ScenarioResult | undefined {
+  const b = server.read.b;
+  const again = server.bAgain?.measurement;
+  if (!b?.measurement || !again || again.errors > 0) return b;
+  const cpu = b.serverCpuUs !== undefined && server.bAgain?.serverCpuUs !== undefined ? (b.serverCpuUs + server.bAgain.serverCpuUs) / 2 : b.serverCpuUs;
+  return {
+    ...b,
+    measurement: { ...b.measurement, perSec: (b.measurement.perSec + again.perSec) / 2 },
+    ...(cpu === undefined ? {} : { serverCpuUs: cpu }),
+  };
+}
+
+export function readRatios(server: ServerResult): Ratio[] {
+  const db = DB_NAME[server.database ?? 'pglite'];
+  const r = (id: ReadScenarioId) => (id === 'b' ? directBaseline(server) : server.read[id]);
+  const ratios = [
+    ratio(`c/b REST ÷ direct · ${db}`, r('c'), r('b'), READ_TARGET),
+    ratio(`d/b GraphQL ÷ direct · ${db}`, r('d'), r('b')),
+    ratio(`c/a REST ÷ bare Express · ${db}`, r('c'), r('a')),
+  ];
+  if (server.skipped) for (const each of ratios) each.missing = `skipped: ${server.skipped}`;
+  return ratios;
+}
+
+/** Fieldgate ÷ oidc-provider for flows (the target, on PostgreSQL), refresh and introspection. */
+export function peerRatios(results: RunResults, which: 'flows' | 'all' = 'all'): Ratio[] {
+  const peer = results.servers.find((s) => s.kind === 'peer');
+  const out: Ratio[] = [];
+  const measures = [
+    ['flows', 'flows/s'],
+    ['refresh', 'refresh/s'],
+    ['introspectRefresh', 'introspection/s'],
+  ] as const;
+  for (const [key, name] of which === 'flows' ? measures.slice(0, 1) : measures) {
+    for (const database of ['postgres', 'pglite'] as const) {
+      const server = results.servers.find((s) => s.kind === 'fieldgate' && s.database === database);
+      if (!server) continue;
+      const target = key === 'flows' && database === 'postgres' ? FLOW_TARGET : undefined;
+      const r = ratio(`${name} ÷ oidc-provider · ${DB_NAME[database]}`, server.oauth[key], peer?.oauth[key], target);
+      if (server.skipped) r.missing = server.skipped;
+      else if (!peer) r.missing = 'oidc-provider not run';
+      else if (peer.skipped) r.missing = `oidc-provider: ${peer.skipped}`;
+      out.push(r);
+    }
+  }
+  return out;
+}
+
+/** Throughput the CPU cost implies: bottom's CPU per operation ÷ top's (higher: top is cheaper). */
+function cpuRatio(top: ScenarioResult | undefined, bottom: ScenarioResult | undefined): number | undefined {
+  if (!top?.serverCpuUs || !bottom?.serverCpuUs) return undefined;
+  return bottom.serverCpuUs / top.serverCpuUs;
+}
+
+function fmt(value: number | undefined, digits = 0): string {
+  if (value === undefined || Number.isNaN(value)) return '—';
+  return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+function measurementCells(result: ScenarioResult | undefined): string[] {
+  if (!result) return ['—', '—', '—', '—', '—', 'not run'];
+  if (result.unavailable) return ['—', '—', '—', '—', '—', `not measured: ${result.unavailable.replace(/\|/g, '\\|').slice(0, 160)}`];
+  const m = result.measurement!;
+  const errors = m.errors > 0 ? `${fmt(m.errors)} failed (${(m.firstError ?? '').replace(/\|/g, '\\|').slice(0, 120)})` : '0';
+  return [fmt(m.perSec), fmt(m.p50Ms, 1), fmt(m.p99Ms, 1), fmt(result.serverCpuUs), result.sql ? String(result.sql.count) : '—', errors];
+}
+
+function verdict(r: Ratio): string {
+  if (r.value === undefined) return `not measured — ${r.missing ?? ''}`;
+  if (r.target === undefined) return '';
+  return r.value >= r.target ? '**met**' : '**missed**';
+}
+
+function ratioText(r: Ratio, suffix = ''): string {
+  return r.value === undefined ? '—' : `${r.value.toFixed(2)}${suffix}`;
+}
+
+function mib(value: number | undefined): string {
+  return value === undefined ? '—' : `${value.toFixed(0)} MiB`;
+}
+
+export function renderMarkdown(results: RunResults, notes: string | undefined): string {
+  const fieldgate = results.servers.filter((s) => s.kind === 'fieldgate');
+  const peer = results.servers.find((s) => s.kind === 'peer');
+  const read = fieldgate.flatMap(readRatios);
+  const flows = peerRatios(results, 'flows');
+  const targets = [...read.filter((r) => r.target !== undefined), ...flows.filter((r) => r.target !== undefined)];
+  const m = results.machine;
+  const t = results.timing;
+  const lines: string[] = [];
+  const push = (...more: string[]) => lines.push(...more);
+
+  push(
+    '# Fieldgate benchmarks',
+    '',
+    `Generated by \`${results.command}\` on ${results.startedAt.slice(0, 16).replace('T', ' ')} UTC in ${Math.round(results.elapsedSec)} s. Do not edit by hand:`,
+    'rerun the command. Claims are **ratios measured in one run on one machine**; absolute numbers on a',
+    'shared machine are noise.',
+    '',
+  );
+  if (results.experiments?.length) {
+    push(`> **Experimental run** (\`--experiment=${results.experiments.join(',')}\`): Fieldgate was changed inside \`bench/server.ts\` to try a profiling finding; these are not numbers of the shipped code.`, '');
+  }
+  if (results.quick) {
+    push(`> **Quick run** (\`--quick\`): ${t.readSec} s windows after ${t.warmupSec} s warm-up, for checking the harness. A full run measures 10 s windows after 3 s warm-up.`, '');
+  }
+  const load = m.loadAverageBefore.map((v) => v.toFixed(2)).join(' / ');
+  const loadAfter = m.loadAverageAfter?.map((v) => v.toFixed(2)).join(' / ') ?? '—';
+  push(`Machine: ${m.cpuModel}, ${m.cores} cores, ${m.memoryGiB} GiB, ${m.os}; Node ${m.node}. Load average (1/5/15 min) ${load} before the run, ${loadAfter} after.`, '');
+
+  push('## Targets', '', '| Target | Measured | Verdict |', '|---|---:|---|');
+  for (const r of targets) {
+    const label = r.label.startsWith('c/b') ? `${r.label} ≥ ${READ_TARGET.toFixed(2)}` : `Fieldgate ${r.label} ≥ ${FLOW_TARGET.toFixed(1)}×`;
+    push(`| ${label} | ${ratioText(r, r.label.startsWith('flows') ? '×' : '')} | ${verdict(r)} |`);
+  }
+  push('', '![Ratios measured in this run](benchmarks.svg)', '');
+
+  push(
+    '## Read path',
+    '',
+    `Concurrency ${t.readConnections} (autocannon, keep-alive, no pipelining) from a separate load process; ${t.warmupSec} s warm-up, then ${t.readSec} s measured per scenario.`,
+    `The baselines (a) and (b) are served by the same process, on the same database connection${fieldgate.some((s) => s.database === 'postgres') ? ' pool' : ''}, as Fieldgate (c)–(e).`,
+    '',
+  );
+  for (const server of fieldgate) {
+    push(`### ${server.label}`, '');
+    if (server.skipped) {
+      push(`Skipped: ${server.skipped}`, '');
+      continue;
+    }
+    push('| Scenario | req/s | p50 ms | p99 ms | server CPU µs / req | SQL / req | failed |', '|---|---:|---:|---:|---:|---:|---|');
+    for (const id of ['a', 'b', 'c', 'd', 'e'] as const) {
+      const result = server.read[id];
+      push(`| ${result?.label ?? id} | ${measurementCells(result).join(' | ')} |`);
+    }
+    if (server.bAgain) push(`| (b) again after (e), drift check | ${measurementCells(server.bAgain).join(' | ')} |`);
+    push('');
+  }
+  push('| Ratio (req/s) | ' + fieldgate.map((s) => DB_NAME[s.database ?? 'pglite']).join(' | ') + ' |', '|---|' + fieldgate.map(() => '---:').join('|') + '|');
+  for (const [index, name] of ['c/b REST ÷ direct (target ≥ 0.80)', 'd/b GraphQL ÷ direct', 'c/a REST ÷ bare Express'].entries()) {
+    push(`| ${name} | ${fieldgate.map((s) => ratioText(readRatios(s)[index]!)).join(' | ')} |`);
+  }
+  const pairs: [string, ReadScenarioId, ReadScenarioId][] = [
+    ['c/b by server CPU per request', 'c', 'b'],
+    ['d/b by server CPU per request', 'd', 'b'],
+    ['c/a by server CPU per request', 'c', 'a'],
+  ];
+  for (const [name, top, bottom] of pairs) {
+    const cells = fieldgate.map((s) => {
+      const pick = (id: ReadScenarioId) => (id === 'b' ? directBaseline(s) : s.read[id]);
+      const value = cpuRatio(pick(top), pick(bottom));
+      return value === undefined ? '—' : value.toFixed(2);
+    });
+    push(`| ${name} | ${cells.join(' | ')} |`);
+  }
+  push(
+    '',
+    'The first rows are the measured throughput ratios (the targets). The "by server CPU" rows divide the server process\'s CPU time per request',
+    'of the baseline by that of Fieldgate: a cross-check that other load on a shared machine disturbs far less. On PostgreSQL it leaves out',
+    'the database server\'s processes, which (b) and (c) use alike; on PGlite the database runs inside the server process and is included.',
+    '',
+  );
+
+  push(
+    '## OAuth path vs oidc-provider',
+    '',
+    `A **flow** is \`GET /authorize\` with an established browser session and consent → 302 with a code → \`POST /token\``,
+    '(PKCE S256, `client_secret_basic`) → a JWT access token (ES256, RFC 9068) and a refresh token. ' +
+      `${t.flowConcurrency} concurrent closed-loop clients (node:http keep-alive) in the load process; ${t.warmupSec} s warm-up, then ${t.oauthSec} s measured.`,
+    'Refresh: each client owns one token family and always presents the newest (rotated) refresh token.',
+    'Introspection: autocannon, concurrency ' + `${t.readConnections}` + ', `POST /introspect` with `client_secret_basic`.',
+    '',
+  );
+  const oauthServers = [...fieldgate.filter((s) => s.database === 'postgres'), ...fieldgate.filter((s) => s.database !== 'postgres'), ...(peer ? [peer] : [])];
+  push('| Measure | ' + oauthServers.map((s) => s.label).join(' | ') + ' |', '|---|' + oauthServers.map(() => '---:').join('|') + '|');
+  const oauthRows: [string, 'flows' | 'refresh' | 'introspectRefresh' | 'introspectAccess', string][] = [
+    ['flows/s', 'flows', 'flows'],
+    ['refresh grant req/s', 'refresh', 'refresh'],
+    ['introspection req/s (refresh token)', 'introspectRefresh', 'introspectRefresh'],
+    ['introspection req/s (JWT access token)', 'introspectAccess', 'introspectAccess'],
+  ];
+  for (const [name, key] of oauthRows) {
+    const cell = (s: ServerResult) => {
+      if (s.skipped) return 'skipped';
+      const r = s.oauth[key];
+      if (!r) return '—';
+      if (r.unavailable) return `n/a (${r.unavailable.replace(/\|/g, '\\|').slice(0, 90)})`;
+      const mm = r.measurement!;
+      const failed = mm.errors > 0 ? `, ${fmt(mm.errors)} failed` : '';
+      const sql = r.sql ? `, ${r.sql.count} SQL` : '';
+      const cpu = r.serverCpuUs ? `, ${fmt(r.serverCpuUs)} µs CPU` : '';
+      return `${fmt(mm.perSec)} (p50 ${fmt(mm.p50Ms, 1)} / p99 ${fmt(mm.p99Ms, 1)} ms${cpu}${sql}${failed})`;
+    };
+    push(`| ${name} | ${oauthServers.map(cell).join(' | ')} |`);
+  }
+  push('');
+  if (peer) {
+    push('| Ratio vs oidc-provider | ' + oauthServers.filter((s) => s.kind === 'fieldgate').map((s) => s.label).join(' | ') + ' |');
+    push('|---|' + oauthServers.filter((s) => s.kind === 'fieldgate').map(() => '---:').join('|') + '|');
+    for (const [name, key] of oauthRows.slice(0, 3)) {
+      const cells = oauthServers
+        .filter((s) => s.kind === 'fieldgate')
+        .map((s) => ratioText(ratio(name, s.oauth[key], peer.oauth[key]), '×'));
+      push(`| ${name}${key === 'flows' ? ' (target ≥ 1.0× on PostgreSQL)' : ''} | ${cells.join(' | ')} |`);
+    }
+    for (const [name, key] of oauthRows.slice(0, 3)) {
+      const cells = oauthServers.filter((s) => s.kind === 'fieldgate').map((s) => {
+        const value = cpuRatio(s.oauth[key], peer.oauth[key]);
+        return value === undefined ? '—' : `${value.toFixed(2)}×`;
+      });
+      push(`| ${name}, by server CPU per operation | ${cells.join(' | ')} |`);
+    }
+    push(
+      '',
+      'Cells show throughput, latency, the server process\'s CPU time per operation and (Fieldgate) the SQL statements per operation. The "by server CPU"',
+      'rows divide oidc-provider\'s CPU per operation by Fieldgate\'s; for Fieldgate on PostgreSQL that leaves out the database server\'s own work.',
+      '',
+    );
+  }
+
+  push(
+    '## Memory',
+    '',
+    'Resident set size of the server process (`process.memoryUsage().rss`): idle one second after start (Fieldgate: a restart after the seed, so no set-up garbage),',
+    'after the read benchmark, and after the OAuth benchmark (oidc-provider: after its flow benchmark, in the process that ran it).',
+    '',
+  );
+  push('| Server | idle after start | after the read benchmark | after the OAuth benchmark |', '|---|---:|---:|---:|');
+  for (const s of [...fieldgate, ...(peer ? [peer] : [])]) {
+    if (s.skipped) continue;
+    push(`| ${s.label} | ${mib(s.memory.idle)} | ${s.kind === 'peer' ? 'n/a (no read path)' : mib(s.memory.afterRead)} | ${mib(s.memory.afterOAuth)} |`);
+  }
+  push('');
+
+  push('## How it was measured', '');
+  push('```sh', results.command, '```', '');
+  push(
+    '- `bench/run.ts` (the orchestrator) starts each server as its own process, then a **separate load process** (`bench/load-generator.ts`) that generates all traffic on loopback; the orchestrator sits idle while a scenario runs. Servers run one at a time.',
+    '- Fieldgate runs as `createApp(runtime)` from `src/app.ts` inside `bench/server.ts`, which mounts the two baselines in front of it on the same Express 5 app and runtime: (a) `GET /bench/bare` returns a fixed JSON object, (b) `GET /bench/direct/:id` runs `db.select({ id, name }).from(products).where(eq(products.id, id))` through Drizzle.',
+    `- Fieldgate configuration: defaults (\`DATABASE_POOL_SIZE\` 10 on PostgreSQL, PGlite in a fresh data directory), \`LOG_LEVEL=${results.logLevel}\` — one JSON log line per request, written to a file — demo catalogue seeded (${'30'} products with reviews), a bench user and a confidential client registered through the runtime's stores.`,
+    '- Sign-in: one scripted browser session per server goes through the real pages — Fieldgate\'s login and consent forms (CSRF token included), oidc-provider\'s dev-interaction login and consent — and keeps the session cookie; every measured flow reuses it.',
+    '- oidc-provider (`bench/peer/oidc-provider.ts`): PKCE required, `client_secret_basic`, refresh tokens issued on every code exchange and rotated on every use, JWT access tokens (ES256) for one resource server via `features.resourceIndicators`, introspection and revocation on, default in-memory adapter, dev interactions. oidc-provider refuses to introspect JWT access tokens, so the comparable introspection row uses refresh tokens. Its in-memory adapter keeps every grant, code and token in the heap and slows down as they pile up (its refresh rate fell by ~40% after the flow benchmark), so each of its three OAuth benchmarks runs in a fresh process, signed in again; Fieldgate keeps that state in its database and runs all of them in one process.',
+    '- (b) is measured twice, before (c) and after (e); the ratios divide by the mean of both, and a gap of more than 15% is reported under run notes as drift (the machine\'s load changed).',
+    '- Server CPU per operation: `process.cpuUsage()` of the server process across warm-up and window, divided by the operations completed in both.',
+    `- Each read scenario is probed once and its answer checked (status, exact keys) before it is measured; a wrong answer is reported instead of a number.`,
+    `- PostgreSQL: a fresh database on ${results.postgresVersion ? `PostgreSQL ${results.postgresVersion}` : 'the local server'} (\`BENCH_DATABASE_URL\`, else \`TEST_DATABASE_URL\`, else \`postgres://postgres@127.0.0.1:5432/test\`), dropped afterwards.`,
+    `- Versions: ${Object.entries(m.versions).map(([name, version]) => `${name} ${version}`).join(', ')}.`,
+    '- Options: `--quick` (1 s warm-up, 2 s windows), `--only=pglite,postgres,peer` and `--scenarios=a,b,c,d,e,flows,refresh,introspect` (subsets, for investigations), `--profile` (a CPU profile of each server per scenario, summarized per operation in `bench/results/<run>/profiles/SUMMARY.md`), `--experiment=token-cache` (a proposed change tried from `bench/server.ts`), `--out=FILE`. Profiled and experimental runs write into `bench/results/<run>/` unless `--out` says otherwise. Environment: `BENCH_DATABASE_URL` (PostgreSQL server to create the throwaway database on), `BENCH_LOG_LEVEL` (Fieldgate\'s `LOG_LEVEL`, default `info`).',
+    '- To reproduce on another machine: `npm ci`, start PostgreSQL (or set `BENCH_DATABASE_URL`), then `npm run bench` (about 6 minutes on 2 cores) or `npm run bench -- --quick` (under 2 minutes).',
+    '',
+  );
+  for (const server of results.servers) {
+    // Interaction ids are long random path segments: shorten them, they only clutter.
+    if (server.setup.length) push(`${server.label}: ${server.setup.join('; ').replace(/\/[A-Za-z0-9_-]{20,}/g, '/…')}.`, '');
+  }
+  if (results.notes.length) push('### Run notes', '', ...results.notes.map((note) => `- ${note}`), '');
+  const withSql = fieldgate.flatMap((server) =>
+    [...Object.values(server.read), ...Object.values(server.oauth)].filter((r) => r?.sql).map((r) => ({ server, r: r! })),
+  );
+  if (withSql.length) {
+    push(
+      '### SQL per operation',
+      '',
+      'Statements Fieldgate sent through Drizzle for one operation, counted on a probe after a first warm-up probe (so caches are warm, as in the measured window); `BEGIN`/`COMMIT` of transactions are not counted.',
+      '',
+      '<details><summary>Statements</summary>',
+      '',
+    );
+    for (const { server, r } of withSql) {
+      push(`**${server.label} · ${r.label}** — ${r.sql!.count}`, '');
+      for (const statement of r.sql!.statements) push(`- ${statement.count}× \`${statement.text.slice(0, 240).replace(/`/g, "'")}${statement.text.length > 240 ? '…' : ''}\``);
+      push('');
+    }
+    push('</details>', '');
+  }
+  if (notes?.trim()) push(notes.trim(), '');
+  return lines.join('\n');
+}
+
+function escapeXml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+/** A horizontal bar chart of the ratios, with each target drawn as a dashed line on its bar. */
+export function renderSvg(results: RunResults): string {
+  const ratios = [...results.servers.filter((s) => s.kind === 'fieldgate').flatMap(readRatios), ...peerRatios(results)];
+  const width = 760;
+  const labelWidth = 330;
+  const barArea = width - labelWidth - 70;
+  const rowHeight = 30;
+  const top = 50;
+  const height = top + ratios.length * rowHeight + 40;
+  const max = Math.max(1.2, ...ratios.map((r) => r.value ?? 0)) * 1.05;
+  const x = (value: number) => labelWidth + (value / max) * barArea;
+  const parts: string[] = [];
+  parts.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, -apple-system, Segoe UI, sans-serif" font-size="13">`,
+    `<title>Fieldgate benchmark ratios, ${escapeXml(results.startedAt.slice(0, 10))}${results.quick ? ' (quick run)' : ''}</title>`,
+    `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
+    `<text x="16" y="26" font-size="16" font-weight="600">Fieldgate ÷ baseline, requests or flows per second (higher is better)${results.quick ? ' — quick run' : ''}</text>`,
+  );
+  for (const tick of [0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 3, 4].filter((v) => v <= max)) {
+    const tx = x(tick);
+    parts.push(`<line x1="${tx.toFixed(1)}" y1="${top - 6}" x2="${tx.toFixed(1)}" y2="${top + ratios.length * rowHeight}" stroke="#e3e3e3"/>`);
+    parts.push(`<text x="${tx.toFixed(1)}" y="${top + ratios.length * rowHeight + 18}" text-anchor="middle" fill="#666">${tick}</text>`);
+  }
+  ratios.forEach((r, index) => {
+    const y = top + index * rowHeight;
+    parts.push(`<text x="${labelWidth - 10}" y="${y + 19}" text-anchor="end">${escapeXml(r.label)}</text>`);
+    if (r.value === undefined) {
+      parts.push(`<text x="${labelWidth + 6}" y="${y + 19}" fill="#999">not measured</text>`);
+    } else {
+      const met = r.target === undefined ? undefined : r.value >= r.target;
+      const color = met === undefined ? '#7a8fb3' : met ? '#2e9e5b' : '#d9534f';
+      parts.push(`<rect x="${labelWidth}" y="${y + 6}" width="${Math.max(1, x(r.value) - labelWidth).toFixed(1)}" height="${rowHeight - 12}" fill="${color}" rx="2"/>`);
+      parts.push(`<text x="${(x(r.value) + 6).toFixed(1)}" y="${y + 19}" fill="#222">${r.value.toFixed(2)}</text>`);
+    }
+    if (r.target !== undefined) {
+      const tx = x(r.target);
+      parts.push(`<line x1="${tx.toFixed(1)}" y1="${y + 2}" x2="${tx.toFixed(1)}" y2="${y + rowHeight - 2}" stroke="#222" stroke-width="2" stroke-dasharray="3,2"><title>target ${r.target}</title></line>`);
+    }
+  });
+  parts.push(
+    `<text x="16" y="${height - 6}" fill="#666" font-size="11">green: target met · red: target missed · blue: no target · dashed line: target. ${escapeXml(results.machine.cpuModel)}, ${results.machine.cores} cores, Node ${escapeXml(results.machine.node)}</text>`,
+    '</svg>',
+  );
+  return `${parts.join('\n')}\n`;
+}
+
+/** Writes the document (with bench/NOTES.md appended) and the chart. */
+export function writeReport(results: RunResults, markdownFile: string, svgFile: string): void {
+  const notesFile = path.join(REPO_ROOT, 'bench', 'NOTES.md');
+  const notes = existsSync(notesFile) ? readFileSync(notesFile, 'utf8') : undefined;
+  mkdirSync(path.dirname(markdownFile), { recursive: true });
+  writeFileSync(markdownFile, renderMarkdown(results, notes));
+  writeFileSync(svgFile, renderSvg(results));
+}

@@ -1,0 +1,168 @@
+/**
+ * The benchmark's server process: Fieldgate exactly as `createApp(runtime)` builds it, plus
+ * the two baselines mounted in front of it on the same Express 5 app, the same runtime and the
+ * same database connection(s) — which is the only way to share an embedded PGlite database:
+ *
+ *   GET /bench/bare        (a) a fixed small JSON object — the framework ceiling
+ *   GET /bench/direct/:id  (b) `SELECT id, name FROM products WHERE id = $1` through Drizzle
+ *
+ * Configured by the usual environment variables (PORT, ISSUER, DATABASE_URL or DATA_DIR,
+ * LOG_LEVEL). With BENCH_PHASE=setup it only seeds the demo catalogue and registers a bench
+ * user and a confidential client, reports them to the orchestrator over IPC, and exits.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { eq } from 'drizzle-orm';
+import { loadConfig } from '../src/config.js';
+import { createLogger } from '../src/logger.js';
+import { openRuntime, type Runtime } from '../src/runtime.js';
+import { createApp } from '../src/app.js';
+import { seedDemo } from '../src/demo/seed.js';
+import { products } from '../src/db/schema.js';
+import { randomToken } from '../src/oauth/secrets.js';
+import { ALL_SCOPES } from '../src/oauth/scopes.js';
+import type { Principal } from '../src/oauth/access-token.js';
+import { announceFailure, announceReady, serveCalls } from './lib/child.js';
+import { profilerCalls } from './lib/profiler.js';
+
+export const BENCH_USERNAME = 'bench';
+
+function baselineRoutes(runtime: Runtime): express.Router {
+  const router = express.Router();
+  router.get('/bench/bare', (_req, res) => {
+    res.json({ id: 1, name: 'Trail Backpack' });
+  });
+  router.get('/bench/direct/:id', async (req, res, next) => {
+    try {
+      const id = Number(req.params.id);
+      if (!Number.isSafeInteger(id)) {
+        res.status(400).json({ error: 'bad id' });
+        return;
+      }
+      const [row] = await runtime.db.select({ id: products.id, name: products.name }).from(products).where(eq(products.id, id));
+      if (!row) {
+        res.status(404).json({ error: 'not found' });
+        return;
+      }
+      res.json(row);
+    } catch (error) {
+      next(error);
+    }
+  });
+  return router;
+}
+
+/**
+ * Phase one, its own process: seed and register, report the credentials, exit. The measured
+ * server is then started fresh on the same database, so its "idle" memory is that of a
+ * restarted server, not of one that has just run migrations, a seed and two password hashes.
+ */
+async function setup(): Promise<void> {
+  const config = loadConfig(process.env);
+  const runtime = await openRuntime(config, createLogger(config.logLevel));
+  await seedDemo(runtime);
+  const password = randomToken(16);
+  const user = await runtime.users.create(BENCH_USERNAME, password);
+  const redirectUri = `${config.issuer}/bench/callback`;
+  const client = await runtime.clients.create({ name: 'Fieldgate benchmark', redirectUris: [redirectUri] });
+  const [product] = await runtime.db.select({ id: products.id }).from(products).orderBy(products.id).limit(1);
+  if (!product) throw new Error('the demo seed created no products');
+  serveCalls({}, () => runtime.close());
+  announceReady({
+    database: runtime.database.kind,
+    userId: user.id,
+    username: user.username,
+    password,
+    clientId: client.client_id,
+    clientSecret: client.client_secret,
+    redirectUri,
+    scope: ALL_SCOPES.join(' '),
+    productId: product.id,
+  });
+}
+
+/**
+ * `--experiment=token-cache` (BENCH_EXPERIMENTS): what-if for a profiling finding, without
+ * touching src/ — remembers verified access tokens (by their exact text, until they expire)
+ * so a token seen before skips the ES256 signature check; revocation is still checked on
+ * every request by `AccessTokens.verify`. Only ever used to measure a proposed change.
+ */
+function cacheVerifiedTokens(runtime: Runtime): void {
+  const accessTokens = runtime.accessTokens;
+  const verifySignature = accessTokens.verifySignature.bind(accessTokens);
+  const verified = new Map<string, Principal>();
+  accessTokens.verifySignature = async (token: string) => {
+    const known = verified.get(token);
+    if (known && known.expiresAt.getTime() > Date.now()) return known;
+    const principal = await verifySignature(token);
+    if (verified.size >= 10_000) verified.clear();
+    verified.set(token, principal);
+    return principal;
+  };
+}
+
+/** Phase two: serve Fieldgate and the baselines until the orchestrator says stop. */
+async function serve(): Promise<void> {
+  const config = loadConfig(process.env);
+  const runtime = await openRuntime(config, createLogger(config.logLevel));
+  const experiments = new Set((process.env.BENCH_EXPERIMENTS ?? '').split(',').filter(Boolean));
+  if (experiments.has('token-cache')) cacheVerifiedTokens(runtime);
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.use(baselineRoutes(runtime));
+  app.use(createApp(runtime));
+
+  // The same bounds as src/server.ts.
+  const server = http.createServer(app);
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+
+  // Statement counting for one probe at a time (off while measuring).
+  let stopCounting: (() => void) | undefined;
+  const statements = new Map<string, number>();
+
+  const shutdown = async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await runtime.close();
+  };
+  serveCalls(
+    {
+      memory: () => process.memoryUsage(),
+      cpu: () => process.cpuUsage(),
+      'sql-start': () => {
+        statements.clear();
+        stopCounting?.();
+        stopCounting = runtime.database.onQuery((query) => {
+          const text = query.replace(/\s+/g, ' ').trim();
+          statements.set(text, (statements.get(text) ?? 0) + 1);
+        });
+      },
+      'sql-stop': () => {
+        stopCounting?.();
+        stopCounting = undefined;
+        return [...statements].map(([text, count]) => ({ text, count }));
+      },
+      /**
+       * An access token minted in-process through the same AccessTokens service /token uses.
+       * Only a fallback for the read benchmark while the OAuth endpoints cannot issue one.
+       */
+      'mint-token': async (params: { userId: number; clientId: string }) =>
+        (await runtime.accessTokens.issue({ ...params, scope: ALL_SCOPES.join(' '), grantId: randomToken(16) })).token,
+      ...profilerCalls(process.env.BENCH_PROFILE_DIR || undefined),
+    },
+    shutdown,
+  );
+  announceReady({ url: `http://${config.host}:${port}`, database: runtime.database.kind });
+}
+
+(process.env.BENCH_PHASE === 'setup' ? setup() : serve()).catch(announceFailure);
