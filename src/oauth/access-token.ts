@@ -5,6 +5,7 @@
  */
 import { SignJWT, jwtVerify, decodeProtectedHeader, errors as joseErrors } from 'jose';
 import { randomUUID } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import type { KeyStore } from './keys.js';
 import type { Revocations } from './revocation.js';
 import { InvalidToken } from './errors.js';
@@ -44,7 +45,18 @@ export interface AccessTokenOptions {
   ttlSeconds: number;
 }
 
+/** Tokens whose signature and claims were verified, remembered until they expire. */
+const VERIFIED_CACHE_SIZE = 10_000;
+
 export class AccessTokens {
+  /**
+   * Verifying an ES256 signature is the largest single cost of a resource request, and a client
+   * sends the same token many times. A token's signature and claims cannot change, so a verified
+   * one is remembered (by its exact text) until its `exp`; revocation is still checked on every
+   * request. Only tokens that passed verification are ever stored.
+   */
+  private readonly verified = new LRUCache<string, Principal>({ max: VERIFIED_CACHE_SIZE });
+
   constructor(
     private readonly keys: KeyStore,
     private readonly revocations: Revocations,
@@ -70,6 +82,18 @@ export class AccessTokens {
 
   /** Verifies signature and claims only, without the revocation lookup (for introspection of foreign tokens, etc.). */
   async verifySignature(token: string): Promise<Principal> {
+    const cached = this.verified.get(token);
+    if (cached) {
+      if (cached.expiresAt.getTime() > Date.now()) return cached;
+      this.verified.delete(token);
+      throw new InvalidToken('the access token expired');
+    }
+    const principal = await this.verifyUncached(token);
+    this.verified.set(token, principal);
+    return principal;
+  }
+
+  private async verifyUncached(token: string): Promise<Principal> {
     let kid: string | undefined;
     try {
       kid = decodeProtectedHeader(token).kid;
