@@ -3,10 +3,8 @@
  * the OAuth authorization server, the GraphQL API and the REST layer — and the demo pages.
  */
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
-import { pinoHttp } from 'pino-http';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Runtime } from './runtime.js';
-import { requestId } from './http/request-id.js';
+import { requestLog } from './http/request-log.js';
 import { createOAuthRouter } from './oauth/router.js';
 import { createGraphQL } from './graphql/index.js';
 import { createRestRouter } from './rest/router.js';
@@ -18,25 +16,6 @@ const READY_TIMEOUT_MS = 2_000;
 export interface AppOptions {
   /** Set while the server drains on shutdown, so responses close their connections. */
   isShuttingDown?: () => boolean;
-}
-
-function requestLogger(runtime: Runtime) {
-  return pinoHttp({
-    logger: runtime.logger,
-    genReqId: requestId,
-    // Only method, path (never the query string: it can carry codes) and status are logged.
-    wrapSerializers: false,
-    serializers: {
-      req: (req: IncomingMessage & { id?: unknown; originalUrl?: string }) => ({
-        id: req.id,
-        method: req.method,
-        path: (req.originalUrl ?? req.url ?? '').split('?')[0],
-      }),
-      res: (res: ServerResponse) => ({ statusCode: res.statusCode }),
-    },
-    customLogLevel: (_req, res, error) => (error || res.statusCode >= 500 ? 'error' : 'info'),
-    customSuccessMessage: (req, res) => `${req.method} ${(req.url ?? '').split('?')[0]} ${res.statusCode}`,
-  });
 }
 
 function healthRoutes(runtime: Runtime): express.Router {
@@ -82,7 +61,7 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): express.E
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.set('trust proxy', runtime.config.trustProxy);
-  app.use(requestLogger(runtime));
+  app.use(requestLog(runtime.logger));
   if (options.isShuttingDown) {
     const isShuttingDown = options.isShuttingDown;
     app.use((_req, res, next) => {

@@ -6,7 +6,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { text } from 'node:stream/consumers';
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { createLogger } from './logger.js';
+import { createLogger, flushLogger } from './logger.js';
 import { openRuntime, type Runtime } from './runtime.js';
 import { startServer } from './server.js';
 import { rotateSigningKey } from './oauth/keys.js';
@@ -104,10 +104,11 @@ async function serve(io: Io, config: Config): Promise<void> {
   await new Promise<void>((resolve) => {
     const stop = (signal: NodeJS.Signals) => {
       logger.info({ signal }, 'shutting down');
-      server.close().then(resolve, (error) => {
-        logger.error({ err: error }, 'error during shutdown');
-        resolve();
-      });
+      server
+        .close()
+        .catch((error) => logger.error({ err: error }, 'error during shutdown'))
+        .then(() => flushLogger(logger))
+        .then(resolve);
     };
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
