@@ -70,10 +70,11 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): express.E
     });
   }
   app.use(healthRoutes(runtime));
-  app.use(createOAuthRouter(runtime));
+  // The resource faces come first: they take most requests, and each layer passed costs a match.
   const graphql = createGraphQL(runtime);
   app.use(graphql.router);
   app.use(createRestRouter(runtime, graphql));
+  app.use(createOAuthRouter(runtime));
   if (runtime.config.demo) app.use(createDemoRouter(runtime));
   app.use(notFound);
   app.use(fallbackErrorHandler(runtime));
