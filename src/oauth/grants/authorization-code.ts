@@ -7,7 +7,7 @@
  */
 import { InvalidGrant } from '../errors.js';
 import { verifyCodeVerifier } from '../pkce.js';
-import type { RedeemedCode } from '../stores/codes.js';
+import type { NewRefreshToken, RedeemedCode } from '../stores/codes.js';
 import type { Client } from '../clients.js';
 import { issuesRefreshTokens, tokenResponse, type GrantRequest, type TokenResponse } from './grant.js';
 
@@ -15,8 +15,8 @@ export const grantType = 'authorization_code';
 
 export const parameters = ['code', 'redirect_uri', 'code_verifier'] as const;
 
-async function redeem({ oauth, client, req }: GrantRequest, code: string): Promise<RedeemedCode> {
-  const redeemed = await oauth.codes.redeem(code, client.id);
+async function redeem({ oauth, client, req }: GrantRequest, code: string, refreshToken?: NewRefreshToken): Promise<RedeemedCode> {
+  const redeemed = await oauth.codes.redeem(code, client.id, refreshToken);
   if (redeemed) return redeemed;
   const rejection = await oauth.codes.diagnose(code, client.id);
   switch (rejection.reason) {
@@ -61,12 +61,19 @@ function checkPkce(client: Client, redeemed: RedeemedCode, verifier: string | un
 
 export async function handler(request: GrantRequest): Promise<TokenResponse> {
   const { oauth, client, params, req } = request;
-  const redeemed = await redeem(request, params.require('code'));
-  checkRedirectUri(client, redeemed, params.get('redirect_uri'));
-  checkPkce(client, redeemed, params.get('code_verifier'));
+  // The refresh token is stored by the redeeming statement itself; it is handed out only if the
+  // checks below pass, and deleted otherwise.
+  const refreshToken = issuesRefreshTokens(client) ? oauth.refreshTokens.mint() : undefined;
+  const redeemed = await redeem(request, params.require('code'), refreshToken);
+  try {
+    checkRedirectUri(client, redeemed, params.get('redirect_uri'));
+    checkPkce(client, redeemed, params.get('code_verifier'));
+  } catch (error) {
+    if (refreshToken) await oauth.refreshTokens.discard(refreshToken.token);
+    throw error;
+  }
 
   const grant = { grantId: redeemed.grantId, userId: redeemed.userId, clientId: client.id, scope: redeemed.scope };
-  const refreshToken = issuesRefreshTokens(client) ? await oauth.refreshTokens.issue(grant) : undefined;
   oauth.events(req, 'code_redeemed', { clientId: client.id, userId: redeemed.userId, grantId: redeemed.grantId });
-  return tokenResponse(oauth, grant, refreshToken);
+  return tokenResponse(oauth, grant, refreshToken?.token);
 }

@@ -6,7 +6,7 @@
  */
 import { and, eq, gt, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
-import { authorizationCodes, grants } from '../../db/schema.js';
+import { authorizationCodes, grants, refreshTokens } from '../../db/schema.js';
 import { randomToken, sha256 } from '../secrets.js';
 import { queryRows } from './rows.js';
 
@@ -30,6 +30,12 @@ export interface RedeemedCode {
 }
 
 /** Why a code could not be redeemed, for the error and the security log. */
+/** A refresh token to store with the redemption, in the same statement (one round trip, one commit). */
+export interface NewRefreshToken {
+  tokenHash: string;
+  ttlSeconds: number;
+}
+
 export type CodeRejection =
   | { reason: 'unknown' }
   | { reason: 'replayed'; grantId: string; clientId: string; userId: number }
@@ -65,31 +71,45 @@ export class AuthorizationCodeStore {
    * Marks the code used and returns it, if it belongs to `clientId`, is unused, unexpired and
    * its grant is not revoked — all in one UPDATE. Undefined otherwise (see `diagnose`).
    */
-  async redeem(code: string, clientId: string): Promise<RedeemedCode | undefined> {
-    const [row] = await this.db
-      .update(authorizationCodes)
-      .set({ consumedAt: sql`now()` })
-      .where(
-        and(
-          eq(authorizationCodes.codeHash, sha256(code)),
-          eq(authorizationCodes.clientId, clientId),
-          isNull(authorizationCodes.consumedAt),
-          gt(authorizationCodes.expiresAt, sql`now()`),
-          sql`not exists (select 1 from ${grants} where ${grants.id} = ${authorizationCodes.grantId} and ${grants.revokedAt} is not null)`,
-        ),
-      )
-      .returning({
-        grantId: authorizationCodes.grantId,
-        userId: authorizationCodes.userId,
-        scope: authorizationCodes.scope,
-        redirectUri: authorizationCodes.redirectUri,
-        codeChallenge: authorizationCodes.codeChallenge,
-        codeChallengeMethod: authorizationCodes.codeChallengeMethod,
-      });
-    return row;
+  async redeem(code: string, clientId: string, refreshToken?: NewRefreshToken): Promise<RedeemedCode | undefined> {
+    const [row] = await queryRows<{
+      grant_id: string;
+      user_id: number;
+      scope: string;
+      redirect_uri: string | null;
+      code_challenge: string | null;
+      code_challenge_method: string | null;
+    }>(
+      this.db,
+      sql`
+        with redeemed as (
+          update ${authorizationCodes} set consumed_at = now()
+          where code_hash = ${sha256(code)} and client_id = ${clientId}
+            and consumed_at is null and expires_at > now()
+            and not exists (select 1 from ${grants} g where g.id = ${authorizationCodes.grantId} and g.revoked_at is not null)
+          returning grant_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method
+        )${
+          refreshToken
+            ? sql`, issued as (
+          insert into ${refreshTokens} (token_hash, grant_id, client_id, user_id, scope, expires_at)
+          select ${refreshToken.tokenHash}, grant_id, ${clientId}, user_id, scope, now() + make_interval(secs => ${refreshToken.ttlSeconds})
+          from redeemed
+        )`
+            : sql``
+        }
+        select grant_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method from redeemed`,
+    );
+    if (!row) return undefined;
+    return {
+      grantId: row.grant_id,
+      userId: row.user_id,
+      scope: row.scope,
+      redirectUri: row.redirect_uri,
+      codeChallenge: row.code_challenge,
+      codeChallengeMethod: row.code_challenge_method,
+    };
   }
 
-  /** Why `redeem` refused a code; read only on the failure path. */
   async diagnose(code: string, clientId: string): Promise<CodeRejection> {
     const [row] = await queryRows<{
       grant_id: string;

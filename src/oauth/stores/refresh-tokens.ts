@@ -42,6 +42,17 @@ export class RefreshTokenStore {
     private readonly ttlSeconds: number,
   ) {}
 
+  /** A new token and the hash it will be stored under, for a statement that stores it (code redemption). */
+  mint(): { token: string; tokenHash: string; ttlSeconds: number } {
+    const token = randomToken(32);
+    return { token, tokenHash: sha256(token), ttlSeconds: this.ttlSeconds };
+  }
+
+  /** Deletes a stored token that was never handed out (its redemption failed a later check). */
+  async discard(token: string): Promise<void> {
+    await this.db.delete(refreshTokens).where(eq(refreshTokens.tokenHash, sha256(token)));
+  }
+
   async issue(family: RefreshTokenFamily): Promise<string> {
     const token = randomToken(32);
     await this.db.insert(refreshTokens).values({

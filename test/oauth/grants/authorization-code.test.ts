@@ -6,7 +6,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { eq } from 'drizzle-orm';
-import { authorizationCodes } from '../../../src/db/schema.js';
+import { authorizationCodes, refreshTokens } from '../../../src/db/schema.js';
 import { authenticateBearer } from '../../../src/oauth/bearer.js';
 import { sha256 } from '../../../src/oauth/secrets.js';
 import { describeEachDatabase } from '../../support/runtime.js';
@@ -109,6 +109,19 @@ describeEachDatabase('authorization_code grant', (context) => {
       expect(wrong.body.error).toBe('invalid_grant');
       const retry = await redeem(clientA, { code, redirect_uri: clientA.redirectUri, code_verifier: verifier });
       expect(retry.body.error).toBe('invalid_grant');
+    });
+
+    it('a failed check stores no refresh token: the one minted with the redemption is discarded', async () => {
+      const { db } = context().runtime;
+      const before = await db.$count(refreshTokens);
+      const { code, verifier } = await issueCode(context().runtime, clientA, user);
+      const wrong = await redeem(clientA, { code, redirect_uri: `${clientA.redirectUri}x`, code_verifier: verifier });
+      expect(wrong.body.error).toBe('invalid_grant');
+      expect(await db.$count(refreshTokens)).toBe(before);
+      const { code: good, verifier: goodVerifier } = await issueCode(context().runtime, clientA, user);
+      const ok = await redeem(clientA, { code: good, redirect_uri: clientA.redirectUri, code_verifier: goodVerifier });
+      expect(ok.status).toBe(200);
+      expect(await db.$count(refreshTokens)).toBe(before + 1);
     });
 
     it('downgrade attack: a challenge was sent but the verifier is omitted → invalid_grant', async () => {
