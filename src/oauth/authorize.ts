@@ -10,40 +10,44 @@ import { redirectWithCode, redirectWithError } from './authorize-response.js';
 import { CONSENT_PATH, createBrowserContext, LOGIN_PATH, showConsent, showLogin, type BrowserContext } from './browser.js';
 import { consentHandler } from './consent.js';
 import type { OAuthContext } from './context.js';
+import type { NewAuthorizationCode } from './stores/codes.js';
 import { OAuthError } from './errors.js';
 import { loginHandler } from './login.js';
 import { bodyReadError, formBody, queryParameters } from './params.js';
 import { errorPage, PageError } from './pages/error.js';
 import { sendPage } from './pages/layout.js';
 
-async function issueCode(browser: BrowserContext, req: Request, res: Response, request: AuthorizationRequest, userId: number): Promise<void> {
-  const { oauth } = browser;
-  const { code, grantId } = await oauth.codes.issue({
+function codeRequest(request: AuthorizationRequest, userId: number): NewAuthorizationCode {
+  return {
     clientId: request.client.id,
     userId,
     scope: request.scopes.join(' '),
     redirectUri: request.redirectUriSent ? request.redirectUri : null,
     codeChallenge: request.codeChallenge,
     codeChallengeMethod: request.codeChallengeMethod,
-  });
-  oauth.events(req, 'code_issued', { clientId: request.client.id, userId, grantId });
-  redirectWithCode(res, oauth.issuer, request.redirectUri, code, request.state);
+  };
 }
 
 function authorizeHandler(browser: BrowserContext) {
   return async function authorize(req: Request, res: Response): Promise<void> {
     const request = await readAuthorizationRequest(browser.oauth.clients, queryParameters(req.originalUrl));
     const session = browser.sessions.current(req);
-    const user = session?.userId === undefined ? undefined : await browser.oauth.consents.lookup(session.userId, request.client.id);
+    if (session?.userId === undefined) {
+      showLogin(browser, req, res, request);
+      return;
+    }
+    // One statement: the user, their consent and — when it covers the request — the code.
+    const { user, issued } = await browser.oauth.codes.issueIfConsented(codeRequest(request, session.userId));
     if (!user) {
       showLogin(browser, req, res, request);
       return;
     }
-    if (!request.scopes.every((scope) => user.consentedScopes.has(scope))) {
+    if (!issued) {
       showConsent(browser, req, res, request, user);
       return;
     }
-    await issueCode(browser, req, res, request, user.userId);
+    browser.oauth.events(req, 'code_issued', { clientId: request.client.id, userId: user.userId, grantId: issued.grantId });
+    redirectWithCode(res, browser.oauth.issuer, request.redirectUri, issued.code, request.state);
   };
 }
 

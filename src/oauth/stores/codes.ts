@@ -6,9 +6,11 @@
  */
 import { and, eq, gt, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
-import { authorizationCodes, grants, refreshTokens } from '../../db/schema.js';
+import { authorizationCodes, consents, grants, refreshTokens, users } from '../../db/schema.js';
 import { randomToken, sha256 } from '../secrets.js';
 import { queryRows } from './rows.js';
+import { parseScope } from '../scopes.js';
+import type { SignedInUser } from './consents.js';
 
 export interface NewAuthorizationCode {
   clientId: string;
@@ -71,6 +73,46 @@ export class AuthorizationCodeStore {
    * Marks the code used and returns it, if it belongs to `clientId`, is unused, unexpired and
    * its grant is not revoked — all in one UPDATE. Undefined otherwise (see `diagnose`).
    */
+  /**
+   * The signed-in user's authorization step in one statement: reads the user and their consent
+   * for this client and, when the consent covers every requested scope, creates the grant and
+   * the code. Without a user the caller shows the login page; without enough consent, the
+   * consent page (and nothing was written).
+   */
+  async issueIfConsented(
+    input: NewAuthorizationCode,
+  ): Promise<{ user?: SignedInUser; issued?: { code: string; grantId: string } }> {
+    const code = randomToken(32);
+    const grantId = randomToken(16);
+    const [row] = await queryRows<{ id: number; username: string; scope: string | null; issued: boolean }>(
+      this.db,
+      sql`
+        with signed_in as (
+          select u.id, u.username, c.scope
+          from ${users} u left join ${consents} c on c.user_id = u.id and c.client_id = ${input.clientId}
+          where u.id = ${input.userId}
+        ), consented as (
+          select id from signed_in
+          where string_to_array(coalesce(scope, ''), ' ') @> string_to_array(${input.scope}, ' ')
+        ), new_grant as (
+          insert into ${grants} (id, client_id, user_id, scope)
+          select ${grantId}, ${input.clientId}, id, ${input.scope} from consented
+          returning id
+        ), new_code as (
+          insert into ${authorizationCodes}
+            (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, code_challenge_method, expires_at)
+          select ${sha256(code)}, new_grant.id, ${input.clientId}, ${input.userId}, ${input.redirectUri}, ${input.scope},
+                 ${input.codeChallenge}, ${input.codeChallengeMethod}, now() + make_interval(secs => ${this.ttlSeconds})
+          from new_grant
+          returning 1
+        )
+        select id, username, scope, exists(select 1 from consented) as issued from signed_in`,
+    );
+    if (!row) return {};
+    const user = { userId: row.id, username: row.username, consentedScopes: new Set(parseScope(row.scope)) };
+    return row.issued ? { user, issued: { code, grantId } } : { user };
+  }
+
   async redeem(code: string, clientId: string, refreshToken?: NewRefreshToken): Promise<RedeemedCode | undefined> {
     const [row] = await queryRows<{
       grant_id: string;
