@@ -5,6 +5,7 @@
  * bearer token, so HTTP clients and the REST layer go through the very same pipeline.
  */
 import express from 'express';
+import type { ExecutionResult } from 'graphql';
 import { createYoga, type Plugin, type YogaLogger } from 'graphql-yoga';
 import type { Runtime } from '../runtime.js';
 import { authenticateBearer } from '../oauth/bearer.js';
@@ -16,6 +17,29 @@ export const GRAPHQL_PATH = '/graphql';
 /** Documents are at most a few thousand tokens; variables of one order fit easily. */
 const MAX_REQUEST_BODY_BYTES = 256 * 1024;
 
+/**
+ * Yoga turns `extensions.http` into the status line and headers, then strips it from the body.
+ * A client reading only the body should still see why the whole request failed, so the status
+ * is put back (`extensions.http.status`) through the result's own `stringify`, which yoga uses
+ * on the stripped result.
+ */
+function withHttpStatusInBody(result: ExecutionResult): ExecutionResult & { stringify?: (value: unknown) => string } {
+  const statuses = result.errors?.map((error) => (error.extensions?.http as { status?: number } | undefined)?.status);
+  if (!statuses?.some((status) => status !== undefined)) return result;
+  return {
+    ...result,
+    stringify(sanitized: unknown) {
+      const body = sanitized as { errors?: { toJSON?: () => Record<string, unknown> }[] };
+      const errors = body.errors?.map((error, i) => {
+        const json = (typeof error.toJSON === 'function' ? error.toJSON() : error) as { extensions?: Record<string, unknown> };
+        const status = statuses[i];
+        return status === undefined ? json : { ...json, extensions: { ...json.extensions, http: { status } } };
+      });
+      return JSON.stringify({ ...(sanitized as object), ...(errors && { errors }) });
+    },
+  };
+}
+
 /** Replaces yoga's parse/validate/execute with the Executor, behind bearer authentication. */
 function useExecutor(runtime: Runtime, executor: Executor): Plugin {
   return {
@@ -25,16 +49,18 @@ function useExecutor(runtime: Runtime, executor: Executor): Plugin {
         try {
           principal = await authenticateBearer(runtime.accessTokens, request.headers.get('authorization'));
         } catch (error) {
-          if (error instanceof InvalidToken) return { errors: [Unauthenticated.fromInvalidToken(error)] };
+          if (error instanceof InvalidToken) return withHttpStatusInBody({ errors: [Unauthenticated.fromInvalidToken(error)] });
           throw error;
         }
-        return executor.run({
-          principal,
-          source: params.query,
-          variables: params.variables,
-          operationName: params.operationName,
-          method: request.method,
-        });
+        return withHttpStatusInBody(
+          await executor.run({
+            principal,
+            source: params.query,
+            variables: params.variables,
+            operationName: params.operationName,
+            method: request.method,
+          }),
+        );
       });
     },
   };

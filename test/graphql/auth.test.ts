@@ -32,6 +32,7 @@ describeEachDatabase('GraphQL authentication and authorization', (context) => {
       expect(res.body.errors).toHaveLength(1);
       expect(res.body.errors![0]!.message).toBe('an access token is required');
       expect(res.body.errors![0]!.extensions?.code).toBe('UNAUTHENTICATED');
+      expect(res.body.errors![0]!.extensions?.http).toEqual({ status: 401 });
     });
 
     it('treats another authentication scheme as no credentials', async () => {
@@ -125,7 +126,7 @@ describeEachDatabase('GraphQL authentication and authorization', (context) => {
         `${CHALLENGE}, error="insufficient_scope", error_description="this request needs the scope ${required}", scope="${required}"`,
       );
       expect(res!.body.data).toBeUndefined();
-      expect(res!.body.errors![0]!.extensions).toMatchObject({ code: 'FORBIDDEN', requiredScope: required });
+      expect(res!.body.errors![0]!.extensions).toMatchObject({ code: 'FORBIDDEN', requiredScope: required, http: { status: 403 } });
       // Refused before execution: nothing but the token's revocation check touched the database.
       expect(sql.filter((statement) => !statement.includes('revoked_access_tokens'))).toEqual([]);
     });

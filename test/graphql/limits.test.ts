@@ -98,7 +98,7 @@ describeEachDatabase('GraphQL abuse limits', (context) => {
     expect((await executeGraphQL(graphql, caller.principal, fragments(165))).errors).toBeUndefined();
     const res = await postGraphQL(context().app, caller.token, fragments(166));
     expect(res.status).toBe(400);
-    expect(res.body.errors![0]!.extensions).toMatchObject({ code: 'INVALID_ARGUMENT', reason: 'MAX_TOKENS' });
+    expect(res.body.errors![0]!.extensions).toMatchObject({ code: 'INVALID_ARGUMENT', reason: 'MAX_TOKENS', http: { status: 400 } });
     expect(res.body.errors![0]!.message).toBe('the document has more than 1000 tokens');
   });
 
