@@ -2,10 +2,17 @@
  * `limit`/`offset` arguments of the list fields, their checks, and their cost: a list costs
  * `limit` times its selection, so `limit: 200` costs what it loads.
  */
+import { builder } from './builder.js';
 import { InvalidArgument } from './errors.js';
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
+
+/** The `limit` and `offset` arguments every list field takes. */
+export const pageArgs = builder.args((t) => ({
+  limit: t.int({ defaultValue: DEFAULT_PAGE_SIZE, description: `From 1 to ${MAX_PAGE_SIZE}.` }),
+  offset: t.int({ defaultValue: 0 }),
+}));
 
 export interface PageArgs {
   limit?: number | null;

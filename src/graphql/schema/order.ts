@@ -12,7 +12,7 @@ import { and, eq, inArray, or, sql, type SQL } from 'drizzle-orm';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
 import { FailedPrecondition, InvalidArgument, NotFound } from '../errors.js';
-import { page, pageCost, DEFAULT_PAGE_SIZE } from '../pagination.js';
+import { page, pageArgs, pageCost } from '../pagination.js';
 import { needsScope } from '../scopes.js';
 import { orderItems, orders, orderStatus, products } from '../../db/schema.js';
 
@@ -110,10 +110,7 @@ builder.queryFields((t) => ({
     type: [Order],
     description: "The caller's orders, newest first.",
     extensions: needsScope('orders:read'),
-    args: {
-      limit: t.arg.int({ defaultValue: DEFAULT_PAGE_SIZE, description: 'From 1 to 200.' }),
-      offset: t.arg.int({ defaultValue: 0 }),
-    },
+    args: pageArgs,
     complexity: pageCost,
     resolve: (query, _root, args, context) => {
       const { limit, offset } = page(args);

@@ -1,6 +1,6 @@
 import { builder } from '../builder.js';
 import { needsScope } from '../scopes.js';
-import { page, pageCost, DEFAULT_PAGE_SIZE } from '../pagination.js';
+import { page, pageArgs, pageCost } from '../pagination.js';
 
 export const Product = builder.drizzleObject('products', {
   name: 'Product',
@@ -26,10 +26,7 @@ builder.queryFields((t) => ({
     type: [Product],
     description: 'The catalogue, by id.',
     extensions: needsScope('products:read'),
-    args: {
-      limit: t.arg.int({ defaultValue: DEFAULT_PAGE_SIZE, description: 'From 1 to 200.' }),
-      offset: t.arg.int({ defaultValue: 0 }),
-    },
+    args: pageArgs,
     complexity: pageCost,
     resolve: (query, _root, args, context) => {
       const { limit, offset } = page(args);
