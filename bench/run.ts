@@ -17,7 +17,7 @@ import type { Measurement } from './lib/drivers.js';
 import { basicAuth, formBody, request } from './lib/http.js';
 import { machineInfo } from './lib/machine.js';
 import { introspect, refresh, runFlow, type OAuthTarget } from './lib/oauth-client.js';
-import { freePort } from './lib/ports.js';
+import { freePort } from '../test/support/processes.js';
 import { createBenchDatabase } from './lib/postgres.js';
 import { writeReport } from './lib/report.js';
 import { formatSummary, summarize, type CpuProfile } from './lib/profile.js';

@@ -6,7 +6,8 @@
  */
 import { and, eq, gt, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
-import { authorizationCodes, consents, grants, refreshTokens, users } from '../../db/schema.js';
+import { authorizationCodes, consents, grants, users } from '../../db/schema.js';
+import { insertRefreshTokenFrom } from './refresh-tokens.js';
 import { randomToken, sha256 } from '../secrets.js';
 import { queryRows } from './rows.js';
 import { parseScope } from '../scopes.js';
@@ -129,16 +130,8 @@ export class AuthorizationCodeStore {
           where code_hash = ${sha256(code)} and client_id = ${clientId}
             and consumed_at is null and expires_at > now()
             and not exists (select 1 from ${grants} g where g.id = ${authorizationCodes.grantId} and g.revoked_at is not null)
-          returning grant_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method
-        )${
-          refreshToken
-            ? sql`, issued as (
-          insert into ${refreshTokens} (token_hash, grant_id, client_id, user_id, scope, expires_at)
-          select ${refreshToken.tokenHash}, grant_id, ${clientId}, user_id, scope, now() + make_interval(secs => ${refreshToken.ttlSeconds})
-          from redeemed
-        )`
-            : sql``
-        }
+          returning grant_id, client_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method
+        )${refreshToken ? sql`, issued as (${insertRefreshTokenFrom(sql`redeemed`, refreshToken)})` : sql``}
         select grant_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method from redeemed`,
     );
     if (!row) return undefined;

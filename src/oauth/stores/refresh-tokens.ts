@@ -3,7 +3,7 @@
  * rotation family). Rotation retires the presented token and inserts its successor in one
  * statement, so two concurrent uses of one token cannot both succeed.
  */
-import { eq, sql } from 'drizzle-orm';
+import { eq, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { grants, refreshTokens } from '../../db/schema.js';
 import { randomToken, sha256 } from '../secrets.js';
@@ -34,6 +34,17 @@ export interface RefreshTokenRecord extends RefreshTokenFamily {
    * the "lost response" retry the optional grace window forgives.
    */
   withinGrace: boolean;
+}
+
+/**
+ * `insert into refresh_tokens … select … from <source>`: stores a new refresh token for the
+ * family of the one row of `source` (a CTE returning grant_id, client_id, user_id and scope), so
+ * that retiring or redeeming the old credential and storing the new one is a single statement.
+ */
+export function insertRefreshTokenFrom(source: SQL, token: { tokenHash: string; ttlSeconds: number }): SQL {
+  return sql`insert into ${refreshTokens} (token_hash, grant_id, client_id, user_id, scope, expires_at)
+    select ${token.tokenHash}, grant_id, client_id, user_id, scope, now() + make_interval(secs => ${token.ttlSeconds})
+    from ${source}`;
 }
 
 export class RefreshTokenStore {
@@ -82,9 +93,7 @@ export class RefreshTokenStore {
             and not exists (select 1 from ${grants} g where g.id = ${refreshTokens.grantId} and g.revoked_at is not null)
           returning grant_id, client_id, user_id, scope
         )
-        insert into ${refreshTokens} (token_hash, grant_id, client_id, user_id, scope, expires_at)
-        select ${sha256(successor)}, grant_id, client_id, user_id, scope, now() + make_interval(secs => ${this.ttlSeconds})
-        from retired
+        ${insertRefreshTokenFrom(sql`retired`, { tokenHash: sha256(successor), ttlSeconds: this.ttlSeconds })}
         returning grant_id, client_id, user_id, scope`,
     );
     if (!row) return undefined;
