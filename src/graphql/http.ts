@@ -84,9 +84,10 @@ const refuseUnsupportedMediaType: express.RequestHandler = (req, res, next) => {
 };
 
 /**
- * Refuses a body declared larger than the limit at once, but keeps reading (and discarding)
- * the rest, so a client still uploading receives the 413 instead of a reset connection — yoga
- * would close the socket mid-upload. The server's requestTimeout bounds the draining.
+ * Refuses a body declared larger than the limit at once, with a GraphQL error, so a client that
+ * announced a huge body is answered without sending it. The rest is read and discarded while the
+ * answer goes out (bounded by the server's requestTimeout); Node still closes the connection
+ * afterwards, so a client that keeps uploading may see a reset.
  */
 const refuseOversizedBody: express.RequestHandler = (req, res, next) => {
   const length = Number(req.headers['content-length'] ?? 0);

@@ -590,14 +590,13 @@ for (const kind of DATABASE_KINDS) {
       });
 
       it.each([false, true])('answers a 10 MB body sent in full (chunked: %s) with 413, or drops the connection while it is sent', async (chunked) => {
-        // With a Content-Length the server answers 413 and drains the rest, so the answer always
-        // arrives. A chunked body has no declared length: graphql-yoga counts it and closes the
-        // socket at the limit, so a client still uploading may see EPIPE/ECONNRESET instead.
+        // The server answers 413 at once (a declared length) or at the limit (chunked). Node then
+        // closes a connection whose request body was not read to the end, so a client still
+        // uploading may see EPIPE/ECONNRESET instead of the answer; either way nothing else happens.
         let reply: Reply;
         try {
           reply = await graphql(JSON.stringify({ query: `#${'a'.repeat(10_000_000)}\n{ products { id } }` }), undefined, { chunked });
         } catch (error) {
-          expect(chunked).toBe(true);
           expect(['EPIPE', 'ECONNRESET']).toContain((error as NodeJS.ErrnoException).code);
           return;
         }
