@@ -10,6 +10,7 @@
 import { and, eq, isNotNull, lt, sql } from 'drizzle-orm';
 import type { Db } from '../db/database.js';
 import { grants, revokedAccessTokens } from '../db/schema.js';
+import { queryRows } from './stores/rows.js';
 
 export const REVOCATION_CACHE_MS = 1_000;
 const MAX_CACHE_ENTRIES = 50_000;
@@ -24,13 +25,12 @@ export class Revocations {
     const cached = this.cache.get(key);
     const now = Date.now();
     if (cached && now - cached.checkedAt < REVOCATION_CACHE_MS) return cached.revoked;
-    const result = await this.db.execute<{ revoked: boolean }>(sql`
+    const [row] = await queryRows<{ revoked: boolean }>(this.db, sql`
       select (
         exists(select 1 from ${grants} where ${grants.id} = ${grantId} and ${grants.revokedAt} is not null)
         or exists(select 1 from ${revokedAccessTokens} where ${revokedAccessTokens.jti} = ${jti})
       ) as revoked`);
-    const rows = ((result as { rows?: unknown[] }).rows ?? result) as { revoked: boolean }[];
-    const revoked = Boolean(rows[0]?.revoked);
+    const revoked = Boolean(row?.revoked);
     if (this.cache.size >= MAX_CACHE_ENTRIES) this.cache.clear();
     this.cache.set(key, { revoked, checkedAt: now });
     return revoked;
