@@ -1,6 +1,6 @@
 /**
  * `npm run bench [-- --quick] [--only=postgres,pglite,peer] [--scenarios=a,b,c,d,e,flows,refresh,introspect]
- *                  [--profile] [--experiment=token-cache] [--out=docs/BENCHMARKS.md]`
+ *                  [--profile] [--experiment=NAME] [--out=docs/BENCHMARKS.md]`
  *
  * Measures, in one run on one machine: the read path of Fieldgate against two baselines served
  * by the same process on the same database, and the OAuth code flow, refresh grant and
@@ -32,7 +32,7 @@ const only = new Set((option('only') ?? 'postgres,pglite,peer').split(',').map((
 /** Scenario filter for investigations: a–e, flows, refresh, introspect. Everything by default. */
 const scenarioFilter = option('scenarios')?.split(',').map((part) => part.trim());
 const wanted = (id: string) => !scenarioFilter || scenarioFilter.includes(id);
-/** What-if changes applied inside bench/server.ts only (see there), e.g. `token-cache`. */
+/** What-if changes applied inside bench/server.ts only (see there), defined there. */
 const experiments = option('experiment')?.split(',').map((part) => part.trim()).filter(Boolean) ?? [];
 
 const logLevel = process.env.BENCH_LOG_LEVEL?.trim() || 'info';

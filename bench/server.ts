@@ -18,11 +18,11 @@ import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
 import { openRuntime, type Runtime } from '../src/runtime.js';
 import { createApp } from '../src/app.js';
+import { applyConnectionBounds } from '../src/server.js';
 import { seedDemo } from '../src/demo/seed.js';
 import { products } from '../src/db/schema.js';
 import { randomToken } from '../src/oauth/secrets.js';
 import { ALL_SCOPES } from '../src/oauth/scopes.js';
-import type { Principal } from '../src/oauth/access-token.js';
 import { announceFailure, announceReady, serveCalls } from './lib/child.js';
 import { profilerCalls } from './lib/profiler.js';
 
@@ -83,31 +83,21 @@ async function setup(): Promise<void> {
 }
 
 /**
- * `--experiment=token-cache` (BENCH_EXPERIMENTS): what-if for a profiling finding, without
- * touching src/ — remembers verified access tokens (by their exact text, until they expire)
- * so a token seen before skips the ES256 signature check; revocation is still checked on
- * every request by `AccessTokens.verify`. Only ever used to measure a proposed change.
+ * What-if changes for profiling findings, applied here without touching src/ (BENCH_EXPERIMENTS,
+ * from `--experiment=NAME`). None is defined at present: the last one, `token-cache`, landed in
+ * src/oauth/access-token.ts.
  */
-function cacheVerifiedTokens(runtime: Runtime): void {
-  const accessTokens = runtime.accessTokens;
-  const verifySignature = accessTokens.verifySignature.bind(accessTokens);
-  const verified = new Map<string, Principal>();
-  accessTokens.verifySignature = async (token: string) => {
-    const known = verified.get(token);
-    if (known && known.expiresAt.getTime() > Date.now()) return known;
-    const principal = await verifySignature(token);
-    if (verified.size >= 10_000) verified.clear();
-    verified.set(token, principal);
-    return principal;
-  };
-}
+const EXPERIMENTS: Record<string, (runtime: Runtime) => void> = {};
 
 /** Phase two: serve Fieldgate and the baselines until the orchestrator says stop. */
 async function serve(): Promise<void> {
   const config = loadConfig(process.env);
   const runtime = await openRuntime(config, createLogger(config.logLevel));
-  const experiments = new Set((process.env.BENCH_EXPERIMENTS ?? '').split(',').filter(Boolean));
-  if (experiments.has('token-cache')) cacheVerifiedTokens(runtime);
+  for (const name of (process.env.BENCH_EXPERIMENTS ?? '').split(',').filter(Boolean)) {
+    const experiment = EXPERIMENTS[name];
+    if (!experiment) throw new Error(`unknown experiment "${name}"; defined: ${Object.keys(EXPERIMENTS).join(', ') || 'none'}`);
+    experiment(runtime);
+  }
 
   const app = express();
   app.disable('x-powered-by');
@@ -115,11 +105,8 @@ async function serve(): Promise<void> {
   app.use(baselineRoutes(runtime));
   app.use(createApp(runtime));
 
-  // The same bounds as src/server.ts.
   const server = http.createServer(app);
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 30_000;
-  server.keepAliveTimeout = 5_000;
+  applyConnectionBounds(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());

@@ -17,14 +17,18 @@ export interface RunningServer {
   close(timeoutMs?: number): Promise<void>;
 }
 
+/** Bounds for slow or idle clients: headers within 10 s, a whole request within 30 s. */
+export function applyConnectionBounds(server: http.Server): void {
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
+  server.keepAliveTimeout = 5_000;
+}
+
 export async function startServer(runtime: Runtime): Promise<RunningServer> {
   let shuttingDown = false;
   const app = createApp(runtime, { isShuttingDown: () => shuttingDown });
   const server = http.createServer(app);
-  // Bounds for slow or idle clients: headers within 10 s, a whole request within 30 s.
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 30_000;
-  server.keepAliveTimeout = 5_000;
+  applyConnectionBounds(server);
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
