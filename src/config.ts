@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import { isIP } from 'node:net';
+import { DEFAULT_PREPARED_STATEMENTS } from './db/prepared-statements.js';
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -80,6 +81,8 @@ export interface Config {
   /** `postgres://…` for a PostgreSQL server; undefined for the embedded PGlite database. */
   databaseUrl: string | undefined;
   databasePoolSize: number;
+  /** Most distinct SQL texts run as named prepared statements on PostgreSQL (0: none). */
+  databasePreparedStatements: number;
   /** Directory of the embedded database, or `memory://` for a throwaway in-memory one. */
   dataDir: string;
   accessTokenTtl: number;
@@ -190,6 +193,7 @@ export function loadConfig(env: Env = process.env): Config {
     issuer,
     databaseUrl,
     databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
+    databasePreparedStatements: integer(env, 'DATABASE_PREPARED_STATEMENTS', DEFAULT_PREPARED_STATEMENTS, 0, 10_000),
     dataDir,
     accessTokenTtl: integer(env, 'ACCESS_TOKEN_TTL', 3600, 1, 86_400),
     refreshTokenTtl: integer(env, 'REFRESH_TOKEN_TTL', 2_592_000, 1, 31_536_000),

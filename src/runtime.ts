@@ -29,7 +29,12 @@ export interface Runtime {
 
 /** Opens the database, applies migrations (and first-run bootstrap) and wires the services. */
 export async function openRuntime(config: Config, logger: Logger, database?: Database): Promise<Runtime> {
-  database ??= await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolSize: config.databasePoolSize });
+  database ??= await openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    poolSize: config.databasePoolSize,
+    preparedStatements: config.databasePreparedStatements,
+  });
   try {
     await database.migrate(ensureSigningKey);
     return await wireRuntime(config, logger, database);

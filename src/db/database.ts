@@ -15,6 +15,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import { relations, type Relations } from './relations.js';
+import { DEFAULT_PREPARED_STATEMENTS, PreparedStatementPolicy, withPreparedStatements } from './prepared-statements.js';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -33,6 +34,8 @@ export interface DatabaseOptions {
   databaseUrl?: string | undefined;
   dataDir?: string;
   poolSize?: number;
+  /** Most statement texts run as named prepared statements (0: none); see prepared-statements.ts. */
+  preparedStatements?: number;
 }
 
 export interface Database {
@@ -70,7 +73,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       onnotice: () => {},
       connection: { application_name: 'fieldgate' },
     });
-    const db = drizzlePostgres({ client, relations, logger });
+    const preparing = withPreparedStatements(client, new PreparedStatementPolicy(options.preparedStatements ?? DEFAULT_PREPARED_STATEMENTS));
+    const db = drizzlePostgres({ client: preparing, relations, logger });
     const url = new URL(options.databaseUrl);
     url.password = '';
     return {
@@ -79,14 +83,22 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       location: url.href,
       onQuery,
       async migrate(bootstrap) {
-        const lockConnection = await client.reserve();
+        // One connection of its own holds the session-level lock and runs the migrations and the
+        // bootstrap, so they neither wait for a pooled connection (a pool of one would deadlock)
+        // nor leave prepared statements of a schema that is about to change on the pool.
+        const migrationClient = postgres(options.databaseUrl!, {
+          max: 1,
+          onnotice: () => {},
+          connection: { application_name: 'fieldgate-migrate' },
+        });
         try {
-          await lockConnection`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`;
-          await migratePostgres(db, { migrationsFolder: MIGRATIONS_FOLDER });
-          await bootstrap?.(db as unknown as Db);
+          const migrationDb = drizzlePostgres({ client: migrationClient, relations, logger });
+          await migrationClient`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`;
+          await migratePostgres(migrationDb, { migrationsFolder: MIGRATIONS_FOLDER });
+          await bootstrap?.(migrationDb as unknown as Db);
         } finally {
-          await lockConnection`select pg_advisory_unlock(${MIGRATION_LOCK_KEY})`.catch(() => {});
-          lockConnection.release();
+          await migrationClient`select pg_advisory_unlock(${MIGRATION_LOCK_KEY})`.catch(() => {});
+          await migrationClient.end({ timeout: 5 });
         }
       },
       async ping() {
