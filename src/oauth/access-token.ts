@@ -3,7 +3,7 @@
  * KeyStore and verified locally on every resource request — signature, `typ`, issuer,
  * audience, expiry — then checked against revocations.
  */
-import { SignJWT, jwtVerify, decodeProtectedHeader, errors as joseErrors } from 'jose';
+import { jwtVerify, decodeProtectedHeader, errors as joseErrors } from 'jose';
 import { randomUUID } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { KeyStore } from './keys.js';
@@ -68,15 +68,20 @@ export class AccessTokens {
     const jti = randomUUID();
     const now = Math.floor(Date.now() / 1000);
     const exp = now + this.options.ttlSeconds;
-    const token = await new SignJWT({ client_id: grant.clientId, scope: grant.scope, grant_id: grant.grantId })
-      .setProtectedHeader({ alg: key.alg, typ: ACCESS_TOKEN_TYP, kid: key.kid })
-      .setIssuer(this.options.issuer)
-      .setSubject(String(grant.userId))
-      .setAudience(this.options.audience)
-      .setJti(jti)
-      .setIssuedAt(now)
-      .setExpirationTime(exp)
-      .sign(key.privateKey);
+    const token = key.sign(
+      {
+        iss: this.options.issuer,
+        sub: String(grant.userId),
+        aud: this.options.audience,
+        jti,
+        iat: now,
+        exp,
+        client_id: grant.clientId,
+        scope: grant.scope,
+        grant_id: grant.grantId,
+      },
+      ACCESS_TOKEN_TYP,
+    );
     return { token, jti, expiresIn: this.options.ttlSeconds, expiresAt: new Date(exp * 1000) };
   }
 

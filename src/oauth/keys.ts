@@ -8,6 +8,8 @@
  * done elsewhere is picked up for verification immediately and for signing within the interval.
  */
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
+import { createPrivateKey, type JsonWebKey } from 'node:crypto';
+import { createSigner } from 'fast-jwt';
 import { desc, gt, isNull, lt, or, sql } from 'drizzle-orm';
 import type { Db } from '../db/database.js';
 import { signingKeys } from '../db/schema.js';
@@ -22,6 +24,8 @@ export interface SigningKey {
   kid: string;
   alg: string;
   privateKey: CryptoKey;
+  /** Signs `claims` (which carry their own `iat`) as a compact JWS with this key, `kid` and header `typ`. */
+  sign(claims: Record<string, unknown>, typ: string): string;
 }
 
 interface LoadedKey {
@@ -31,6 +35,24 @@ interface LoadedKey {
   publicKey: CryptoKey;
   privateJwk: JWK;
   retiredAt: Date | null;
+}
+
+/**
+ * A synchronous signer through fast-jwt, which signs with node:crypto directly: jose signs
+ * through WebCrypto, whose asynchronous job costs about three times the CPU per token, and a
+ * token is signed on every code exchange and refresh. Verification stays with jose.
+ */
+function jwsSigner(key: LoadedKey): SigningKey['sign'] {
+  const pem = createPrivateKey({ key: key.privateJwk as JsonWebKey, format: 'jwk' }).export({ type: 'pkcs8', format: 'pem' }) as string;
+  const signers = new Map<string, (claims: Record<string, unknown>) => string>();
+  return (claims, typ) => {
+    let signer = signers.get(typ);
+    if (!signer) {
+      signer = createSigner({ algorithm: key.alg as 'ES256', key: pem, kid: key.kid, header: { alg: key.alg, typ } });
+      signers.set(typ, signer);
+    }
+    return signer(claims);
+  };
 }
 
 async function newKeyRow() {
@@ -110,6 +132,7 @@ export class KeyStore {
         kid: current.kid,
         alg: current.alg,
         privateKey: (await importJWK(current.privateJwk, current.alg)) as CryptoKey,
+        sign: jwsSigner(current),
       };
     }
     this.keys = keys;
