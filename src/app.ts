@@ -5,10 +5,12 @@
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import type { Runtime } from './runtime.js';
 import { requestLog } from './http/request-log.js';
-import { createOAuthRouter } from './oauth/router.js';
+import { SegmentDispatcher } from './http/dispatch.js';
+import { createOAuthRouter, OAUTH_PATHS } from './oauth/router.js';
 import { createGraphQL } from './graphql/index.js';
+import { GRAPHQL_PATH } from './graphql/http.js';
 import { createRestRouter } from './rest/router.js';
-import { createDemoRouter } from './demo/router.js';
+import { createDemoRouter, DEMO_PATHS } from './demo/router.js';
 import { NotFound, toApiError } from './rest/errors.js';
 
 const READY_TIMEOUT_MS = 2_000;
@@ -16,7 +18,15 @@ const READY_TIMEOUT_MS = 2_000;
 export interface AppOptions {
   /** Set while the server drains on shutdown, so responses close their connections. */
   isShuttingDown?: () => boolean;
+  /**
+   * Routes of a program that embeds the app (the benchmark's baselines): `bare` is served before
+   * anything else, `served` after the app-wide middleware (request id, access log) as the
+   * faces are.
+   */
+  embedderRoutes?: { bare?: RequestHandler; served?: RequestHandler };
 }
+
+const HEALTH_PATHS = ['/healthz', '/readyz'];
 
 function healthRoutes(runtime: Runtime): express.Router {
   const router = express.Router();
@@ -61,6 +71,7 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): express.E
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.set('trust proxy', runtime.config.trustProxy);
+  if (options.embedderRoutes?.bare) app.use(options.embedderRoutes.bare);
   app.use(requestLog(runtime.logger));
   if (options.isShuttingDown) {
     const isShuttingDown = options.isShuttingDown;
@@ -69,13 +80,16 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): express.E
       next();
     });
   }
-  app.use(healthRoutes(runtime));
-  // The resource faces come first: they take most requests, and each layer passed costs a match.
+  if (options.embedderRoutes?.served) app.use(options.embedderRoutes.served);
   const graphql = createGraphQL(runtime);
-  app.use(graphql.router);
-  app.use(createRestRouter(runtime, graphql));
-  app.use(createOAuthRouter(runtime));
-  if (runtime.config.demo) app.use(createDemoRouter(runtime));
+  const rest = createRestRouter(runtime, graphql);
+  const faces = new SegmentDispatcher()
+    .mount(HEALTH_PATHS, healthRoutes(runtime))
+    .mount([GRAPHQL_PATH], graphql.router)
+    .mount(rest.paths, rest.router)
+    .mount(OAUTH_PATHS, createOAuthRouter(runtime));
+  if (runtime.config.demo) faces.mount(DEMO_PATHS, createDemoRouter(runtime));
+  app.use(faces.handler);
   app.use(notFound);
   app.use(fallbackErrorHandler(runtime));
   return app;

@@ -12,6 +12,9 @@ function shellQuote(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;
 }
 
+/** The first path segment of the demo's pages. */
+export const DEMO_PATHS = ['/demo'];
+
 export function createDemoRouter(runtime: Runtime): express.Router {
   const router = express.Router();
   router.get('/demo/callback', (req, res) => {

@@ -14,6 +14,9 @@ import { addMetadataEndpoint } from './metadata.js';
 import { addRevocationEndpoint } from './revoke.js';
 import { addTokenEndpoint } from './token.js';
 
+/** The first path segments of every endpoint and page below. */
+export const OAUTH_PATHS = ['/authorize', '/token', '/revoke', '/introspect', '/.well-known'];
+
 export function createOAuthRouter(runtime: Runtime): express.Router {
   const oauth = createOAuthContext(runtime);
   const cors = oauthCors(runtime.config.corsOrigins);

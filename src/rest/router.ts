@@ -13,6 +13,8 @@ import { productRoutes } from './products.js';
 import { orderRoutes } from './orders.js';
 import { serveOpenApi } from './openapi.js';
 
+const OPENAPI_PATH = '/openapi.json';
+
 /** Every REST operation, in the order the OpenAPI document lists them. */
 export function restRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
   return [...productRoutes(runtime, rest), ...orderRoutes(runtime, rest)];
@@ -30,12 +32,19 @@ function restErrors(runtime: Runtime): ErrorRequestHandler {
   };
 }
 
-export function createRestRouter(runtime: Runtime, graphql: GraphQLService): express.Router {
+export interface RestRouter {
+  router: express.Router;
+  /** The first path segments the router serves (`/products`, `/orders`, `/openapi.json`). */
+  paths: string[];
+}
+
+export function createRestRouter(runtime: Runtime, graphql: GraphQLService): RestRouter {
   const rest = new RestExecutor(graphql);
   const routes = restRoutes(runtime, rest);
   const router = express.Router();
-  router.get('/openapi.json', serveOpenApi(runtime, rest, () => routes));
+  router.get(OPENAPI_PATH, serveOpenApi(runtime, rest, () => routes));
   for (const route of routes) router[route.method](route.path, ...route.handlers);
   router.use(restErrors(runtime));
-  return router;
+  const paths = new Set([OPENAPI_PATH, ...routes.map((route) => `/${route.path.split('/')[1]}`)]);
+  return { router, paths: [...paths] };
 }
