@@ -35,10 +35,8 @@ export function requestLog(logger: Logger): RequestHandler {
       if (statusCode >= 500) logger.error(record, message);
       else logger.info(record, message);
     };
-    res.once('finish', () => write(false));
-    res.once('close', () => {
-      if (!res.writableFinished) write(true);
-    });
+    // A response emits 'close' after 'finish', or alone when the client went away first.
+    res.once('close', () => write(!res.writableFinished));
     next();
   };
 }

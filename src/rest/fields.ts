@@ -11,6 +11,7 @@
  * means the whole object it stands in. This module knows only the syntax; which names exist is
  * checked against the GraphQL schema in selection.ts.
  */
+import { LRUCache } from 'lru-cache';
 import { InvalidArgument } from './errors.js';
 
 /** A whole field: every subfield of an object, or simply the value of a scalar. */
@@ -180,12 +181,27 @@ export interface ParsedFields {
  * Throws FieldsError (400 INVALID_ARGUMENT) naming the offending field.
  */
 export function parseFields(raw: string | undefined, parameter = 'fields'): ParsedFields {
-  if (raw === undefined) return { tree: WHOLE, paths: [] };
+  if (raw === undefined) return EVERY_FIELD;
   if (raw.length > MAX_FIELDS_LENGTH) throw new FieldsError(`${parameter}: longer than ${MAX_FIELDS_LENGTH} characters`);
-  const parser = new Parser(raw, parameter);
-  const tree = parser.parseTop();
-  return { tree: tree ?? WHOLE, paths: parser.paths };
+  const key = `${parameter}\u0000${raw}`;
+  let parsed = parsedFields.get(key);
+  if (!parsed) {
+    const parser = new Parser(raw, parameter);
+    const tree = parser.parseTop();
+    parsed = { tree: tree ?? WHOLE, paths: parser.paths };
+    parsedFields.set(key, parsed);
+  }
+  return parsed;
 }
+
+const EVERY_FIELD: ParsedFields = { tree: WHOLE, paths: [] };
+
+/**
+ * Clients repeat the same few `fields` values, so each parse is kept (trees are never modified
+ * after parsing), and the same value yields the same object, which lets OperationCache remember
+ * its checks by identity. Values that fail to parse are not kept.
+ */
+const parsedFields = new LRUCache<string, ParsedFields>({ max: 1_000 });
 
 /**
  * The canonical text of a tree: names sorted, nested lists in parentheses, a whole object as

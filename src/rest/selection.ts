@@ -272,6 +272,10 @@ export class OperationCache {
   private readonly cache: LRUCache<string, CompiledOperation>;
   private readonly schemas = new WeakMap<GraphQLSchema, number>();
   private schemaCount = 0;
+  /** Root types each parsed field set passed `checkPaths` for. */
+  private readonly checked = new WeakMap<ParsedFields, WeakSet<GraphQLObjectType>>();
+  /** Canonical text of each field tree seen. */
+  private readonly printed = new WeakMap<Exclude<FieldTree, typeof WHOLE>, string>();
 
   constructor(max = 500) {
     this.cache = new LRUCache({ max });
@@ -281,17 +285,37 @@ export class OperationCache {
     return this.cache.size;
   }
 
-  /** Checks the paths (always, even on a cache hit), then returns the cached or a new operation. */
+  /**
+   * Checks the paths (on a cache hit too, since different paths can normalize to one tree), then
+   * returns the cached or a new operation. A field set parsed once (parseFields returns the same
+   * object for the same text) is checked and printed once per root type.
+   */
   get(spec: OperationSpec): CompiledOperation {
-    checkPaths(rootFieldType(spec.schema, spec.operation, spec.field), spec.fields.paths);
-    const internal = spec.internal ? printFields(spec.internal) : '';
-    const key = [this.schemaKey(spec.schema), spec.route, spec.operation, spec.field, spec.args.join(','), internal, printFields(spec.fields.tree)].join('\u0000');
+    const type = rootFieldType(spec.schema, spec.operation, spec.field);
+    let checkedFor = this.checked.get(spec.fields);
+    if (!checkedFor?.has(type)) {
+      checkPaths(type, spec.fields.paths);
+      if (!checkedFor) this.checked.set(spec.fields, (checkedFor = new WeakSet()));
+      checkedFor.add(type);
+    }
+    const internal = spec.internal ? this.print(spec.internal) : '';
+    const key = [this.schemaKey(spec.schema), spec.route, spec.operation, spec.field, spec.args.join(','), internal, this.print(spec.fields.tree)].join('\u0000');
     let compiled = this.cache.get(key);
     if (!compiled) {
       compiled = compile(spec);
       this.cache.set(key, compiled);
     }
     return compiled;
+  }
+
+  private print(tree: FieldTree): string {
+    if (tree === WHOLE) return printFields(tree);
+    let text = this.printed.get(tree);
+    if (text === undefined) {
+      text = printFields(tree);
+      this.printed.set(tree, text);
+    }
+    return text;
   }
 
   private schemaKey(schema: GraphQLSchema): number {
