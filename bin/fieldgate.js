@@ -2,5 +2,8 @@
 // Runs the TypeScript CLI directly through tsx, so a checkout needs no build step.
 import { register } from 'tsx/esm/api';
 
+// Libraries check NODE_ENV once, as they load (graphql-js skips its development-only checks
+// on every type test in production), so the default has to be set before anything is imported.
+process.env.NODE_ENV ??= 'production';
 register();
 await import('../src/cli.ts');
