@@ -32,7 +32,7 @@ export function machineInfo(): MachineInfo {
     node: process.version,
     loadAverageBefore: os.loadavg(),
     versions: Object.fromEntries(
-      ['express', 'graphql-yoga', '@pothos/core', 'drizzle-orm', '@electric-sql/pglite', 'postgres', 'jose', 'oidc-provider', 'autocannon'].map((name) => [
+      ['express', 'graphql-yoga', '@pothos/core', 'drizzle-orm', '@electric-sql/pglite', 'postgres', 'jose', 'fast-jwt', 'oidc-provider', 'autocannon'].map((name) => [
         name,
         packageVersion(name),
       ]),
