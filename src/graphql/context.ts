@@ -3,11 +3,14 @@
  * per operation — plugin-drizzle keys its per-request caches on it.
  */
 import type { Db } from '../db/database.js';
+import type { RelationalQueryCache } from '../db/relational-query-cache.js';
 import type { Logger } from '../logger.js';
 import type { Principal } from '../oauth/access-token.js';
 
 export interface GraphQLContext {
   principal: Principal;
   db: Db;
+  /** Relational queries kept built across requests (see relational-query-cache.ts). */
+  queries: RelationalQueryCache;
   logger: Logger;
 }

@@ -26,6 +26,7 @@ import {
   type ValidationRule,
 } from 'graphql';
 import type { Db } from '../db/database.js';
+import { RelationalQueryCache } from '../db/relational-query-cache.js';
 import type { Logger } from '../logger.js';
 import type { Principal } from '../oauth/access-token.js';
 import type { GraphQLContext } from './context.js';
@@ -74,6 +75,7 @@ export class Executor {
   private readonly rules: readonly ValidationRule[];
   private readonly byText: LRUCache<string, PreparedDocument>;
   private readonly byNode = new WeakMap<DocumentNode, PreparedDocument>();
+  private readonly queries = new RelationalQueryCache();
 
   constructor(private readonly options: ExecutorOptions) {
     this.schema = options.schema;
@@ -89,7 +91,7 @@ export class Executor {
       const operation = this.selectOperation(prepared, request.operationName ?? undefined);
       refuseMutationOverGet(operation, request.method);
       authorize(operation, request.principal);
-      const contextValue: GraphQLContext = { principal: request.principal, db: this.options.db, logger: this.options.logger };
+      const contextValue: GraphQLContext = { principal: request.principal, db: this.options.db, queries: this.queries, logger: this.options.logger };
       const variables = request.variables ?? undefined;
       operation.cost.check(variables, contextValue);
       const result = await execute({

@@ -16,6 +16,8 @@ import { page, pageArgs, pageCost } from '../pagination.js';
 import { needsScope } from '../scopes.js';
 import { orderItems, orders, orderStatus, products } from '../../db/schema.js';
 
+type OrderRow = typeof orders.$inferSelect;
+
 export type OrderStatusValue = (typeof orderStatus.enumValues)[number];
 
 export const MAX_MEMO_LENGTH = 1000;
@@ -114,9 +116,13 @@ builder.queryFields((t) => ({
     complexity: pageCost,
     resolve: (query, _root, args, context) => {
       const { limit, offset } = page(args);
-      return context.db.query.orders.findMany(
-        query({ where: { userId: context.principal.userId }, orderBy: { id: 'desc' }, limit, offset }),
-      );
+      const config = query({
+        where: { userId: sql.placeholder('userId') },
+        orderBy: { id: 'desc' },
+        limit: sql.placeholder('limit'),
+        offset: sql.placeholder('offset'),
+      });
+      return context.queries.findMany<OrderRow>(context.db, 'orders', config, { userId: context.principal.userId, limit, offset });
     },
   }),
   order: t.drizzleField({
@@ -126,7 +132,10 @@ builder.queryFields((t) => ({
     extensions: needsScope('orders:read'),
     args: { id: t.arg.int({ required: true }) },
     resolve: (query, _root, args, context) =>
-      context.db.query.orders.findFirst(query({ where: { id: args.id, userId: context.principal.userId } })),
+      context.queries.findFirst<OrderRow>(context.db, 'orders', query({ where: { id: sql.placeholder('id'), userId: sql.placeholder('userId') } }), {
+        id: args.id,
+        userId: context.principal.userId,
+      }),
   }),
 }));
 

@@ -1,6 +1,10 @@
+import { sql } from 'drizzle-orm';
+import { products } from '../../db/schema.js';
 import { builder } from '../builder.js';
 import { needsScope } from '../scopes.js';
 import { page, pageArgs, pageCost } from '../pagination.js';
+
+type ProductRow = typeof products.$inferSelect;
 
 export const Product = builder.drizzleObject('products', {
   name: 'Product',
@@ -30,7 +34,8 @@ builder.queryFields((t) => ({
     complexity: pageCost,
     resolve: (query, _root, args, context) => {
       const { limit, offset } = page(args);
-      return context.db.query.products.findMany(query({ orderBy: { id: 'asc' }, limit, offset }));
+      const config = query({ orderBy: { id: 'asc' }, limit: sql.placeholder('limit'), offset: sql.placeholder('offset') });
+      return context.queries.findMany<ProductRow>(context.db, 'products', config, { limit, offset });
     },
   }),
   product: t.drizzleField({
@@ -39,6 +44,7 @@ builder.queryFields((t) => ({
     description: 'One product, or null when there is none with this id.',
     extensions: needsScope('products:read'),
     args: { id: t.arg.int({ required: true }) },
-    resolve: (query, _root, args, context) => context.db.query.products.findFirst(query({ where: { id: args.id } })),
+    resolve: (query, _root, args, context) =>
+      context.queries.findFirst<ProductRow>(context.db, 'products', query({ where: { id: sql.placeholder('id') } }), { id: args.id }),
   }),
 }));

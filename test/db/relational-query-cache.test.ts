@@ -1,0 +1,60 @@
+import { describe, expect, it, vi } from 'vitest';
+import { sql } from 'drizzle-orm';
+import { keyOf, RelationalQueryCache } from '../../src/db/relational-query-cache.js';
+import { products } from '../../src/db/schema.js';
+import { describeEachDatabase } from '../support/runtime.js';
+import { buildProduct } from '../support/factories.js';
+
+describe('the key of a relational query config', () => {
+  it('is the same for the same plain data, and differs when anything differs', () => {
+    const config = () => ({ columns: { id: true, name: true }, with: { reviews: { orderBy: { id: 'asc' }, limit: 5 } }, where: { id: sql.placeholder('id') } });
+    expect(keyOf(config())).toBe(keyOf(config()));
+    expect(keyOf({ ...config(), where: { id: sql.placeholder('other') } })).not.toBe(keyOf(config()));
+    expect(keyOf({ ...config(), columns: { id: true } })).not.toBe(keyOf(config()));
+    expect(keyOf({ where: { id: 7 } })).not.toBe(keyOf({ where: { id: '7' } }));
+    expect(keyOf({ where: { name: 'a"b' } })).not.toBe(keyOf({ where: { name: 'a', b: '' } }));
+  });
+
+  it('is refused for anything but plain data and placeholders', () => {
+    expect(keyOf({ extras: { total: sql`count(*)` } })).toBeUndefined();
+    expect(keyOf({ where: { id: products.id } })).toBeUndefined();
+    expect(keyOf({ orderBy: (table: unknown) => table })).toBeUndefined();
+    expect(keyOf({ where: { createdAt: new Date(0) } })).toBeUndefined();
+    expect(keyOf({ limit: Number.NaN })).toBeUndefined();
+  });
+});
+
+describeEachDatabase('relational queries kept built', (context) => {
+  it('binds each request its own arguments to the one built query', async () => {
+    const { runtime } = context();
+    const [first, second] = [await buildProduct(runtime), await buildProduct(runtime)];
+    const cache = new RelationalQueryCache();
+    const byId = () => ({ columns: { id: true, name: true } as const, where: { id: sql.placeholder('id') } });
+    const read = (id: number) => cache.findFirst<{ id: number; name: string }>(runtime.db, 'products', byId(), { id });
+    const build = vi.spyOn(runtime.db.query.products, 'findFirst');
+    try {
+      expect(await read(first.id)).toEqual({ id: first.id, name: first.name });
+      expect(await read(second.id)).toEqual({ id: second.id, name: second.name });
+      expect(await read(-1)).toBeUndefined();
+      expect(build).toHaveBeenCalledTimes(1);
+    } finally {
+      build.mockRestore();
+    }
+    const page = (limit: number) =>
+      cache.findMany<{ id: number }>(runtime.db, 'products', { columns: { id: true }, orderBy: { id: 'asc' }, limit: sql.placeholder('limit') }, { limit });
+    expect(await page(1)).toHaveLength(1);
+    expect(await page(2)).toHaveLength(2);
+  });
+
+  it('still runs, unkept, a query whose config carries a function', async () => {
+    const { runtime } = context();
+    const product = await buildProduct(runtime);
+    const cache = new RelationalQueryCache();
+    const config = {
+      columns: { id: true },
+      extras: { shout: (table: typeof products) => sql<string>`upper(${table.name})` },
+      where: { id: sql.placeholder('id') },
+    };
+    expect(await cache.findFirst(runtime.db, 'products', config, { id: product.id })).toEqual({ id: product.id, shout: product.name.toUpperCase() });
+  });
+});
