@@ -67,15 +67,16 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     return () => listeners.delete(listener);
   };
 
-  if (options.databaseUrl) {
-    const client = postgres(options.databaseUrl, {
+  const databaseUrl = options.databaseUrl;
+  if (databaseUrl) {
+    const client = postgres(databaseUrl, {
       max: options.poolSize ?? 10,
       onnotice: () => {},
       connection: { application_name: 'fieldgate' },
     });
     const preparing = withPreparedStatements(client, new PreparedStatementPolicy(options.preparedStatements ?? DEFAULT_PREPARED_STATEMENTS));
     const db = drizzlePostgres({ client: preparing, relations, logger });
-    const url = new URL(options.databaseUrl);
+    const url = new URL(databaseUrl);
     url.password = '';
     return {
       db: db as unknown as Db,
@@ -86,7 +87,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         // One connection of its own holds the session-level lock and runs the migrations and the
         // bootstrap, so they neither wait for a pooled connection (a pool of one would deadlock)
         // nor leave prepared statements of a schema that is about to change on the pool.
-        const migrationClient = postgres(options.databaseUrl!, {
+        const migrationClient = postgres(databaseUrl, {
           max: 1,
           onnotice: () => {},
           connection: { application_name: 'fieldgate-migrate' },

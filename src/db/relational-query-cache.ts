@@ -22,10 +22,8 @@ interface PreparedRelationalQuery {
   execute(placeholders: Record<string, unknown>): Promise<unknown>;
 }
 
-interface RelationalQueries {
-  findFirst(config: unknown): { prepare(name: string): PreparedRelationalQuery; execute(placeholders: Record<string, unknown>): Promise<unknown> };
-  findMany(config: unknown): { prepare(name: string): PreparedRelationalQuery; execute(placeholders: Record<string, unknown>): Promise<unknown> };
-}
+/** `db.query.<table>.findFirst` / `findMany`, as far as this module uses them. */
+type RelationalQueries = Record<'findFirst' | 'findMany', (config: unknown) => PreparedRelationalQuery & { prepare(name: string): PreparedRelationalQuery }>;
 
 export class RelationalQueryCache {
   /** Prepared queries per database handle (a transaction's handle gets none). */
