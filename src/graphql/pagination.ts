@@ -2,6 +2,7 @@
  * `limit`/`offset` arguments of the list fields, their checks, and their cost: a list costs
  * `limit` times its selection, so `limit: 200` costs what it loads.
  */
+import { sql } from 'drizzle-orm';
 import { builder } from './builder.js';
 import { InvalidArgument } from './errors.js';
 
@@ -29,6 +30,9 @@ export function page(args: PageArgs): { limit: number; offset: number } {
   if (offset < 0) throw new InvalidArgument(`offset must not be negative, got ${offset}`, { extensions: { field: 'offset' } });
   return { limit, offset };
 }
+
+/** `limit` and `offset` of a relational query, bound per request from `page(args)`. */
+export const pagePlaceholders = { limit: sql.placeholder('limit'), offset: sql.placeholder('offset') };
 
 /**
  * Complexity of a list field: its own 1 plus `limit` times its selection. An out-of-range

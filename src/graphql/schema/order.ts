@@ -12,7 +12,7 @@ import { and, eq, inArray, or, sql, type SQL } from 'drizzle-orm';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
 import { FailedPrecondition, InvalidArgument, NotFound } from '../errors.js';
-import { page, pageArgs, pageCost } from '../pagination.js';
+import { page, pageArgs, pageCost, pagePlaceholders } from '../pagination.js';
 import { needsScope } from '../scopes.js';
 import { orderItems, orders, orderStatus, products } from '../../db/schema.js';
 
@@ -119,8 +119,7 @@ builder.queryFields((t) => ({
       const config = query({
         where: { userId: sql.placeholder('userId') },
         orderBy: { id: 'desc' },
-        limit: sql.placeholder('limit'),
-        offset: sql.placeholder('offset'),
+        ...pagePlaceholders,
       });
       return context.queries.findMany<OrderRow>(context.db, 'orders', config, { userId: context.principal.userId, limit, offset });
     },

@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import { products } from '../../db/schema.js';
 import { builder } from '../builder.js';
 import { needsScope } from '../scopes.js';
-import { page, pageArgs, pageCost } from '../pagination.js';
+import { page, pageArgs, pageCost, pagePlaceholders } from '../pagination.js';
 
 type ProductRow = typeof products.$inferSelect;
 
@@ -34,7 +34,7 @@ builder.queryFields((t) => ({
     complexity: pageCost,
     resolve: (query, _root, args, context) => {
       const { limit, offset } = page(args);
-      const config = query({ orderBy: { id: 'asc' }, limit: sql.placeholder('limit'), offset: sql.placeholder('offset') });
+      const config = query({ orderBy: { id: 'asc' }, ...pagePlaceholders });
       return context.queries.findMany<ProductRow>(context.db, 'products', config, { limit, offset });
     },
   }),
