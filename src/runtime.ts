@@ -24,6 +24,8 @@ export interface Runtime {
   users: UserStore;
   /** Key that signs browser-session cookies, shared by every instance. */
   sessionSecret: string;
+  /** Key that derives a refresh token's successor from it (see stores/refresh-tokens.ts). */
+  refreshTokenSecret: string;
   close(): Promise<void>;
 }
 
@@ -53,9 +55,10 @@ async function wireRuntime(config: Config, logger: Logger, database: Database): 
     audience: config.issuer,
     ttlSeconds: config.accessTokenTtl,
   });
-  const [clientSecretKey, sessionSecret] = await Promise.all([
+  const [clientSecretKey, sessionSecret, refreshTokenSecret] = await Promise.all([
     instanceSecret(db, 'client-secret-hmac'),
     instanceSecret(db, 'session-cookie'),
+    instanceSecret(db, 'refresh-token-successor'),
   ]);
   return {
     config,
@@ -68,6 +71,7 @@ async function wireRuntime(config: Config, logger: Logger, database: Database): 
     clients: new ClientStore(db, clientSecretKey),
     users: new UserStore(db),
     sessionSecret,
+    refreshTokenSecret,
     close: () => database.close(),
   };
 }

@@ -28,7 +28,7 @@ export function createOAuthContext(runtime: Runtime): OAuthContext {
     issuer: config.issuer,
     clients: new ClientCache(runtime.clients),
     codes: new AuthorizationCodeStore(db, config.authCodeTtl),
-    refreshTokens: new RefreshTokenStore(db, config.refreshTokenTtl),
+    refreshTokens: new RefreshTokenStore(db, config.refreshTokenTtl, runtime.refreshTokenSecret),
     consents: new ConsentStore(db),
     loginThrottle: new LoginThrottle(db),
     events: securityEvents(runtime.logger),

@@ -3,7 +3,8 @@
  * the presented token and returns a successor. A retired token presented again means two
  * parties hold the family, so the whole grant is revoked — unless REFRESH_TOKEN_REUSE_GRACE
  * is set and this is a retry of the token retired last, within that many seconds (a lost
- * response, two tabs): that retry gets a fresh pair instead.
+ * response, two tabs): that retry gets a new access token and the same successor refresh
+ * token the first use got, so the family never has more than one live refresh token.
  */
 import { InvalidGrant, InvalidScope } from '../errors.js';
 import { formatScope, parseScope } from '../scopes.js';
@@ -38,8 +39,8 @@ async function refuse({ oauth, client, req }: GrantRequest, refreshToken: string
   }
   if (record.grantRevoked) throw new InvalidGrant('the refresh token has been revoked');
   if (record.consumed) {
-    if (record.withinGrace && !record.expired) {
-      const successor = await oauth.refreshTokens.issue(record);
+    const successor = record.withinGrace ? await oauth.refreshTokens.liveSuccessor(refreshToken) : undefined;
+    if (successor !== undefined) {
       oauth.events(req, 'refresh_token_reuse_within_grace', fields);
       return tokenResponse(oauth, { ...record, scope: scope ?? record.scope }, successor);
     }

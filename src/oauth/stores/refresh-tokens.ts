@@ -1,12 +1,17 @@
 /**
- * Refresh tokens: 256 random bits, stored as SHA-256, bound to one client and one grant (the
- * rotation family). Rotation retires the presented token and inserts its successor in one
- * statement, so two concurrent uses of one token cannot both succeed.
+ * Refresh tokens: 256 bits, stored as SHA-256, bound to one client and one grant (the rotation
+ * family). Rotation retires the presented token and inserts its successor in one statement, so
+ * two concurrent uses of one token cannot both succeed.
+ *
+ * A successor is not random but HMAC(deployment key, predecessor): the server can name the
+ * successor of a retired token again without storing it, so a retry within the reuse grace
+ * window gets the same successor back instead of opening a second live branch of the family.
+ * Without the key, a stolen retired token says nothing about its successor.
  */
 import { eq, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { grants, refreshTokens } from '../../db/schema.js';
-import { randomToken, sha256 } from '../secrets.js';
+import { hmacSha256, randomToken, sha256 } from '../secrets.js';
 import { queryRows, toDate } from './rows.js';
 
 export interface RefreshTokenFamily {
@@ -51,7 +56,13 @@ export class RefreshTokenStore {
   constructor(
     private readonly db: Db,
     private readonly ttlSeconds: number,
+    private readonly successorKey: string,
   ) {}
+
+  /** The token that rotating `token` issues (and issued, if it was rotated already). */
+  private successorOf(token: string): string {
+    return hmacSha256(this.successorKey, `refresh-token-successor:${token}`);
+  }
 
   /** A new token and the hash it will be stored under, for a statement that stores it (code redemption). */
   mint(): { token: string; tokenHash: string; ttlSeconds: number } {
@@ -64,17 +75,20 @@ export class RefreshTokenStore {
     await this.db.delete(refreshTokens).where(eq(refreshTokens.tokenHash, sha256(token)));
   }
 
-  async issue(family: RefreshTokenFamily): Promise<string> {
-    const token = randomToken(32);
-    await this.db.insert(refreshTokens).values({
-      tokenHash: sha256(token),
-      grantId: family.grantId,
-      clientId: family.clientId,
-      userId: family.userId,
-      scope: family.scope,
-      expiresAt: sql`now() + make_interval(secs => ${this.ttlSeconds})`,
-    });
-    return token;
+  /**
+   * The successor already issued for the retired `token`, if it is still live (unused,
+   * unexpired, grant not revoked): what a retry within the grace window gets back. Read only,
+   * so any number of concurrent retries agree and the family keeps one live branch.
+   */
+  async liveSuccessor(token: string): Promise<string | undefined> {
+    const successor = this.successorOf(token);
+    const [row] = await queryRows<{ live: number }>(
+      this.db,
+      sql`select 1 as live from ${refreshTokens} t join ${grants} g on g.id = t.grant_id
+          where t.token_hash = ${sha256(successor)} and t.consumed_at is null
+            and t.expires_at > now() and g.revoked_at is null`,
+    );
+    return row ? successor : undefined;
   }
 
   /**
@@ -82,7 +96,7 @@ export class RefreshTokenStore {
    * unexpired and its grant is not revoked. Undefined otherwise (see `find`).
    */
   async rotate(token: string, clientId: string): Promise<RotatedRefreshToken | undefined> {
-    const successor = randomToken(32);
+    const successor = this.successorOf(token);
     const [row] = await queryRows<{ grant_id: string; client_id: string; user_id: number; scope: string }>(
       this.db,
       sql`

@@ -4,7 +4,7 @@
  * lifetime, hashing, concurrency, and the optional REFRESH_TOKEN_REUSE_GRACE.
  */
 import { beforeAll, expect, it } from 'vitest';
-import { eq } from 'drizzle-orm';
+import { and, eq, isNull } from 'drizzle-orm';
 import { grants, refreshTokens } from '../../../src/db/schema.js';
 import { authenticateBearer } from '../../../src/oauth/bearer.js';
 import { sha256 } from '../../../src/oauth/secrets.js';
@@ -156,17 +156,49 @@ describeEachDatabase(
 
     const refresh = (refreshToken: string) => tokenRequest(context().app, { grant_type: 'refresh_token', refresh_token: refreshToken }, client);
 
-    it('a retry with the just-retired token within the window gets a fresh pair, and the family survives', async () => {
+    const liveTokens = async (grantId: string) =>
+      context()
+        .runtime.db.select()
+        .from(refreshTokens)
+        .where(and(eq(refreshTokens.grantId, grantId), isNull(refreshTokens.consumedAt)));
+
+    it('a retry with the just-retired token within the window gets the same successor, and the family survives', async () => {
       const { runtime, logs } = context();
       const first = await obtainTokens(context().app, runtime, client, user);
       const rotated = await refresh(first.refresh_token);
       expect(rotated.status).toBe(200);
       const retry = await refresh(first.refresh_token); // the lost-response retry
       expect(retry.status).toBe(200);
-      expect(retry.body.refresh_token).not.toBe(rotated.body.refresh_token);
+      expect(retry.body.refresh_token).toBe(rotated.body.refresh_token);
+      expect(await liveTokens(first.grantId)).toHaveLength(1);
       await authenticateBearer(runtime.accessTokens, `Bearer ${rotated.body.access_token}`);
+      await authenticateBearer(runtime.accessTokens, `Bearer ${retry.body.access_token}`);
       expect((await refresh(retry.body.refresh_token)).status).toBe(200);
       expect(securityEvents(logs.lines, 'refresh_token_reuse_within_grace')).toHaveLength(1);
+    });
+
+    it('presenting a retired token again and again never opens a second live branch', async () => {
+      const first = await obtainTokens(context().app, context().runtime, client, user);
+      const rotated = await refresh(first.refresh_token);
+      const retries = await Promise.all(Array.from({ length: 5 }, () => refresh(first.refresh_token)));
+      for (const retry of retries) expect(retry.body.refresh_token).toBe(rotated.body.refresh_token);
+      expect(await liveTokens(first.grantId)).toHaveLength(1);
+      // Every retry's successor is the one family: using it retires the old token for good.
+      const next = await refresh(rotated.body.refresh_token);
+      expect(next.status).toBe(200);
+      expect((await refresh(first.refresh_token)).body.error).toBe('invalid_grant');
+      expect((await refresh(next.body.refresh_token)).body.error).toBe('invalid_grant');
+    });
+
+    it('parallel refreshes of one token all get the same successor; one live token remains', async () => {
+      const first = await obtainTokens(context().app, context().runtime, client, user);
+      const results = await Promise.all(Array.from({ length: 12 }, () => refresh(first.refresh_token)));
+      const successors = new Set(results.filter((res) => res.status === 200).map((res) => res.body.refresh_token as string));
+      expect(results.every((res) => res.status === 200)).toBe(true);
+      expect(successors.size).toBe(1);
+      const live = await liveTokens(first.grantId);
+      expect(live).toHaveLength(1);
+      expect(live[0]!.tokenHash).toBe(sha256([...successors][0]!));
     });
 
     it('once a later token of the family has been used, the old one is reuse again and revokes the family', async () => {
