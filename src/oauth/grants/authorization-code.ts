@@ -2,8 +2,9 @@
  * `grant_type=authorization_code` (RFC 6749 §4.1.3, RFC 7636 §4.6). The code is redeemed in
  * one atomic statement that also checks its client, expiry and grant; the redirect URI and
  * the PKCE verifier are checked after, so a failed attempt still uses the code up. A code
- * presented again revokes its whole grant (§4.1.2): the tokens already issued from it, their
- * refresh tokens and their access tokens.
+ * presented again by its own client revokes its whole grant (§4.1.2): the tokens already issued
+ * from it, their refresh tokens and their access tokens. Another client presenting it gets
+ * invalid_grant and changes nothing.
  */
 import { InvalidGrant } from '../errors.js';
 import { verifyCodeVerifier } from '../pkce.js';
@@ -26,7 +27,8 @@ async function redeem({ oauth, client, req }: GrantRequest, code: string, refres
       throw new InvalidGrant('the authorization code has already been used; the tokens issued from it are revoked');
     case 'client_mismatch':
       oauth.events(req, 'code_rejected', { clientId: client.id, userId: rejection.userId, reason: 'client_mismatch' });
-      throw new InvalidGrant('the authorization code was not issued to this client');
+      // Worded like an unknown code: the caller learns nothing about another client's codes.
+      throw new InvalidGrant('the authorization code is not valid');
     case 'expired':
       oauth.events(req, 'code_rejected', { clientId: client.id, userId: rejection.userId, reason: 'expired' });
       throw new InvalidGrant('the authorization code has expired');

@@ -35,7 +35,7 @@ async function refuse({ oauth, client, req }: GrantRequest, refreshToken: string
   const fields = { clientId: client.id, userId: record.userId, grantId: record.grantId };
   if (record.clientId !== client.id) {
     oauth.events(req, 'refresh_token_rejected', { ...fields, reason: 'client_mismatch' });
-    throw new InvalidGrant('the refresh token was not issued to this client');
+    throw new InvalidGrant('the refresh token is not valid');
   }
   if (record.grantRevoked) throw new InvalidGrant('the refresh token has been revoked');
   if (record.consumed) {

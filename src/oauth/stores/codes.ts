@@ -161,8 +161,10 @@ export class AuthorizationCodeStore {
           where c.code_hash = ${sha256(code)}`,
     );
     if (!row) return { reason: 'unknown' };
-    if (row.consumed) return { reason: 'replayed', grantId: row.grant_id, clientId: row.client_id, userId: row.user_id };
+    // The client binding comes first: another client presenting a used code is not a replay by
+    // the code's holder, and must not be able to revoke that holder's tokens.
     if (row.client_id !== clientId) return { reason: 'client_mismatch', clientId: row.client_id, userId: row.user_id };
+    if (row.consumed) return { reason: 'replayed', grantId: row.grant_id, clientId: row.client_id, userId: row.user_id };
     if (row.expired) return { reason: 'expired', userId: row.user_id };
     return { reason: 'grant_revoked', userId: row.user_id };
   }

@@ -198,12 +198,27 @@ describeEachDatabase('authorization_code grant', (context) => {
     expect(logs.text).not.toContain(verifier);
   });
 
-  it('replay by another client also revokes the family', async () => {
-    const { runtime } = context();
+  it("another client presenting a used code gets invalid_grant and revokes nothing", async () => {
+    const { runtime, logs } = context();
     const { code, verifier } = await issueCode(runtime, clientA, user);
     const first = await redeem(clientA, { code, redirect_uri: clientA.redirectUri, code_verifier: verifier });
-    await redeem(clientB, { code, redirect_uri: clientA.redirectUri, code_verifier: verifier });
-    await expect(authenticateBearer(runtime.accessTokens, `Bearer ${first.body.access_token}`)).rejects.toMatchObject({ code: 'invalid_token' });
+    expect(first.status).toBe(200);
+    for (const attacker of [clientB, publicClient]) {
+      const replay = await redeem(attacker, { code, redirect_uri: clientA.redirectUri, code_verifier: verifier });
+      expect(replay.status).toBe(400);
+      expect(replay.body).toEqual({ error: 'invalid_grant', error_description: 'the authorization code is not valid' });
+    }
+    await expect(authenticateBearer(runtime.accessTokens, `Bearer ${first.body.access_token}`)).resolves.toBeDefined();
+    const refresh = await tokenRequest(context().app, { grant_type: 'refresh_token', refresh_token: first.body.refresh_token }, clientA);
+    expect(refresh.status).toBe(200);
+    expect(securityEvents(logs.lines, 'code_rejected')).toContainEqual(expect.objectContaining({ clientId: publicClient.id, reason: 'client_mismatch' }));
+  });
+
+  it("another client's code reads like an unknown one (no confirmation that it exists)", async () => {
+    const { code, verifier } = await issueCode(context().runtime, clientA, user);
+    const stolen = await redeem(clientB, { code, redirect_uri: clientA.redirectUri, code_verifier: verifier });
+    const unknown = await redeem(clientB, { code: 'not-a-code', redirect_uri: clientA.redirectUri, code_verifier: verifier });
+    expect(stolen.body).toEqual(unknown.body);
   });
 
   it('redemption is atomic: of many concurrent requests with one code exactly one succeeds', async () => {
