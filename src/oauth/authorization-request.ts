@@ -4,7 +4,7 @@
  * shown on our own page and never redirected, or the endpoint would be an open redirector —
  * then everything else, whose failures go back to the (now trusted) redirect URI.
  */
-import type { Client } from './clients.js';
+import { redirectUriMatches, type Client } from './clients.js';
 import { InvalidRequest, InvalidScope, OAuthError, UnauthorizedClient, UnsupportedResponseType } from './errors.js';
 import type { Parameters } from './params.js';
 import { isValidCodeChallenge, type CodeChallengeMethod } from './pkce.js';
@@ -77,8 +77,9 @@ async function trustedClient(clients: ClientCache, params: Parameters): Promise<
     }
     return { client, redirectUri: client.redirectUris[0]! };
   }
-  // Simple string comparison (RFC 9700 §4.1.3): no prefix, suffix or normalization tricks.
-  if (!client.redirectUris.includes(redirectUri)) {
+  // Simple string comparison (RFC 9700 §4.1.3): no prefix, suffix or normalization tricks —
+  // only the port of a loopback IP literal may differ (RFC 8252 §7.3).
+  if (!client.redirectUris.some((registered) => redirectUriMatches(registered, redirectUri))) {
     throw new UntrustedAuthorizationRequest('The redirect_uri is not one this application registered.');
   }
   return { client, redirectUri };

@@ -37,11 +37,23 @@ export interface RegisteredClient {
   token_endpoint_auth_method: 'client_secret_basic' | 'none';
 }
 
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+/**
+ * A loopback IP literal as the WHATWG URL parser writes a host: 127.0.0.0/8 (the parser has
+ * already turned `127.1`, `0x7f.1` … into dotted quads) or `[::1]`. A name that merely starts
+ * with `127.` (`127.evil.example`, `127.0.0.1.nip.io`) is not one.
+ */
+function isLoopbackIp(hostname: string): boolean {
+  return hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
+}
+
+function isLoopbackHost(hostname: string): boolean {
+  return hostname === 'localhost' || isLoopbackIp(hostname);
+}
 
 /**
  * RFC 9700 §2.1 / §4.1.3: redirect URIs are registered in full, use https (or http on a
- * loopback host, for native and development clients) and carry no fragment.
+ * loopback host — a loopback IP literal or `localhost` exactly — for native and development
+ * clients) and carry no fragment.
  */
 export function validateRedirectUri(raw: string): string {
   let uri: URL;
@@ -51,14 +63,38 @@ export function validateRedirectUri(raw: string): string {
     throw new ClientRegistrationError(`redirect URI "${raw}" is not an absolute URI`);
   }
   if (raw.includes('#')) throw new ClientRegistrationError(`redirect URI "${raw}" must not contain a fragment`);
-  if (uri.protocol === 'http:' && !LOOPBACK_HOSTS.has(uri.hostname) && !uri.hostname.startsWith('127.')) {
-    throw new ClientRegistrationError(`redirect URI "${raw}" must use https (http is allowed only on localhost/127.0.0.1/[::1])`);
+  if (uri.protocol === 'http:' && !isLoopbackHost(uri.hostname)) {
+    throw new ClientRegistrationError(`redirect URI "${raw}" must use https (http is allowed only on localhost, 127.0.0.0/8 and [::1])`);
   }
   if (uri.protocol !== 'https:' && uri.protocol !== 'http:') {
     throw new ClientRegistrationError(`redirect URI "${raw}" must use https (or http on a loopback host)`);
   }
   if (uri.username || uri.password) throw new ClientRegistrationError(`redirect URI "${raw}" must not contain credentials`);
   return raw;
+}
+
+/** `http://` + a loopback IP literal + an optional port, at the start of a redirect URI. */
+const LOOPBACK_IP_ORIGIN = /^http:\/\/(\[::1\]|127\.\d{1,3}\.\d{1,3}\.\d{1,3})(?::\d{1,5})?(?=[/?]|$)/;
+
+/**
+ * Whether a presented redirect URI matches a registered one: simple string comparison
+ * (RFC 9700 §4.1.3), except that for an http loopback IP literal the port is ignored, since a
+ * native app listens on whatever port the OS gives it (RFC 8252 §7.3). Everything but the port
+ * — scheme, the literal itself, path and query — must still be identical; `localhost` is not
+ * relaxed (RFC 8252 §8.3 discourages it).
+ */
+export function redirectUriMatches(registered: string, presented: string): boolean {
+  if (registered === presented) return true;
+  const registeredOrigin = LOOPBACK_IP_ORIGIN.exec(registered);
+  const presentedOrigin = LOOPBACK_IP_ORIGIN.exec(presented);
+  if (!registeredOrigin || !presentedOrigin || registeredOrigin[1] !== presentedOrigin[1]) return false;
+  if (registered.slice(registeredOrigin[0].length) !== presented.slice(presentedOrigin[0].length)) return false;
+  try {
+    const uri = new URL(presented); // rejects a port above 65535
+    return isLoopbackIp(uri.hostname) && !presented.includes('#');
+  } catch {
+    return false;
+  }
 }
 
 export class ClientStore {

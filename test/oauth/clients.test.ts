@@ -16,6 +16,8 @@ describe('redirect URI registration', () => {
     'http://127.0.0.1:9/cb',
     'http://127.1.2.3/cb',
     'http://[::1]:3000/cb',
+    'http://127.255.255.254/cb',
+    'http://[::1]/cb',
   ])('accepts %s', (uri) => {
     expect(validateRedirectUri(uri)).toBe(uri);
   });
@@ -27,6 +29,11 @@ describe('redirect URI registration', () => {
     ['a custom scheme', 'javascript:alert(1)', /https/],
     ['credentials', 'https://user:pw@app.example/cb', /credentials/],
     ['a localhost look-alike', 'http://localhost.attacker.example/cb', /must use https/],
+    ['a name starting with 127.', 'http://127.evil.example/cb', /must use https/],
+    ['a name ending in a loopback address', 'http://127.0.0.1.nip.io/cb', /must use https/],
+    ['a name starting with 127.0.0.1', 'http://127.0.0.1x/cb', /must use https/],
+    ['an IPv4-mapped IPv6 loopback', 'http://[::ffff:127.0.0.1]/cb', /must use https/],
+    ['another private address', 'http://10.0.0.1/cb', /must use https/],
   ])('refuses %s with a clear message', (_name, uri, message) => {
     expect(() => validateRedirectUri(uri)).toThrow(ClientRegistrationError);
     expect(() => validateRedirectUri(uri)).toThrow(message);

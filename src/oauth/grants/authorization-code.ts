@@ -9,7 +9,7 @@
 import { InvalidGrant } from '../errors.js';
 import { verifyCodeVerifier } from '../pkce.js';
 import type { NewRefreshToken, RedeemedCode } from '../stores/codes.js';
-import type { Client } from '../clients.js';
+import { redirectUriMatches, type Client } from '../clients.js';
 import { issuesRefreshTokens, tokenResponse, type GrantRequest, type TokenResponse } from './grant.js';
 
 export const grantType = 'authorization_code';
@@ -43,7 +43,7 @@ function checkRedirectUri(client: Client, redeemed: RedeemedCode, redirectUri: s
   if (redeemed.redirectUri !== null) {
     if (redirectUri === undefined) throw new InvalidGrant('redirect_uri is required: the authorization request sent one');
     if (redirectUri !== redeemed.redirectUri) throw new InvalidGrant('redirect_uri does not match the authorization request');
-  } else if (redirectUri !== undefined && !(client.redirectUris.length === 1 && client.redirectUris[0] === redirectUri)) {
+  } else if (redirectUri !== undefined && !(client.redirectUris.length === 1 && redirectUriMatches(client.redirectUris[0]!, redirectUri))) {
     throw new InvalidGrant('redirect_uri does not match the authorization request');
   }
 }
