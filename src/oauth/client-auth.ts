@@ -78,44 +78,56 @@ export function readClientCredentials(req: Request, params: Parameters): ClientC
     : { method: 'client_secret_post', clientId: bodyId, secret: bodySecret };
 }
 
+/** The one description of every failed client authentication. */
+const AUTHENTICATION_FAILED = 'client authentication failed';
+
 /**
- * The client the credentials prove, or invalid_client. Unknown client and wrong secret read
- * the same, so the endpoint does not confirm which client ids exist.
+ * The client the credentials prove, or invalid_client. Every failure — unknown client, wrong
+ * secret, a secret for a public client, no secret for a confidential one — reads the same, so
+ * the endpoint does not confirm which client ids exist or what kind of client they are.
  */
 export async function authenticateClient(clients: ClientCache, credentials: ClientCredentials): Promise<AuthenticatedClient> {
   const viaAuthorizationHeader = credentials.method === 'client_secret_basic';
+  const fail = () => new InvalidClient(AUTHENTICATION_FAILED, { viaAuthorizationHeader });
   const client = await clients.find(credentials.clientId);
-  if (!client) throw new InvalidClient('client authentication failed', { viaAuthorizationHeader });
+  if (!client) throw fail();
   if (client.isPublic) {
-    if (credentials.secret !== undefined && credentials.secret !== '') {
-      throw new InvalidClient('this is a public client: it has no secret and authenticates with client_id alone', { viaAuthorizationHeader });
-    }
+    if (credentials.secret !== undefined && credentials.secret !== '') throw fail();
     return { client, method: 'none' };
   }
-  if (credentials.secret === undefined) {
-    throw new InvalidClient('this is a confidential client: authenticate with its client_secret', { viaAuthorizationHeader });
-  }
-  if (!clients.verifySecret(client, credentials.secret)) {
-    throw new InvalidClient('client authentication failed', { viaAuthorizationHeader });
-  }
+  if (credentials.secret === undefined || !clients.verifySecret(client, credentials.secret)) throw fail();
   return { client, method: credentials.method };
+}
+
+export interface ClientAuthenticationOptions {
+  /**
+   * Only a confidential client with its secret may call (RFC 7662 §2.1 for introspection): a
+   * public client's client_id proves nothing. Every failure is then 401 with a Basic challenge.
+   */
+  confidentialOnly?: boolean;
 }
 
 /**
  * Pipeline step: authenticates the client of a form request (after `formBody`) and keeps it
  * for `authenticatedClient`. Failures are logged as security events with the claimed id.
  */
-export function clientAuthentication(oauth: OAuthContext): RequestHandler {
+export function clientAuthentication(oauth: OAuthContext, options: ClientAuthenticationOptions = {}): RequestHandler {
   return async function authenticateRequestClient(req, res, next) {
     let credentials: ClientCredentials | undefined;
     try {
       credentials = readClientCredentials(req, bodyParameters(res));
+      // Refused before the lookup, so the answer is the same whether the id exists or not.
+      if (options.confidentialOnly && credentials.method === 'none') throw new InvalidClient(AUTHENTICATION_FAILED);
       res.locals.client = (await authenticateClient(oauth.clients, credentials)).client;
     } catch (error) {
       oauth.events(req, 'client_authentication_failed', {
         clientId: credentials?.clientId.slice(0, 200),
         reason: error instanceof OAuthError ? error.code : undefined,
       });
+      if (options.confidentialOnly && error instanceof InvalidClient && !error.viaAuthorizationHeader) {
+        // 401 with `WWW-Authenticate: Basic`, as if the header had been tried: it must be.
+        throw new InvalidClient(AUTHENTICATION_FAILED, { viaAuthorizationHeader: true, cause: error });
+      }
       throw error;
     }
     next();

@@ -1,7 +1,11 @@
 /**
- * The introspection endpoint, `POST /introspect` (RFC 7662). A client may introspect the
- * tokens issued to it; anything else — expired, revoked, malformed, unknown, or another
- * client's — is `{"active": false}` with nothing more, so the endpoint leaks nothing.
+ * The introspection endpoint, `POST /introspect` (RFC 7662). Only a confidential client that
+ * authenticates may call it (§2.1; a public client is 401 invalid_client), and it may
+ * introspect the tokens issued to it; anything else — expired, revoked, malformed, unknown, or
+ * another client's — is `{"active": false}` with nothing more, so the endpoint leaks nothing.
+ *
+ * `token_type` (§2.2) is the RFC 6749 §7.1 access token type: `Bearer` for access tokens, and
+ * absent for refresh tokens, which are not presented to resource servers and have no such type.
  */
 import type express from 'express';
 import type { RequestHandler } from 'express';
@@ -53,7 +57,6 @@ async function introspectRefreshToken(oauth: OAuthContext, client: Client, token
     exp: seconds(record.expiresAt),
     iat: seconds(record.createdAt),
     iss: oauth.issuer,
-    token_type: 'refresh_token',
   };
 }
 
@@ -72,7 +75,7 @@ export function addIntrospectionEndpoint(router: express.Router, oauth: OAuthCon
   router
     .route('/introspect')
     .options(cors)
-    .post(cors, ...formBody, clientAuthentication(oauth), introspectHandler(oauth))
+    .post(cors, ...formBody, clientAuthentication(oauth, { confidentialOnly: true }), introspectHandler(oauth))
     .all(cors, onlyPost);
   router.use('/introspect', jsonErrorHandler(oauth.runtime.logger));
 }

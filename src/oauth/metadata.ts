@@ -25,7 +25,8 @@ export function authorizationServerMetadata(issuer: string): Record<string, unkn
     code_challenge_methods_supported: CODE_CHALLENGE_METHODS,
     token_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
     revocation_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
-    introspection_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+    // RFC 7662 §2.1: only an authenticated (confidential) client may introspect.
+    introspection_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS.filter((method) => method !== 'none'),
     authorization_response_iss_parameter_supported: true,
   };
 }

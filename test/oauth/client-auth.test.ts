@@ -102,6 +102,26 @@ describeEachDatabase('client authentication', (context) => {
     expect(unknown.body).toEqual(wrong.body);
   });
 
+  it('answers every failure the same whatever the client id (no enumeration)', async () => {
+    const body = await codeRequest(client);
+    const cases = {
+      basicUnknown: post().set('Authorization', basic('no-such-client', 'x')).send(body),
+      basicWrongSecret: post().set('Authorization', basic(client.id, 'x')).send(body),
+      basicSecretForPublic: post().set('Authorization', basic(publicClient.id, 'x')).send(body),
+      postUnknown: post().send({ ...body, client_id: 'no-such-client', client_secret: 'x' }),
+      postWrongSecret: post().send({ ...body, client_id: client.id, client_secret: 'x' }),
+      postSecretForPublic: post().send({ ...body, client_id: publicClient.id, client_secret: 'x' }),
+      idOnlyUnknown: post().send({ ...body, client_id: 'no-such-client' }),
+      idOnlyConfidential: post().send({ ...body, client_id: client.id }),
+    };
+    const results = Object.fromEntries(await Promise.all(Object.entries(cases).map(async ([name, res]) => [name, await res] as const)));
+    const expected = { error: 'invalid_client', error_description: 'client authentication failed' };
+    for (const [name, res] of Object.entries(results)) {
+      expect({ name, body: res.body }).toEqual({ name, body: expected });
+      expect({ name, status: res.status }).toEqual({ name, status: name.startsWith('basic') ? 401 : 400 });
+    }
+  });
+
   it.each([
     ['another scheme', 'Bearer abc'],
     ['bad base64', 'Basic %%%'],

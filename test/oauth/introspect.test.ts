@@ -50,7 +50,8 @@ describeEachDatabase('POST /introspect', (context) => {
     expect(res.body).toMatchObject({ active: true, scope: tokens.scope, client_id: client.id, sub: String(user.id), iss: context().config.issuer });
     expect(typeof res.body.exp).toBe('number');
     expect(typeof res.body.iat).toBe('number');
-    expect(res.body.token_type).toBe('refresh_token');
+    // token_type is the access token type of RFC 6749 §7.1; a refresh token has none.
+    expect(res.body).not.toHaveProperty('token_type');
   });
 
   it('says only active:false for a revoked access token and for every token of a revoked family', async () => {
@@ -120,12 +121,34 @@ describeEachDatabase('POST /introspect', (context) => {
     expect((await introspect(tokens.refresh_token, other)).body).toEqual({ active: false });
   });
 
-  it('requires client authentication', async () => {
+  it('requires client authentication: 401 invalid_client with a Basic challenge', async () => {
     const tokens = await obtainTokens(context().app, context().runtime, client, user);
     const res = await request(context().app).post('/introspect').type('form').send({ token: tokens.access_token });
-    expect(res.status).toBe(400);
+    expect(res.status).toBe(401);
     expect(res.body.error).toBe('invalid_client');
+    expect(res.headers['www-authenticate']).toMatch(/^Basic /);
     const wrong = await request(context().app).post('/introspect').set('Authorization', basic(client.id, 'bad')).type('form').send({ token: tokens.access_token });
     expect(wrong.status).toBe(401);
+  });
+
+  it('refuses a public client (client_id alone proves nothing), the same as an unknown id', async () => {
+    const publicClient = await buildClient(context().runtime, { isPublic: true });
+    const tokens = await obtainTokens(context().app, context().runtime, publicClient, user);
+    const send = (clientId: string) =>
+      request(context().app).post('/introspect').type('form').send({ token: tokens.access_token, client_id: clientId });
+    const known = await send(publicClient.id);
+    const unknown = await send('no-such-client');
+    expect(known.status).toBe(401);
+    expect(known.body).toEqual({ error: 'invalid_client', error_description: 'client authentication failed' });
+    expect(known.headers['www-authenticate']).toMatch(/^Basic /);
+    expect(unknown.status).toBe(401);
+    expect(unknown.body).toEqual(known.body);
+    const withSecret = await request(context().app)
+      .post('/introspect')
+      .set('Authorization', basic(publicClient.id, 'x'))
+      .type('form')
+      .send({ token: tokens.access_token });
+    expect(withSecret.status).toBe(401);
+    expect(withSecret.body).toEqual(known.body);
   });
 });

@@ -20,6 +20,7 @@ describeEachDatabase('GET /.well-known/oauth-authorization-server', (context) =>
       grant_types_supported: ['authorization_code', 'refresh_token'],
       code_challenge_methods_supported: ['S256'],
       token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+      introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
       scopes_supported: ['products:read', 'orders:read', 'orders:write'],
       authorization_response_iss_parameter_supported: true,
     });
@@ -31,7 +32,8 @@ describeEachDatabase('GET /.well-known/oauth-authorization-server', (context) =>
     expect((await request(context().app).get(path(body.jwks_uri))).status).toBe(200);
     for (const endpoint of [body.token_endpoint, body.revocation_endpoint, body.introspection_endpoint]) {
       const res = await request(context().app).post(path(endpoint)).type('form').send({});
-      expect(res.status).toBe(400); // answered by the endpoint itself, in OAuth JSON
+      // Answered by the endpoint itself, in OAuth JSON (introspection insists on authentication: 401).
+      expect(res.status).toBe(endpoint === body.introspection_endpoint ? 401 : 400);
       expect(res.body.error).toMatch(/^invalid_/);
     }
   });
