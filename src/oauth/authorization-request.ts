@@ -89,7 +89,7 @@ function requestedScopes(client: Client, scope: string | undefined): string[] {
   const requested = parseScope(scope);
   if (requested.length === 0) return [...client.scopes];
   const unknown = requested.filter((s) => !isScope(s));
-  if (unknown.length) throw new InvalidScope(`unknown scope ${unknown.join(' ')}`);
+  if (unknown.length) throw new InvalidScope('the scope names a scope this server does not know');
   const notAllowed = requested.filter((s) => !client.scopes.includes(s));
   if (notAllowed.length) throw new InvalidScope(`this client may not request ${notAllowed.join(' ')}`);
   return requested;
@@ -104,7 +104,7 @@ function pkce(client: Client, params: Parameters): Pick<AuthorizationRequest, 'c
     return { codeChallenge: null, codeChallengeMethod: null };
   }
   if (method === undefined) throw new InvalidRequest('code_challenge_method is required and must be S256');
-  if (method !== 'S256') throw new InvalidRequest(`code_challenge_method ${method} is not supported; use S256`);
+  if (method !== 'S256') throw new InvalidRequest('this code_challenge_method is not supported; use S256');
   if (!isValidCodeChallenge(challenge)) throw new InvalidRequest('code_challenge must be the 43-character base64url SHA-256 of the verifier');
   return { codeChallenge: challenge, codeChallengeMethod: 'S256' };
 }
@@ -139,7 +139,7 @@ export async function readAuthorizationRequest(clients: ClientCache, params: Par
     params.rejectRepeated(AUTHORIZE_PARAMETERS);
     const responseType = params.get('response_type');
     if (responseType === undefined) throw new InvalidRequest('the response_type parameter is missing');
-    if (responseType !== 'code') throw new UnsupportedResponseType(`response_type ${responseType} is not supported; use code`);
+    if (responseType !== 'code') throw new UnsupportedResponseType('this response_type is not supported; use code');
     if (!client.grantTypes.includes('authorization_code')) {
       throw new UnauthorizedClient('this client may not use the authorization code grant');
     }

@@ -29,7 +29,7 @@ export function redirectWithCode(res: Response, issuer: string, redirectUri: str
 export function redirectWithError(res: Response, issuer: string, error: AuthorizationError, status: 302 | 303): void {
   const location = authorizationResponseLocation(error.redirectUri, {
     error: error.error.code,
-    error_description: error.error.message,
+    error_description: error.error.description,
     state: error.state,
     iss: issuer,
   });

@@ -76,7 +76,7 @@ function authorizeErrorHandler(oauth: OAuthContext): ErrorRequestHandler {
     }
     const requestError = error instanceof OAuthError && error.expose ? error : bodyReadError(error);
     if (requestError) {
-      sendPage(res, errorPage('The form could not be read', requestError.message), { status: requestError.status });
+      sendPage(res, errorPage('The form could not be read', requestError.description), { status: requestError.status });
       return;
     }
     oauth.runtime.logger.error({ err: error, reqId: req.id }, 'authorization endpoint failed');

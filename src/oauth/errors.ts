@@ -22,6 +22,18 @@ export interface OAuthErrorOptions {
   cause?: unknown;
 }
 
+/** Characters RFC 6749 §4.1.2.1 and §5.2 allow in error_description: %x20-21 / %x23-5B / %x5D-7E. */
+const NOT_IN_DESCRIPTION_CHARSET = /[^\x20\x21\x23-\x5B\x5D-\x7E]/g;
+
+/**
+ * `text` as an error_description may carry it: every character outside the RFC's set becomes
+ * `?`. Descriptions are written never to quote request input; this is the backstop that keeps
+ * a quote, backslash, control or non-ASCII character from ever going out if one does.
+ */
+export function safeDescription(text: string): string {
+  return text.replace(NOT_IN_DESCRIPTION_CHARSET, '?');
+}
+
 export abstract class OAuthError extends Error {
   abstract readonly code: OAuthErrorCode;
   abstract readonly status: number;
@@ -31,9 +43,13 @@ export abstract class OAuthError extends Error {
   constructor(description: string, options: OAuthErrorOptions = {}) {
     super(description, options.cause === undefined ? undefined : { cause: options.cause });
   }
+  /** The error_description every serializer sends: the message, limited to the RFC's charset. */
+  get description(): string {
+    return safeDescription(this.message);
+  }
   /** The RFC 6749 §5.2 error object. */
   toJSON(): { error: OAuthErrorCode; error_description: string } {
-    return { error: this.code, error_description: this.message };
+    return { error: this.code, error_description: this.description };
   }
 }
 

@@ -83,7 +83,7 @@ function requireFormContentType(req: express.Request, _res: express.Response, ne
   }
   const charset = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(req.get('content-type') ?? '')?.[1];
   if (charset && charset.toLowerCase() !== 'utf-8') {
-    next(new InvalidRequest(`the request body must be UTF-8, not ${charset}`));
+    next(new InvalidRequest('the request body must be UTF-8'));
     return;
   }
   next();

@@ -15,6 +15,7 @@ import { jsonErrorHandler, noStore, onlyPost, sendJson } from './json-response.j
 import { bodyParameters, formBody } from './params.js';
 
 const GRANTS: ReadonlyMap<string, Grant> = new Map([authorizationCode, refreshToken].map((grant) => [grant.grantType, grant]));
+const GRANT_TYPES = [...GRANTS.keys()];
 
 /** The grant types this server supports, for the metadata document. */
 export const GRANT_TYPES_SUPPORTED: readonly string[] = [...GRANTS.keys()];
@@ -33,7 +34,7 @@ function findGrantType(_req: Request, res: Response, next: NextFunction): void {
   const grantType = params.get('grant_type');
   if (grantType === undefined) throw new InvalidRequest('the grant_type parameter is missing');
   const grant = GRANTS.get(grantType);
-  if (!grant) throw new UnsupportedGrantType(`grant_type ${grantType} is not supported`);
+  if (!grant) throw new UnsupportedGrantType(`this grant_type is not supported; use ${GRANT_TYPES.join(' or ')}`);
   params.rejectRepeated(grant.parameters);
   res.locals.grant = grant;
   next();

@@ -149,7 +149,7 @@ describeEachDatabase('GET /authorize', (context) => {
       const params = authorizeParams(client, { code_challenge: 'x'.repeat(43), code_challenge_method: 'plain' });
       const res = await get(params);
       expectRedirectError(res, 'invalid_request', params.state);
-      expect(redirectParams(res).get('error_description')).toMatch(/plain is not supported/);
+      expect(redirectParams(res).get('error_description')).toMatch(/code_challenge_method is not supported; use S256/);
     });
 
     it('invalid_request for a challenge without a method (the default would be plain)', async () => {

@@ -23,7 +23,7 @@ async function narrowedScope({ oauth, client }: GrantRequest, refreshToken: stri
   if (!current || current.clientId !== client.id) throw new InvalidGrant('the refresh token is not valid');
   const granted = new Set(parseScope(current.scope));
   const excess = scopes.filter((scope) => !granted.has(scope));
-  if (excess.length) throw new InvalidScope(`the scope exceeds what was granted: ${excess.join(' ')}`);
+  if (excess.length) throw new InvalidScope('the scope asks for more than the grant allows');
   return formatScope(scopes);
 }
 
