@@ -149,10 +149,23 @@ describeEachDatabase('13. GET /openapi.json', (context) => {
     }
   });
 
-  it('methods it does not document are not served', async () => {
+  it('methods it does not document are 405, and Allow lists exactly the documented ones', async () => {
     for (const [path, method] of [['/products', 'post'], ['/products/1', 'delete'], ['/orders/1', 'delete'], ['/orders/1', 'put'], ['/orders', 'patch']] as const) {
       const res = await request(context().app)[method](path).set('Authorization', owner.authorization);
-      expect(res.status, `${method} ${path}`).toBe(404);
+      expect(res.status, `${method} ${path}`).toBe(405);
+      expect(conforms(doc.components.schemas.Error, res.body)).toBeUndefined();
+      const template = path.replace(/\d+$/, '{id}');
+      const documented = Object.keys(doc.paths[template]).map((m) => m.toUpperCase());
+      const allow = (res.headers.allow as string).split(', ').filter((m) => m !== 'HEAD' && m !== 'OPTIONS');
+      expect(allow.sort()).toEqual(documented.sort());
+    }
+  });
+
+  it('a query parameter an operation does not document is 400 naming it', async () => {
+    for (const { path, method, operation } of operations()) {
+      const res = await exampleRequest(path, method, operation, owner.authorization).query({ undocumented: '1' });
+      expect(res.status, `${method} ${path}`).toBe(400);
+      expect(res.body.error.message).toContain("unknown query parameter 'undocumented'");
     }
   });
 });

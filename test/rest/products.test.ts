@@ -333,12 +333,13 @@ describeEachDatabase('REST products', (context) => {
 });
 
 describe('REST products without a fields parameter on an unknown route', () => {
-  it('is not served for other methods', async () => {
+  it('is not served for other methods: 405 with Allow', async () => {
     const { createTestRuntime } = await import('../support/runtime.js');
     const context = await createTestRuntime('pglite');
     try {
       const res = await request(context.app).delete('/products/1');
-      expect(res.status).toBe(404);
+      expect(res.status).toBe(405);
+      expect(res.headers.allow).toBe('GET, HEAD, OPTIONS');
     } finally {
       await context.close();
     }
