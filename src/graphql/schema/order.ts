@@ -116,7 +116,7 @@ builder.queryFields((t) => ({
     args: pageArgs,
     complexity: pageCost,
     resolve: (query, _root, args, context) => {
-      const { limit, offset } = page(args);
+      const { limit, offset } = page(args, context);
       const config = query({
         where: { userId: sql.placeholder('userId') },
         orderBy: { id: 'desc' },
