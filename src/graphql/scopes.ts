@@ -38,7 +38,7 @@ function scopeOf(extensions: Readonly<Record<string, unknown>> | null | undefine
  * The scopes selecting `field` needs by itself: its own and its type's (e.g. an order item's
  * `product` needs products:read because Product does).
  */
-export function fieldScopes(field: GraphQLField<unknown, unknown>): string[] {
+export function fieldScopes(field: Pick<GraphQLField<unknown, unknown>, 'extensions' | 'type'>): string[] {
   return [scopeOf(field.extensions), scopeOf(getNamedType(field.type).extensions)].filter((scope): scope is string => scope !== undefined);
 }
 
