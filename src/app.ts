@@ -6,6 +6,7 @@ import express, { type ErrorRequestHandler, type RequestHandler } from 'express'
 import type { Runtime } from './runtime.js';
 import { requestLog } from './http/request-log.js';
 import { SegmentDispatcher } from './http/dispatch.js';
+import { refuseLongUrl } from './http/client-error.js';
 import { createOAuthRouter, OAUTH_PATHS } from './oauth/router.js';
 import { createGraphQL } from './graphql/index.js';
 import { GRAPHQL_PATH } from './graphql/http.js';
@@ -80,6 +81,7 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): express.E
       next();
     });
   }
+  app.use(refuseLongUrl);
   if (options.embedderRoutes?.served) app.use(options.embedderRoutes.served);
   const graphql = createGraphQL(runtime);
   const rest = createRestRouter(runtime, graphql);

@@ -6,6 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
 import type { Runtime } from './runtime.js';
+import { answerClientErrors } from './http/client-error.js';
 
 export const SHUTDOWN_TIMEOUT_MS = 10_000;
 
@@ -29,6 +30,7 @@ export async function startServer(runtime: Runtime): Promise<RunningServer> {
   const app = createApp(runtime, { isShuttingDown: () => shuttingDown });
   const server = http.createServer(app);
   applyConnectionBounds(server);
+  answerClientErrors(server);
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

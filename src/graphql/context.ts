@@ -13,4 +13,6 @@ export interface GraphQLContext {
   /** Relational queries kept built across requests (see relational-query-cache.ts). */
   queries: RelationalQueryCache;
   logger: Logger;
+  /** Root lists load one row past `limit` (see pagination.ts `page`); only the REST layer asks. */
+  pageLookahead?: boolean;
 }

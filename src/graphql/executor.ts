@@ -44,6 +44,8 @@ export interface OperationRequest {
   operationName?: string | null | undefined;
   /** The HTTP method when the request came over HTTP: GET may only query. */
   method?: string | undefined;
+  /** Root lists return one item past `limit`, to tell whether another page follows (REST's Link). */
+  pageLookahead?: boolean | undefined;
 }
 
 interface PreparedOperation {
@@ -91,7 +93,13 @@ export class Executor {
       const operation = this.selectOperation(prepared, request.operationName ?? undefined);
       refuseMutationOverGet(operation, request.method);
       authorize(operation, request.principal);
-      const contextValue: GraphQLContext = { principal: request.principal, db: this.options.db, queries: this.queries, logger: this.options.logger };
+      const contextValue: GraphQLContext = {
+        principal: request.principal,
+        db: this.options.db,
+        queries: this.queries,
+        logger: this.options.logger,
+        ...(request.pageLookahead && { pageLookahead: true }),
+      };
       const variables = request.variables ?? undefined;
       operation.cost.check(variables, contextValue);
       const result = await execute({

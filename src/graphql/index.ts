@@ -25,6 +25,8 @@ export interface ExecuteRequest {
   operationName?: string;
   /** The caller, already authenticated from its bearer token. */
   principal: Principal;
+  /** Root lists return one item past `limit`, loaded by the same statement, so a pager knows whether another page follows. */
+  pageLookahead?: boolean;
 }
 
 export interface GraphQLService {

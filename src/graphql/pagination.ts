@@ -20,15 +20,19 @@ export interface PageArgs {
   offset?: number | null;
 }
 
-/** The page a list field loads; INVALID_ARGUMENT outside 1..200 / ≥ 0. */
-export function page(args: PageArgs): { limit: number; offset: number } {
+/**
+ * The page a list field loads; INVALID_ARGUMENT outside 1..200 / ≥ 0. A root list passes its
+ * context: with `pageLookahead` (set by the REST layer) it loads one row past the page, in the
+ * same statement, so the caller knows whether a next page exists without a second query.
+ */
+export function page(args: PageArgs, context?: { pageLookahead?: boolean | undefined }): { limit: number; offset: number } {
   const limit = args.limit ?? DEFAULT_PAGE_SIZE;
   const offset = args.offset ?? 0;
   if (limit < 1 || limit > MAX_PAGE_SIZE) {
     throw new InvalidArgument(`limit must be from 1 to ${MAX_PAGE_SIZE}, got ${limit}`, { extensions: { field: 'limit' } });
   }
   if (offset < 0) throw new InvalidArgument(`offset must not be negative, got ${offset}`, { extensions: { field: 'offset' } });
-  return { limit, offset };
+  return { limit: context?.pageLookahead ? limit + 1 : limit, offset };
 }
 
 /** `limit` and `offset` of a relational query, bound per request from `page(args)`. */

@@ -14,6 +14,7 @@ import {
   Kind,
   type DocumentNode,
   type FragmentDefinitionNode,
+  type GraphQLField,
   type GraphQLNamedType,
   type GraphQLSchema,
   type OperationDefinitionNode,
@@ -31,6 +32,14 @@ export function needsScope(scope: Scope): { [SCOPE_KEY]: Scope } {
 function scopeOf(extensions: Readonly<Record<string, unknown>> | null | undefined): string | undefined {
   const scope = extensions?.[SCOPE_KEY];
   return typeof scope === 'string' ? scope : undefined;
+}
+
+/**
+ * The scopes selecting `field` needs by itself: its own and its type's (e.g. an order item's
+ * `product` needs products:read because Product does).
+ */
+export function fieldScopes(field: Pick<GraphQLField<unknown, unknown>, 'extensions' | 'type'>): string[] {
+  return [scopeOf(field.extensions), scopeOf(getNamedType(field.type).extensions)].filter((scope): scope is string => scope !== undefined);
 }
 
 /**

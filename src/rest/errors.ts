@@ -78,6 +78,12 @@ export class ResourceExhausted extends ApiError {
   protected readonly defaultHttpStatus = 429;
 }
 
+/** A method a path does not support (HTTP 405 with `Allow`). */
+export class Unimplemented extends ApiError {
+  readonly status = 'UNIMPLEMENTED';
+  protected readonly defaultHttpStatus = 501;
+}
+
 export class Internal extends ApiError {
   readonly status = 'INTERNAL';
   protected readonly defaultHttpStatus = 500;

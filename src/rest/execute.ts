@@ -32,12 +32,13 @@ export class RestExecutor {
   }
 
   /** Executes `operation` and returns the value of its root field; GraphQL errors become REST errors. */
-  async run(operation: CompiledOperation, variables: Record<string, unknown>, principal: Principal): Promise<unknown> {
+  async run(operation: CompiledOperation, variables: Record<string, unknown>, principal: Principal, options: { pageLookahead?: boolean } = {}): Promise<unknown> {
     const result = await this.graphql.execute({
       document: operation.document,
       variables,
       operationName: operation.operationName,
       principal,
+      ...options,
     });
     if (result.errors?.length) throw fromGraphQLErrors(result.errors);
     const data = result.data as Record<string, unknown> | null | undefined;

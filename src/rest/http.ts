@@ -97,6 +97,25 @@ function deeperThan(value: unknown, max: number): boolean {
   return false;
 }
 
+/**
+ * Refuses a query parameter the route does not document (a typo such as `field=id` would
+ * otherwise be ignored and change the answer silently), and a documented one given twice.
+ */
+export function onlyQueryParameters(names: readonly QueryParameter[]): RequestHandler {
+  const known = new Set<string>(names);
+  return function refuseUnknownQueryParameters(req, _res, next) {
+    for (const [name, value] of Object.entries(req.query as Record<string, unknown>)) {
+      if (!known.has(name)) {
+        const shown = name.length > 64 ? `${name.slice(0, 64)}…` : name;
+        const hint = name === 'access_token' ? 'send the access token in the Authorization header' : `this route takes ${names.length ? names.join(', ') : 'no query parameters'}`;
+        return next(new InvalidArgument(`unknown query parameter '${shown}': ${hint}`));
+      }
+      if (typeof value !== 'string') return next(new InvalidArgument(`the query parameter '${name}' is given more than once`));
+    }
+    next();
+  };
+}
+
 /** A query parameter given at most once, as a string (a repeated one is a 400). */
 export function queryParameter(req: Request, name: string): string | undefined {
   const value = (req.query as Record<string, unknown>)[name];

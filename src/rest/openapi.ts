@@ -4,6 +4,7 @@
  * schemas), so it cannot drift from what the server does.
  */
 import {
+  GraphQLNonNull,
   getNamedType,
   isEnumType,
   isInputObjectType,
@@ -24,6 +25,7 @@ import type { RestExecutor } from './execute.js';
 import { MAX_BODY_BYTES, type QueryParameter, type RestRoute } from './http.js';
 import { DEFAULT_LIMIT, MAX_INT, MAX_LIMIT } from './paging.js';
 import { allowedFields, rootFieldType } from './selection.js';
+import { fieldScopes } from '../graphql/scopes.js';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -68,8 +70,18 @@ function typeSchemaNonNull(type: GraphQLType): JsonSchema {
   return typeSchema(type);
 }
 
-/** JSON Schemas of every object and input type reachable from the REST operations. */
-function componentSchemas(schema: GraphQLSchema, roots: { operation: 'query' | 'mutation'; field: string }[], inputs: string[]): Record<string, JsonSchema> {
+/**
+ * JSON Schemas of every object and input type reachable from the REST operations. `resources`
+ * maps a request-body input type to the resource it writes: a body field the resource has is
+ * nullable only where the resource's field is (null clears it; a non-null field refuses null,
+ * whatever GraphQL's optional input type says).
+ */
+function componentSchemas(
+  schema: GraphQLSchema,
+  roots: { operation: 'query' | 'mutation'; field: string }[],
+  inputs: string[],
+  resources: ReadonlyMap<string, string>,
+): Record<string, JsonSchema> {
   const out: Record<string, JsonSchema> = {};
   const visit = (type: GraphQLNamedType): void => {
     if (out[type.name]) return;
@@ -81,8 +93,13 @@ function componentSchemas(schema: GraphQLSchema, roots: { operation: 'query' | '
         properties,
         additionalProperties: false,
       };
+      const ownScopes = new Set(fieldScopes({ type, extensions: {} }));
       for (const [name, field] of allowedFields(type)) {
-        properties[name] = { ...typeSchemaNonNull(field.type), ...(field.description ? { description: field.description } : {}) };
+        // Mirrors selection.ts: a field needing another scope is left out unless named.
+        const extra = fieldScopes(field).filter((scope) => !ownScopes.has(scope));
+        const note = extra.length ? `Not in the default response: only when named in \`fields\`, and then it needs ${extra.join(', ')}.` : '';
+        const description = [field.description, note].filter(Boolean).join(' ');
+        properties[name] = { ...typeSchemaNonNull(field.type), ...(description ? { description } : {}) };
         visit(getNamedType(field.type));
       }
     } else if (isInputObjectType(type)) {
@@ -91,8 +108,14 @@ function componentSchemas(schema: GraphQLSchema, roots: { operation: 'query' | '
       // Unknown members are not forbidden here: a PATCH body may carry any field and only masked ones are read.
       out[type.name] = { type: 'object', properties, required };
       if (type.description) out[type.name]!.description = type.description;
+      const resource = resources.get(type.name);
+      const written = resource === undefined ? undefined : schema.getType(resource);
+      const outputs = written && isObjectType(written) ? allowedFields(written) : undefined;
       for (const field of Object.values(type.getFields())) {
-        properties[field.name] = { ...typeSchemaNonNull(field.type), ...(field.description ? { description: field.description } : {}) };
+        const output = outputs?.get(field.name);
+        const nonNull = isNonNullType(field.type) || (output !== undefined && isNonNullType(output.type));
+        const type = nonNull && !isNonNullType(field.type) ? new GraphQLNonNull(field.type) : field.type;
+        properties[field.name] = { ...typeSchemaNonNull(type), ...(field.description ? { description: field.description } : {}) };
         if (isNonNullType(field.type) && field.defaultValue === undefined) required.push(field.name);
         visit(getNamedType(field.type));
       }
@@ -210,6 +233,9 @@ export function openApiDocument(runtime: Runtime, schema: GraphQLSchema, routes:
     };
   }
   const inputs = routes.flatMap((route) => [...referencedSchemas(route.success.schema), ...referencedSchemas(route.requestBody?.schema)]);
+  const resources = new Map(
+    routes.flatMap((route) => referencedSchemas(route.requestBody?.schema).map((input) => [input, referencedSchemas(route.success.schema)[0]!] as const)),
+  );
   return {
     openapi: '3.1.0',
     info: {
@@ -223,7 +249,7 @@ export function openApiDocument(runtime: Runtime, schema: GraphQLSchema, routes:
     paths,
     components: {
       schemas: {
-        ...componentSchemas(schema, [{ operation: 'query', field: 'product' }, { operation: 'query', field: 'order' }], inputs),
+        ...componentSchemas(schema, [{ operation: 'query', field: 'product' }, { operation: 'query', field: 'order' }], inputs, resources),
         Error: {
           type: 'object',
           required: ['error'],

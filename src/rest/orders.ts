@@ -13,7 +13,7 @@ import { OAuthError } from '../oauth/errors.js';
 import { parseFields, WHOLE, type FieldTree, type ParsedFields } from './fields.js';
 import { FailedPrecondition, fromOAuthError, InvalidArgument, NotFound } from './errors.js';
 import type { RestExecutor } from './execute.js';
-import { authenticate, jsonObjectBody, principalOf, queryParameter, type RestRoute } from './http.js';
+import { authenticate, jsonObjectBody, onlyQueryParameters, principalOf, queryParameter, type RestRoute } from './http.js';
 import { fetchPage, idOf, nextLink, pageOf } from './paging.js';
 import { allowedFields, rootField, rootFieldType, type CompiledOperation } from './selection.js';
 import { parseUpdateMask, planUpdate } from './update-mask.js';
@@ -116,6 +116,7 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
       errors: [413, 415],
       handlers: [
         authenticate(runtime),
+        onlyQueryParameters(['fields']),
         ...jsonObjectBody(),
         async function createOrder(req, res) {
           const fields = parseFields(queryParameter(req, 'fields'));
@@ -140,6 +141,7 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
       errors: [],
       handlers: [
         authenticate(runtime),
+        onlyQueryParameters(['fields', 'limit', 'offset']),
         async function listOrders(req, res) {
           const page = pageOf(req);
           const fields = parseFields(queryParameter(req, 'fields'));
@@ -162,6 +164,7 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
       errors: [404],
       handlers: [
         authenticate(runtime),
+        onlyQueryParameters(['fields']),
         async function getOrder(req, res) {
           const id = idOf(req);
           const { operation, order } = await readOrder(id, parseFields(queryParameter(req, 'fields')), principalOf(res));
@@ -187,6 +190,7 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
       errors: [404, 409, 412, 413, 415],
       handlers: [
         authenticate(runtime),
+        onlyQueryParameters(['update_mask', 'fields']),
         ...jsonObjectBody(),
         async function updateOrder(req, res) {
           const id = idOf(req);

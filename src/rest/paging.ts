@@ -61,8 +61,8 @@ export function nextLink(runtime: Runtime, req: Request, page: Page): string {
 }
 
 /**
- * One page and whether another follows: asks for one item more than the page (one SQL
- * statement); at the largest page size, where that would exceed the limit, probes the next item.
+ * One page and whether another follows, from one SQL statement: the list loads one item past
+ * the page (GraphQL's `pageLookahead`), at every page size up to the largest.
  */
 export async function fetchPage(
   rest: RestExecutor,
@@ -70,10 +70,6 @@ export async function fetchPage(
   page: Page,
   principal: Principal,
 ): Promise<{ items: unknown[]; hasNext: boolean }> {
-  const fetchLimit = Math.min(page.limit + 1, MAX_LIMIT);
-  const items = (await rest.run(operation, { limit: fetchLimit, offset: page.offset }, principal)) as unknown[];
-  if (items.length > page.limit) return { items: items.slice(0, page.limit), hasNext: true };
-  if (fetchLimit > page.limit || items.length < page.limit) return { items, hasNext: false };
-  const probe = (await rest.run(operation, { limit: 1, offset: page.offset + page.limit }, principal)) as unknown[];
-  return { items, hasNext: probe.length > 0 };
+  const items = (await rest.run(operation, { limit: page.limit, offset: page.offset }, principal, { pageLookahead: true })) as unknown[];
+  return items.length > page.limit ? { items: items.slice(0, page.limit), hasNext: true } : { items, hasNext: false };
 }

@@ -7,7 +7,7 @@ import type { Runtime } from '../runtime.js';
 import { parseFields } from './fields.js';
 import { NotFound } from './errors.js';
 import type { RestExecutor } from './execute.js';
-import { authenticate, principalOf, queryParameter, type RestRoute } from './http.js';
+import { authenticate, onlyQueryParameters, principalOf, queryParameter, type RestRoute } from './http.js';
 import { fetchPage, idOf, nextLink, pageOf } from './paging.js';
 import { schemaRef } from './openapi.js';
 
@@ -25,6 +25,7 @@ export function productRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[]
       errors: [],
       handlers: [
         authenticate(runtime),
+        onlyQueryParameters(['fields', 'limit', 'offset']),
         async function listProducts(req, res) {
           const page = pageOf(req);
           const operation = rest.operation({
@@ -51,6 +52,7 @@ export function productRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[]
       errors: [404],
       handlers: [
         authenticate(runtime),
+        onlyQueryParameters(['fields']),
         async function getProduct(req, res) {
           const id = idOf(req);
           const operation = rest.operation({

@@ -6,7 +6,7 @@
 import express, { type ErrorRequestHandler } from 'express';
 import type { Runtime } from '../runtime.js';
 import type { GraphQLService } from '../graphql/index.js';
-import { toApiError } from './errors.js';
+import { toApiError, Unimplemented } from './errors.js';
 import { RestExecutor } from './execute.js';
 import type { RestRoute } from './http.js';
 import { productRoutes } from './products.js';
@@ -32,6 +32,25 @@ function restErrors(runtime: Runtime): ErrorRequestHandler {
   };
 }
 
+const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+/**
+ * Answers a method a served path does not support with 405 and `Allow` (RFC 9110 §15.5.6),
+ * and OPTIONS with 204 and `Allow`; GET implies HEAD, as Express serves it.
+ */
+function methodNotAllowed(methods: readonly string[]): express.RequestHandler {
+  const served = new Set(methods.flatMap((method) => (method === 'GET' ? ['GET', 'HEAD'] : [method])));
+  const allowed = [...METHOD_ORDER.filter((method) => served.has(method)), 'OPTIONS'].join(', ');
+  return function answerMethodNotAllowed(req, res, next) {
+    res.setHeader('Allow', allowed);
+    if (req.method === 'OPTIONS') {
+      res.status(204).end();
+      return;
+    }
+    next(new Unimplemented(`the method ${req.method} is not allowed here; allowed: ${allowed}`, { httpStatus: 405, headers: { Allow: allowed } }));
+  };
+}
+
 export interface RestRouter {
   router: express.Router;
   /** The first path segments the router serves (`/products`, `/orders`, `/openapi.json`). */
@@ -44,6 +63,9 @@ export function createRestRouter(runtime: Runtime, graphql: GraphQLService): Res
   const router = express.Router();
   router.get(OPENAPI_PATH, serveOpenApi(runtime, rest, () => routes));
   for (const route of routes) router[route.method](route.path, ...route.handlers);
+  const methodsByPath = new Map<string, string[]>([[OPENAPI_PATH, ['GET']]]);
+  for (const route of routes) methodsByPath.set(route.path, [...(methodsByPath.get(route.path) ?? []), route.method.toUpperCase()]);
+  for (const [path, methods] of methodsByPath) router.all(path, methodNotAllowed(methods));
   router.use(restErrors(runtime));
   const paths = new Set([OPENAPI_PATH, ...routes.map((route) => `/${route.path.split('/')[1]}`)]);
   return { router, paths: [...paths] };

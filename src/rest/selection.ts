@@ -33,6 +33,7 @@ import {
   type TypeNode,
 } from 'graphql';
 import { LRUCache } from 'lru-cache';
+import { fieldScopes } from '../graphql/scopes.js';
 import { FieldsError, merge, printFields, WHOLE, type FieldTree, type ParsedFields } from './fields.js';
 
 /** A field tree checked against the schema, with every WHOLE object expanded to its fields. */
@@ -102,16 +103,19 @@ export function checkPaths(root: GraphQLObjectType, paths: string[][], parameter
 
 /**
  * Every field of `type`, objects expanded recursively. A field that would re-enter a type
- * already being expanded is left out, so a cyclic schema still gives a finite "everything".
+ * already being expanded is left out, so a cyclic schema still gives a finite "everything";
+ * so is a field needing a scope outside `scopes` (the resource's own), so that a default
+ * response never needs more than the route's scope: such a field comes only when named.
  */
-function expandWhole(type: GraphQLObjectType, ancestors: ReadonlySet<GraphQLObjectType>): Selection {
+function expandWhole(type: GraphQLObjectType, ancestors: ReadonlySet<GraphQLObjectType>, scopes: ReadonlySet<string>): Selection {
   const inside = new Set(ancestors).add(type);
   const fields = new Map<string, SelectedField>();
   for (const [name, field] of allowedFields(type)) {
+    if (fieldScopes(field).some((scope) => !scopes.has(scope))) continue;
     const named = getNamedType(field.type);
     if (isObjectType(named)) {
       if (inside.has(named)) continue;
-      fields.set(name, { field, selection: expandWhole(named, inside), enumType: undefined });
+      fields.set(name, { field, selection: expandWhole(named, inside, scopes), enumType: undefined });
     } else {
       fields.set(name, { field, selection: undefined, enumType: isEnumType(named) ? named : undefined });
     }
@@ -119,9 +123,18 @@ function expandWhole(type: GraphQLObjectType, ancestors: ReadonlySet<GraphQLObje
   return { type, fields };
 }
 
-/** Resolves a tree whose paths `checkPaths` accepted. */
-export function resolveSelection(type: GraphQLObjectType, tree: FieldTree, ancestors: ReadonlySet<GraphQLObjectType> = new Set()): Selection {
-  if (tree === WHOLE) return expandWhole(type, ancestors);
+/**
+ * Resolves a tree whose paths `checkPaths` accepted. `scopes` are those the selection may
+ * need without naming them (the resource's); a field named explicitly adds its own scopes
+ * for what is expanded below it.
+ */
+export function resolveSelection(
+  type: GraphQLObjectType,
+  tree: FieldTree,
+  ancestors: ReadonlySet<GraphQLObjectType> = new Set(),
+  scopes: ReadonlySet<string> = new Set(),
+): Selection {
+  if (tree === WHOLE) return expandWhole(type, ancestors, scopes);
   const inside = new Set(ancestors).add(type);
   const fields = new Map<string, SelectedField>();
   for (const [name, subtree] of tree) {
@@ -129,7 +142,7 @@ export function resolveSelection(type: GraphQLObjectType, tree: FieldTree, ances
     if (!field) throw new FieldsError(`fields: '${name}' is not a field of ${type.name}`);
     const named = getNamedType(field.type);
     if (isObjectType(named)) {
-      fields.set(name, { field, selection: resolveSelection(named, subtree, inside), enumType: undefined });
+      fields.set(name, { field, selection: resolveSelection(named, subtree, inside, new Set([...scopes, ...fieldScopes(field)])), enumType: undefined });
     } else {
       if (subtree !== WHOLE) throw new FieldsError(`fields: '${name}' has no subfields`);
       fields.set(name, { field, selection: undefined, enumType: isEnumType(named) ? named : undefined });
@@ -226,8 +239,10 @@ export function rootFieldType(schema: GraphQLSchema, operation: 'query' | 'mutat
 function compile(spec: OperationSpec): CompiledOperation {
   const root = rootField(spec.schema, spec.operation, spec.field);
   const type = rootFieldType(spec.schema, spec.operation, spec.field);
-  const requested = resolveSelection(type, spec.fields.tree);
-  const selected = spec.internal ? resolveSelection(type, merge(spec.fields.tree, spec.internal)) : requested;
+  // The resource's own scopes: what the root field and its type need anyway.
+  const scopes = new Set([...fieldScopes(root)]);
+  const requested = resolveSelection(type, spec.fields.tree, new Set(), scopes);
+  const selected = spec.internal ? resolveSelection(type, merge(spec.fields.tree, spec.internal), new Set(), scopes) : requested;
   const operationName = `Rest_${spec.route.replace(/[^A-Za-z0-9_]/g, '_')}`;
   const variableDefinitions = spec.args.map((name) => {
     const arg = root.args.find((candidate) => candidate.name === name);

@@ -44,7 +44,7 @@ describe('schema', () => {
       updatedAt: 'DateTime!',
       etag: 'String!',
     });
-    expect(fields('OrderItem')).toEqual({ product: 'Product!', quantity: 'Int!', unitPriceCents: 'Int!' });
+    expect(fields('OrderItem')).toEqual({ productId: 'Int!', product: 'Product!', quantity: 'Int!', unitPriceCents: 'Int!' });
     expect(fields('Query')).toEqual({ products: '[Product!]!', product: 'Product', orders: '[Order!]!', order: 'Order' });
     expect(fields('Mutation')).toEqual({ createOrder: 'Order!', updateOrder: 'Order!' });
 

@@ -195,4 +195,74 @@ describeEachDatabase('REST requests', (context) => {
       expect(res.status).toBe(401);
     });
   });
+
+  describe('query parameters and methods', () => {
+    const get = (path: string) => request(context().app).get(path).set('Authorization', owner.authorization);
+
+    it.each([
+      ['/products?field=id', 'field'],
+      ['/products?order_by=name', 'order_by'],
+      [`/products/1?limit=1`, 'limit'],
+      ['/orders?fields=id&update_mask=memo', 'update_mask'],
+      ['/orders?fields[]=id', 'fields[]'],
+      ['/orders?=x', ''],
+      ['/orders?access_token=abc', 'access_token'],
+    ])('%s is 400 naming the unknown parameter', async (path, name) => {
+      const res = await get(path);
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT' });
+      expect(res.body.error.message).toContain(`unknown query parameter '${name}'`);
+    });
+
+    it('an unknown parameter is refused on writes too, and nothing changes', async () => {
+      const patch = await send('patch', `/orders/${orderId}?update_mask=memo&updateMask=memo`).send({ memo: 'changed' });
+      expect(patch.status).toBe(400);
+      expect(patch.body.error.message).toContain("unknown query parameter 'updateMask'");
+      const post = await send('post', '/orders?dry_run=true').send({ items: [{ productId: product.id, quantity: 1 }] });
+      expect(post.status).toBe(400);
+      expect(await memo()).toBe('kept');
+    });
+
+    it.each(['/products?limit=1&limit=2', '/products?fields=id&fields=name', `/orders/${0}?fields=id&fields=id`])('a repeated parameter is 400: %s', async (path) => {
+      const res = await get(path.replace('/0?', `/${orderId}?`));
+      expect(res.status).toBe(400);
+      expect(res.body.error.message).toMatch(/is given more than once/);
+    });
+
+    it('a long unknown name is cut short in the message', async () => {
+      const res = await get(`/products?${'x'.repeat(1000)}=1`);
+      expect(res.status).toBe(400);
+      expect(res.body.error.message.length).toBeLessThan(200);
+    });
+
+    it.each([
+      ['delete', '/products/1', 'GET, HEAD, OPTIONS'],
+      ['put', '/products', 'GET, HEAD, OPTIONS'],
+      ['post', '/products/1', 'GET, HEAD, OPTIONS'],
+      ['delete', '/orders/1', 'GET, HEAD, PATCH, OPTIONS'],
+      ['put', '/orders/1', 'GET, HEAD, PATCH, OPTIONS'],
+      ['patch', '/orders', 'GET, HEAD, POST, OPTIONS'],
+      ['delete', '/orders/abc', 'GET, HEAD, PATCH, OPTIONS'],
+      ['post', '/openapi.json', 'GET, HEAD, OPTIONS'],
+    ] as const)('%s %s is 405 with Allow and the error body, with or without a token', async (method, path, allow) => {
+      for (const authorization of [owner.authorization, undefined]) {
+        let test = request(context().app)[method](path);
+        if (authorization) test = test.set('Authorization', authorization);
+        const res = await test;
+        expect(res.status).toBe(405);
+        expect(res.headers.allow).toBe(allow);
+        expect(res.body).toStrictEqual({ error: { code: 405, status: 'UNIMPLEMENTED', message: `the method ${method.toUpperCase()} is not allowed here; allowed: ${allow}` } });
+      }
+      expect(await memo()).toBe('kept');
+    });
+
+    it('OPTIONS names the methods; an unknown path is still 404', async () => {
+      const options = await request(context().app).options(`/orders/${orderId}`);
+      expect(options.status).toBe(204);
+      expect(options.headers.allow).toBe('GET, HEAD, PATCH, OPTIONS');
+      const missing = await request(context().app).delete(`/orders/${orderId}/items`).set('Authorization', owner.authorization);
+      expect(missing.status).toBe(404);
+      expect(missing.body.error.status).toBe('NOT_FOUND');
+    });
+  });
 });

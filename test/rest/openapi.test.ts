@@ -87,6 +87,36 @@ describeEachDatabase('13. GET /openapi.json', (context) => {
     expect(conforms(orderSchema, { status: 'PENDING' })).toBeDefined();
   });
 
+  it('every request-body field takes null exactly where the document says it is nullable', async () => {
+    const schemas = doc.components.schemas;
+    const nullable = (property: Json) => (Array.isArray(property.type) && property.type.includes('null')) || (property.oneOf ?? []).some((alt: Json) => alt.type === 'null');
+    expect(nullable(schemas.UpdateOrderInput.properties.status)).toBe(false);
+    expect(nullable(schemas.UpdateOrderInput.properties.memo)).toBe(true);
+    expect(schemas.OrderItem.properties.product.description).toMatch(/only when named in `fields`.*products:read/);
+    const base = () => ({ items: [{ productId: ids.product, quantity: 1 }] as Json[] });
+    const cases: { where: string; nullable: boolean; send: () => ReturnType<typeof request.agent> | Promise<request.Response> }[] = [];
+    for (const [name, property] of Object.entries(schemas.CreateOrderInput.properties as Json)) {
+      cases.push({ where: `CreateOrderInput.${name}`, nullable: nullable(property), send: () => request(context().app).post('/orders?fields=id').set('Authorization', owner.authorization).send({ ...base(), [name]: null }) });
+    }
+    for (const [name, property] of Object.entries(schemas.OrderItemInput.properties as Json)) {
+      const body = base();
+      body.items[0]![name] = null;
+      cases.push({ where: `OrderItemInput.${name}`, nullable: nullable(property), send: () => request(context().app).post('/orders?fields=id').set('Authorization', owner.authorization).send(body) });
+    }
+    for (const [name, property] of Object.entries(schemas.UpdateOrderInput.properties as Json)) {
+      cases.push({
+        where: `UpdateOrderInput.${name}`,
+        nullable: nullable(property),
+        send: () => request(context().app).patch(`/orders/${ids.order}?update_mask=${name}&fields=id`).set('Authorization', owner.authorization).send({ [name]: null }),
+      });
+    }
+    expect(cases.length).toBeGreaterThanOrEqual(6);
+    for (const { where, nullable: documented, send } of cases) {
+      const res = (await send()) as request.Response;
+      expect(res.status, where).toBe(documented ? (where.startsWith('Update') ? 200 : 201) : 400);
+    }
+  });
+
   it('the Link header is served where documented, when there is a next page', async () => {
     for (const { path, method, operation } of operations()) {
       const documented = Object.keys(Object.values(operation.responses as Json)[0].headers ?? {}).includes('Link');
@@ -149,10 +179,23 @@ describeEachDatabase('13. GET /openapi.json', (context) => {
     }
   });
 
-  it('methods it does not document are not served', async () => {
+  it('methods it does not document are 405, and Allow lists exactly the documented ones', async () => {
     for (const [path, method] of [['/products', 'post'], ['/products/1', 'delete'], ['/orders/1', 'delete'], ['/orders/1', 'put'], ['/orders', 'patch']] as const) {
       const res = await request(context().app)[method](path).set('Authorization', owner.authorization);
-      expect(res.status, `${method} ${path}`).toBe(404);
+      expect(res.status, `${method} ${path}`).toBe(405);
+      expect(conforms(doc.components.schemas.Error, res.body)).toBeUndefined();
+      const template = path.replace(/\d+$/, '{id}');
+      const documented = Object.keys(doc.paths[template]).map((m) => m.toUpperCase());
+      const allow = (res.headers.allow as string).split(', ').filter((m) => m !== 'HEAD' && m !== 'OPTIONS');
+      expect(allow.sort()).toEqual(documented.sort());
+    }
+  });
+
+  it('a query parameter an operation does not document is 400 naming it', async () => {
+    for (const { path, method, operation } of operations()) {
+      const res = await exampleRequest(path, method, operation, owner.authorization).query({ undocumented: '1' });
+      expect(res.status, `${method} ${path}`).toBe(400);
+      expect(res.body.error.message).toContain("unknown query parameter 'undocumented'");
     }
   });
 });

@@ -44,8 +44,8 @@ describeEachDatabase('REST orders', (context) => {
       expect(Object.keys(res.body).sort()).toEqual([...ORDER_FIELDS].sort());
       expect(res.body).toMatchObject({ status: 'pending', memo: 'gift', totalCents: 6000 });
       expect(res.body.items).toEqual([
-        expect.objectContaining({ quantity: 2, unitPriceCents: 2500, product: expect.objectContaining({ id: product.id, name: 'Headlamp' }) }),
-        expect.objectContaining({ quantity: 1, unitPriceCents: 1000, product: expect.objectContaining({ id: other.id }) }),
+        { productId: product.id, quantity: 2, unitPriceCents: 2500 },
+        { productId: other.id, quantity: 1, unitPriceCents: 1000 },
       ]);
       expect(res.headers.location).toBe(`${context().config.issuer}/orders/${res.body.id}`);
       expect(res.headers.etag).toBe(res.body.etag);
@@ -117,12 +117,52 @@ describeEachDatabase('REST orders', (context) => {
       expect(page.headers.link).toBe(`<${context().config.issuer}/orders?limit=2&offset=2&fields=id%2Cstatus>; rel="next"`);
     });
 
-    it('GET /orders with every field gives every field, nested products included', async () => {
+    it('GET /orders with every field gives every order field; the product comes as its id unless named', async () => {
       await newOrder();
       const res = await app().get('/orders?limit=1').set('Authorization', authorization);
       expect(Object.keys(res.body[0]).sort()).toEqual([...ORDER_FIELDS].sort());
-      expect(Object.keys(res.body[0].items[0]).sort()).toEqual(['product', 'quantity', 'unitPriceCents']);
-      expect(res.body[0].items[0].product.seller).toEqual(expect.objectContaining({ name: expect.any(String) }));
+      expect(res.body[0].items[0]).toStrictEqual({ productId: product.id, quantity: 2, unitPriceCents: 2500 });
+      for (const fields of ['items', 'items.*', '*']) {
+        const items = await app().get(`/orders?limit=1&fields=${fields}`).set('Authorization', authorization);
+        expect(Object.keys(items.body[0].items[0]).sort(), fields).toEqual(['productId', 'quantity', 'unitPriceCents']);
+      }
+      const named = await app().get('/orders?limit=1&fields=items.product').set('Authorization', authorization);
+      expect(named.body[0].items[0].product).toEqual(expect.objectContaining({ id: product.id, name: 'Headlamp', seller: expect.objectContaining({ name: expect.any(String) }) }));
+    });
+
+    it('orders:read alone reads every default order response; products only when named, and then 403 names products:read', async () => {
+      const { runtime } = context();
+      const order = await newOrder();
+      const ordersOnly = (await issueTestToken(runtime, { userId, scope: 'orders:read' })).authorization;
+      const readWrite = (await issueTestToken(runtime, { userId, scope: 'orders:read orders:write' })).authorization;
+      const list = await app().get('/orders').set('Authorization', ordersOnly);
+      expect(list.status).toBe(200);
+      expect(list.body.length).toBeGreaterThan(0);
+      const one = await app().get(`/orders/${order.id}`).set('Authorization', ordersOnly);
+      expect(one.status).toBe(200);
+      expect(one.body.items).toEqual([{ productId: product.id, quantity: 2, unitPriceCents: 2500 }]);
+      const created = await app().post('/orders').set('Authorization', readWrite).send({ items: [{ productId: other.id, quantity: 1 }] });
+      expect(created.status).toBe(201);
+      expect(created.body.items).toEqual([{ productId: other.id, quantity: 1, unitPriceCents: 1000 }]);
+      const writeOnly = (await issueTestToken(runtime, { userId, scope: 'orders:write' })).authorization;
+      const patched = await patch(order.id, 'update_mask=memo', { memo: 'second' }, writeOnly);
+      expect(patched.status).toBe(200);
+      expect(patched.body.memo).toBe('second');
+
+      for (const [method, path] of [
+        ['get', '/orders?fields=id,items.product.name'],
+        ['get', `/orders/${order.id}?fields=items(product)`],
+        ['post', '/orders?fields=items.product'],
+        ['patch', `/orders/${order.id}?update_mask=memo&fields=items.product.id`],
+      ] as const) {
+        const denied = await app()[method](path).set('Authorization', readWrite).send(method === 'get' ? undefined : method === 'post' ? { items: [{ productId: other.id, quantity: 1 }] } : { memo: 'third' });
+        expect(denied.status, path).toBe(403);
+        expect(denied.headers['www-authenticate']).toMatch(/error="insufficient_scope".*scope="products:read"/);
+        expect(denied.body.error).toMatchObject({ code: 403, status: 'PERMISSION_DENIED', message: expect.stringContaining('products:read') });
+      }
+      expect((await stored(order.id)).memo).toBe('second');
+      const withProducts = await app().get(`/orders/${order.id}?fields=items.product.name`).set('Authorization', readOnly);
+      expect(withProducts.body).toStrictEqual({ items: [{ product: { name: 'Headlamp' } }] });
     });
 
     it('GET /orders/{id}: the order with its ETag, status in lower case', async () => {

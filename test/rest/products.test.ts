@@ -333,12 +333,13 @@ describeEachDatabase('REST products', (context) => {
 });
 
 describe('REST products without a fields parameter on an unknown route', () => {
-  it('is not served for other methods', async () => {
+  it('is not served for other methods: 405 with Allow', async () => {
     const { createTestRuntime } = await import('../support/runtime.js');
     const context = await createTestRuntime('pglite');
     try {
       const res = await request(context.app).delete('/products/1');
-      expect(res.status).toBe(404);
+      expect(res.status).toBe(405);
+      expect(res.headers.allow).toBe('GET, HEAD, OPTIONS');
     } finally {
       await context.close();
     }
@@ -353,10 +354,23 @@ describeEachDatabase('REST products: the largest page', (context) => {
     const insert = (count: number, from: number) =>
       runtime.db.insert(products).values(Array.from({ length: count }, (_, i) => ({ name: `Bulk ${from + i}`, priceCents: 100, sellerId: seller.id })));
     await insert(200, 0);
-    const full = await request(app).get('/products?limit=200&fields=id').set('Authorization', authorization);
+    const statements: string[] = [];
+    const stop = runtime.database.onQuery((query) => statements.push(query));
+    let full, firstPage;
+    try {
+      full = await request(app).get('/products?limit=200&fields=id').set('Authorization', authorization);
+      await insert(1, 200);
+      statements.length = 0;
+      firstPage = await request(app).get('/products?limit=200&fields=id').set('Authorization', authorization);
+    } finally {
+      stop();
+    }
     expect(full.body).toHaveLength(200);
     expect(full.headers.link).toBeUndefined();
-    await insert(1, 200);
+    // One statement, loading one row past the page, even at the largest page size.
+    expect(statements).toEqual(['select "d0"."id" as "id" from "products" as "d0" order by "d0"."id" asc limit $1 offset $2']);
+    expect(firstPage.body).toHaveLength(200);
+    expect(firstPage.headers.link).toMatch(/offset=200/);
     const more = await request(app).get('/products?limit=200').set('Authorization', authorization);
     expect(more.status).toBe(200);
     expect(more.body).toHaveLength(200);

@@ -80,6 +80,7 @@ export const OrderItem = builder.drizzleObject('orderItems', {
   name: 'OrderItem',
   select: {},
   fields: (t) => ({
+    productId: t.exposeInt('productId', { description: 'The product ordered; readable with orders:read alone (`product` needs products:read).' }),
     product: t.relation('product'),
     quantity: t.exposeInt('quantity'),
     unitPriceCents: t.exposeInt('unitPriceCents', { description: 'The price of one unit when the order was placed.' }),
@@ -115,7 +116,7 @@ builder.queryFields((t) => ({
     args: pageArgs,
     complexity: pageCost,
     resolve: (query, _root, args, context) => {
-      const { limit, offset } = page(args);
+      const { limit, offset } = page(args, context);
       const config = query({
         where: { userId: sql.placeholder('userId') },
         orderBy: { id: 'desc' },

@@ -33,7 +33,7 @@ builder.queryFields((t) => ({
     args: pageArgs,
     complexity: pageCost,
     resolve: (query, _root, args, context) => {
-      const { limit, offset } = page(args);
+      const { limit, offset } = page(args, context);
       const config = query({ orderBy: { id: 'asc' }, ...pagePlaceholders });
       return context.queries.findMany<ProductRow>(context.db, 'products', config, { limit, offset });
     },

@@ -1,0 +1,41 @@
+/**
+ * Requests Node refuses before the app sees them (headers over `maxHeaderSize`, a request
+ * that does not parse, one too slow) get the Google error body too, instead of Node's
+ * empty one. URLs are refused earlier by the app (`refuseLongUrl`, 414) at a length below
+ * Node's header limit, so only a URL near that limit, or oversized headers, end up here as 431.
+ */
+import type http from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { RequestHandler } from 'express';
+import { InvalidArgument } from '../rest/errors.js';
+
+/** Longest request target the app accepts; Node's own limit on the whole head is 16 KiB. */
+export const MAX_URL_LENGTH = 12 * 1024;
+
+const STATUS: Record<string, [number, string, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'the request line and headers are too large'],
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'Payload Too Large', 'the chunk extensions are too large'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'the request took too long to arrive'],
+};
+
+/** 414 with the Google error body for a request target longer than MAX_URL_LENGTH. */
+export const refuseLongUrl: RequestHandler = (req, _res, next) => {
+  if (req.originalUrl.length > MAX_URL_LENGTH) return next(new InvalidArgument(`the URL is longer than ${MAX_URL_LENGTH} characters`, { httpStatus: 414 }));
+  next();
+};
+
+/** The server's `clientError` listener: the status Node would send, with a JSON body. */
+export function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
+  const writable = socket.writable && (socket as Duplex & { bytesWritten?: number }).bytesWritten === 0;
+  if (writable && error.code !== 'ECONNRESET') {
+    const [code, reason, message] = STATUS[error.code ?? ''] ?? [400, 'Bad Request', 'the request is not valid HTTP'];
+    const body = JSON.stringify({ error: { code, status: 'INVALID_ARGUMENT', message } });
+    socket.end(`HTTP/1.1 ${code} ${reason}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    return;
+  }
+  socket.destroy(error);
+}
+
+export function answerClientErrors(server: http.Server): void {
+  server.on('clientError', answerClientError);
+}
