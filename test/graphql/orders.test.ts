@@ -90,7 +90,7 @@ describeEachDatabase('GraphQL orders', (context) => {
       await buildOrder(runtime, { userId: reader.userId, items: [{ product: lamp }] });
       const sql = await captureSql(runtime, () => run(reader, '{ orders(limit: 5) { id items { quantity product { name } } } }'));
       expect(sql).toEqual([
-        `select "d0"."id" as "id", "items"."r" as "items" from (select "d0".* from "orders" as "d0" where "d0"."user_id" = $1 order by "d0"."id" desc limit $2 offset $3) as "d0" left join lateral(select coalesce(json_agg(row_to_json("t".*)), '[]') as "r" from (select "d1"."quantity" as "quantity", "d1"."id" as "id", "product"."r" as "product" from "order_items" as "d1" left join lateral(select row_to_json("t".*) "r" from (select "d2"."name" as "name", "d2"."id" as "id" from "products" as "d2" where "d1"."product_id" = "d2"."id" limit $4) as "t") as "product" on true where "d0"."id" = "d1"."order_id" order by "d1"."id" asc) as "t") as "items" on true order by "d0"."id" desc`,
+        `select "d0"."id" as "id", "items"."r" as "items" from (select "d0".* from "orders" as "d0" where "d0"."user_id" = $1 order by "d0"."id" desc limit $2 offset $3) as "d0" left join lateral(select coalesce(json_agg(row_to_json("t".*)), '[]') as "r" from (select "d1"."quantity" as "quantity", "d1"."id" as "id", "product"."r" as "product" from (select "d1".* from "order_items" as "d1" where "d0"."id" = "d1"."order_id" order by "d1"."id" asc limit $4) as "d1" left join lateral(select row_to_json("t".*) "r" from (select "d2"."name" as "name", "d2"."id" as "id" from "products" as "d2" where "d1"."product_id" = "d2"."id" limit $5) as "t") as "product" on true order by "d1"."id" asc) as "t") as "items" on true order by "d0"."id" desc`,
       ]);
     });
 
