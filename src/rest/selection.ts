@@ -18,7 +18,9 @@ import {
   Kind,
   OperationTypeNode,
   getNamedType,
+  getNullableType,
   isEnumType,
+  isListType,
   isInterfaceType,
   isObjectType,
   isRequiredArgument,
@@ -103,15 +105,19 @@ export function checkPaths(root: GraphQLObjectType, paths: string[][], parameter
 /**
  * Every field of `type`, objects expanded recursively. A field that would re-enter a type
  * already being expanded is left out, so a cyclic schema still gives a finite "everything".
+ * The items of a nested list (`reviews`, `items`) get their own fields but no objects: an
+ * object per item (`items.product`) multiplies the cost of a page by the list's size, so it is
+ * returned only when named.
  */
-function expandWhole(type: GraphQLObjectType, ancestors: ReadonlySet<GraphQLObjectType>): Selection {
+function expandWhole(type: GraphQLObjectType, ancestors: ReadonlySet<GraphQLObjectType>, leavesOnly = false): Selection {
   const inside = new Set(ancestors).add(type);
   const fields = new Map<string, SelectedField>();
   for (const [name, field] of allowedFields(type)) {
     const named = getNamedType(field.type);
     if (isObjectType(named)) {
-      if (inside.has(named)) continue;
-      fields.set(name, { field, selection: expandWhole(named, inside), enumType: undefined });
+      if (leavesOnly || inside.has(named)) continue;
+      const list = isListType(getNullableType(field.type));
+      fields.set(name, { field, selection: expandWhole(named, inside, list), enumType: undefined });
     } else {
       fields.set(name, { field, selection: undefined, enumType: isEnumType(named) ? named : undefined });
     }
