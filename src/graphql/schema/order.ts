@@ -297,6 +297,8 @@ async function applyOrderChanges(context: GraphQLContext, id: number, input: Ord
 builder.mutationFields((t) => ({
   createOrder: t.drizzleField({
     type: Order,
+    // Nullable, so a failed mutation nulls only its own field and the others' results stay visible.
+    nullable: true,
     description: 'Places an order for the caller at the current prices; it starts pending.',
     extensions: needsScope('orders:write'),
     args: { input: t.arg({ type: CreateOrderInput, required: true }) },
@@ -311,6 +313,7 @@ builder.mutationFields((t) => ({
   }),
   updateOrder: t.drizzleField({
     type: Order,
+    nullable: true,
     description: 'Changes exactly the fields present in the input. With `etag`, only if the order is still in that state.',
     extensions: needsScope('orders:write'),
     args: {
