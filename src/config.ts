@@ -33,7 +33,10 @@ export interface GraphQLLimits {
   maxAliases: number;
   /** Directives in one operation. */
   maxDirectives: number;
-  /** Cost: each field 1, list selections times the list's limit (or 10 for nested lists). */
+  /**
+   * Cost: each field 1, list selections times the list's `limit` (nested lists too), so it also
+   * bounds the rows one request loads.
+   */
   maxCost: number;
 }
 
@@ -42,8 +45,8 @@ export const DEFAULT_LIMITS: Readonly<GraphQLLimits> = {
   maxDepth: 8,
   maxAliases: 15,
   maxDirectives: 10,
-  // Every Product field for 200 products costs 13 801; every Order field with items and
-  // their full products for 50 orders, 36 401.
+  // Every Product field for 200 products (10 reviews each) costs 13 801; every Order field
+  // with its items (100 at most), but not their products, for 200 orders, 41 601.
   maxCost: 50_000,
 };
 

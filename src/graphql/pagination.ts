@@ -1,6 +1,9 @@
 /**
  * `limit`/`offset` arguments of the list fields, their checks, and their cost: a list costs
- * `limit` times its selection, so `limit: 200` costs what it loads.
+ * `limit` times its selection, so `limit: 200` costs what it loads. Nested lists (a product's
+ * reviews, an order's items) take a bounded `limit` of their own, applied as a SQL LIMIT inside
+ * the one relational statement and costed the same way, so no accepted request loads more rows
+ * than GRAPHQL_MAX_COST.
  */
 import { sql } from 'drizzle-orm';
 import { builder } from './builder.js';
@@ -45,4 +48,38 @@ export const pagePlaceholders = { limit: sql.placeholder('limit'), offset: sql.p
 export function pageCost(args: PageArgs): { field: number; multiplier: number } {
   const limit = args.limit ?? DEFAULT_PAGE_SIZE;
   return { field: 1, multiplier: Math.min(Math.max(limit, 1), MAX_PAGE_SIZE) };
+}
+
+/** Default and maximum size of a nested list. */
+export interface NestedListBounds {
+  /** The field as clients write it (`reviews`), for error messages. */
+  field: string;
+  defaultSize: number;
+  maxSize: number;
+}
+
+/** The `limit` argument of a nested list field. */
+export function nestedListArgs(bounds: NestedListBounds) {
+  return builder.args((t) => ({
+    limit: t.int({ defaultValue: bounds.defaultSize, description: `From 1 to ${bounds.maxSize}.` }),
+  }));
+}
+
+/** The size a nested list loads; INVALID_ARGUMENT outside 1..maxSize. */
+export function nestedLimit(bounds: NestedListBounds, args: { limit?: number | null }): number {
+  const limit = args.limit ?? bounds.defaultSize;
+  if (limit < 1 || limit > bounds.maxSize) {
+    throw new InvalidArgument(`${bounds.field} limit must be from 1 to ${bounds.maxSize}, got ${limit}`, {
+      extensions: { field: `${bounds.field}.limit` },
+    });
+  }
+  return limit;
+}
+
+/** Complexity of a nested list: like `pageCost`, `limit` (clamped to its bounds) times its selection. */
+export function nestedListCost(bounds: NestedListBounds) {
+  return (args: { limit?: number | null }): { field: number; multiplier: number } => {
+    const limit = args.limit ?? bounds.defaultSize;
+    return { field: 1, multiplier: Math.min(Math.max(limit, 1), bounds.maxSize) };
+  };
 }

@@ -102,6 +102,9 @@ export function fromOAuthError(error: OAuthError): ApiError {
     : new Internal('internal error', { cause: error });
 }
 
+/** `extensions.reason` of the GraphQL limits (src/graphql/limits.ts) a REST request can reach. */
+const LIMIT_REASONS = new Set(['MAX_COST', 'MAX_DEPTH', 'MAX_ALIASES', 'MAX_TOKENS', 'MAX_DIRECTIVES']);
+
 /**
  * The REST error for a failed GraphQL execution, from the first error's `extensions.code`.
  * Anything without a known client-error code is masked as INTERNAL.
@@ -127,6 +130,11 @@ export function fromGraphQLErrors(errors: readonly GraphQLFormattedError[]): Api
       // An If-Match that no longer matches is HTTP's own precondition (412); a status move is 409.
       return new FailedPrecondition(message, { cause, httpStatus: extensions.reason === 'ETAG_MISMATCH' ? 412 : undefined });
     case 'INVALID_ARGUMENT':
+      // A GraphQL abuse limit refusing the document this layer built: say it in REST terms.
+      if (typeof extensions.reason === 'string' && LIMIT_REASONS.has(extensions.reason)) {
+        return new InvalidArgument('the response would be too large: ask for fewer fields or a smaller limit', { cause });
+      }
+      return new InvalidArgument(message, { cause });
     case 'BAD_USER_INPUT':
     case 'GRAPHQL_VALIDATION_FAILED':
     case 'GRAPHQL_PARSE_FAILED':

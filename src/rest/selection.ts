@@ -18,7 +18,9 @@ import {
   Kind,
   OperationTypeNode,
   getNamedType,
+  getNullableType,
   isEnumType,
+  isListType,
   isInterfaceType,
   isObjectType,
   isRequiredArgument,
@@ -106,16 +108,25 @@ export function checkPaths(root: GraphQLObjectType, paths: string[][], parameter
  * already being expanded is left out, so a cyclic schema still gives a finite "everything";
  * so is a field needing a scope outside `scopes` (the resource's own), so that a default
  * response never needs more than the route's scope: such a field comes only when named.
+ * The items of a nested list (`reviews`, `items`) get their own fields but no objects: an
+ * object per item (`items.product`) multiplies the cost of a page by the list's size, so it is
+ * returned only when named.
  */
-function expandWhole(type: GraphQLObjectType, ancestors: ReadonlySet<GraphQLObjectType>, scopes: ReadonlySet<string>): Selection {
+function expandWhole(
+  type: GraphQLObjectType,
+  ancestors: ReadonlySet<GraphQLObjectType>,
+  scopes: ReadonlySet<string>,
+  leavesOnly = false,
+): Selection {
   const inside = new Set(ancestors).add(type);
   const fields = new Map<string, SelectedField>();
   for (const [name, field] of allowedFields(type)) {
     if (fieldScopes(field).some((scope) => !scopes.has(scope))) continue;
     const named = getNamedType(field.type);
     if (isObjectType(named)) {
-      if (inside.has(named)) continue;
-      fields.set(name, { field, selection: expandWhole(named, inside, scopes), enumType: undefined });
+      if (leavesOnly || inside.has(named)) continue;
+      const list = isListType(getNullableType(field.type));
+      fields.set(name, { field, selection: expandWhole(named, inside, scopes, list), enumType: undefined });
     } else {
       fields.set(name, { field, selection: undefined, enumType: isEnumType(named) ? named : undefined });
     }

@@ -9,6 +9,7 @@ import { DEFAULT_LIMITS, loadLimits } from '../../src/graphql/limits.js';
 import { ConfigError } from '../../src/config.js';
 
 const FULL_PRODUCT = 'id name description priceCents currency createdAt updatedAt seller { id name rating } shippingPolicy { id name minDays maxDays feeCents regions } reviews { id author rating body createdAt }';
+const ORDERS = 'query Orders($limit: Int) { orders(limit: $limit) { id status memo totalCents createdAt updatedAt etag items { quantity unitPriceCents } } }';
 const FULL_ORDERS = `query Orders($limit: Int) { orders(limit: $limit) { id status memo totalCents createdAt updatedAt etag items { quantity unitPriceCents product { ${FULL_PRODUCT} } } } }`;
 
 describe('limit configuration', () => {
@@ -47,12 +48,15 @@ describeEachDatabase('GraphQL abuse limits', (context) => {
   }
 
   describe('cost (argument-aware)', () => {
-    it('costs a list by its limit: every Order field for 10 orders passes, for 200 it is refused before any SQL', async () => {
-      const ok = await executeGraphQL(graphql, caller.principal, FULL_ORDERS, { limit: 10 });
+    it('costs a list by its limit and nested lists by theirs: every Order field but item products passes for 200 orders', async () => {
+      const ok = await executeGraphQL(graphql, caller.principal, ORDERS, { limit: 200 });
       expect(ok.errors).toBeUndefined();
-      const error = await expectRefused(graphql, FULL_ORDERS, 'MAX_COST', { limit: 200 });
-      expect(error.extensions).toMatchObject({ cost: 145_601, max: 50_000 });
-      expect(error.message).toBe('the query costs 145601, more than the limit of 50000; ask for fewer items or fields');
+      // With the full product of each of up to 100 items per order, 10 orders are already too many.
+      const error = await expectRefused(graphql, FULL_ORDERS, 'MAX_COST', { limit: 10 });
+      expect(error.extensions).toMatchObject({ cost: 72_081, max: 50_000 });
+      expect(error.message).toBe('the query costs 72081, more than the limit of 50000; ask for fewer items or fields');
+      const fewerItems = FULL_ORDERS.replace('items {', 'items(limit: 5) {');
+      expect((await executeGraphQL(graphql, caller.principal, fewerItems, { limit: 10 })).errors).toBeUndefined();
     });
 
     it('costs literal limits and defaults too', async () => {

@@ -90,7 +90,7 @@ describeEachDatabase('GraphQL orders', (context) => {
       await buildOrder(runtime, { userId: reader.userId, items: [{ product: lamp }] });
       const sql = await captureSql(runtime, () => run(reader, '{ orders(limit: 5) { id items { quantity product { name } } } }'));
       expect(sql).toEqual([
-        `select "d0"."id" as "id", "items"."r" as "items" from (select "d0".* from "orders" as "d0" where "d0"."user_id" = $1 order by "d0"."id" desc limit $2 offset $3) as "d0" left join lateral(select coalesce(json_agg(row_to_json("t".*)), '[]') as "r" from (select "d1"."quantity" as "quantity", "d1"."id" as "id", "product"."r" as "product" from "order_items" as "d1" left join lateral(select row_to_json("t".*) "r" from (select "d2"."name" as "name", "d2"."id" as "id" from "products" as "d2" where "d1"."product_id" = "d2"."id" limit $4) as "t") as "product" on true where "d0"."id" = "d1"."order_id" order by "d1"."id" asc) as "t") as "items" on true order by "d0"."id" desc`,
+        `select "d0"."id" as "id", "items"."r" as "items" from (select "d0".* from "orders" as "d0" where "d0"."user_id" = $1 order by "d0"."id" desc limit $2 offset $3) as "d0" left join lateral(select coalesce(json_agg(row_to_json("t".*)), '[]') as "r" from (select "d1"."quantity" as "quantity", "d1"."id" as "id", "product"."r" as "product" from (select "d1".* from "order_items" as "d1" where "d0"."id" = "d1"."order_id" order by "d1"."id" asc limit $4) as "d1" left join lateral(select row_to_json("t".*) "r" from (select "d2"."name" as "name", "d2"."id" as "id" from "products" as "d2" where "d1"."product_id" = "d2"."id" limit $5) as "t") as "product" on true order by "d1"."id" asc) as "t") as "items" on true order by "d0"."id" desc`,
       ]);
     });
 
@@ -133,7 +133,7 @@ describeEachDatabase('GraphQL orders', (context) => {
       const ok = await run(me, CREATE, { input: { items: [{ productId: mug.id, quantity: 1 }], memo: 'm'.repeat(1000) } });
       expect(ok.errors).toBeUndefined();
       const tooLong = await run(me, CREATE, { input: { items: [{ productId: mug.id, quantity: 1 }], memo: 'm'.repeat(1001) } });
-      expect(tooLong.data).toBeNull();
+      expect(tooLong.data).toEqual({ createOrder: null });
       expect(tooLong.errors?.[0]).toMatchObject({
         message: 'memo must be at most 1000 characters',
         extensions: { code: 'INVALID_ARGUMENT', field: 'memo' },
@@ -171,6 +171,19 @@ describeEachDatabase('GraphQL orders', (context) => {
   });
 
   describe('updateOrder', () => {
+    it('keeps the result of a mutation that succeeded beside the error of one that failed', async () => {
+      const order = await buildOrder(context().runtime, { userId: me.userId, status: 'pending' });
+      const missing = order.id + 100_000;
+      const result = await run(
+        me,
+        `mutation { a: updateOrder(id: ${order.id}, input: { status: PAID }) { id status } b: updateOrder(id: ${missing}, input: { status: PAID }) { id status } }`,
+      );
+      expect(result.data).toEqual({ a: { id: order.id, status: 'PAID' }, b: null });
+      expect(result.errors).toHaveLength(1);
+      expect(result.errors![0]).toMatchObject({ path: ['b'], extensions: { code: 'NOT_FOUND' } });
+      expect(await orderRow(order.id)).toMatchObject({ status: 'paid' });
+    });
+
     it('changes only the memo when only the memo is given: UPDATE sets memo and updated_at, nothing else', async () => {
       const order = await buildOrder(context().runtime, { userId: me.userId, status: 'paid', memo: 'old' });
       const sql = await captureSql(context().runtime, async () => {
@@ -214,7 +227,7 @@ describeEachDatabase('GraphQL orders', (context) => {
       const order = await buildOrder(context().runtime, { userId: me.userId, status: from, memo: 'untouched' });
       const before = await orderRow(order.id);
       const result = await run(me, UPDATE, { id: order.id, input: { status: to.toUpperCase(), memo: 'changed' } });
-      expect(result.data).toBeNull();
+      expect(result.data).toEqual({ updateOrder: null });
       expect(result.errors).toHaveLength(1);
       expect(result.errors![0]!.message).toBe(`cannot move an order from ${from} to ${to}`);
       expect(result.errors![0]!.extensions).toEqual({
@@ -319,7 +332,7 @@ describeEachDatabase('GraphQL orders', (context) => {
       for (const etag of [stale, '"garbage"', 'W/' + current, await etagOf(other.id)]) {
         const before = await orderRow(order.id);
         const result = await run(me, UPDATE, { id: order.id, input: { memo: 'v3', status: 'PAID' }, etag });
-        expect(result.data).toBeNull();
+        expect(result.data).toEqual({ updateOrder: null });
         expect(result.errors?.[0]?.extensions).toEqual({ code: 'FAILED_PRECONDITION', reason: 'ETAG_MISMATCH', etag: current });
         expect(await orderRow(order.id)).toEqual(before);
       }

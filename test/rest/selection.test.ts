@@ -37,6 +37,13 @@ describe('document building', () => {
     expect(validate(fixtureSchema, operation.document)).toEqual([]);
   });
 
+  it('expands the items of a nested list to their own fields only: an object per item must be named', () => {
+    const whole = print(new OperationCache().get(spec('*', { route: 'orders.list', field: 'orders' })).document);
+    expect(whole).toContain('items {\n      quantity\n      unitPriceCents\n    }');
+    const named = print(new OperationCache().get(spec('items(product(name))', { route: 'orders.list', field: 'orders' })).document);
+    expect(named).toContain('items {\n      product {\n        name\n      }\n    }');
+  });
+
   it('adds internal fields to the document but keeps them out of the response', () => {
     const operation = new OperationCache().get(
       spec('memo', { route: 'orders.get', field: 'order', args: ['id'], internal: new Map([['etag', true], ['id', true]]) }),

@@ -12,7 +12,7 @@ import { and, eq, inArray, or, sql, type SQL } from 'drizzle-orm';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
 import { FailedPrecondition, InvalidArgument, NotFound } from '../errors.js';
-import { page, pageArgs, pageCost, pagePlaceholders } from '../pagination.js';
+import { nestedLimit, nestedListArgs, nestedListCost, page, pageArgs, pageCost, pagePlaceholders, type NestedListBounds } from '../pagination.js';
 import { needsScope } from '../scopes.js';
 import { orderItems, orders, orderStatus, products } from '../../db/schema.js';
 
@@ -24,6 +24,9 @@ export const MAX_MEMO_LENGTH = 1000;
 export const MAX_ORDER_ITEMS = 100;
 export const MAX_ITEM_QUANTITY = 1000;
 const MAX_TOTAL_CENTS = 2_147_483_647; // orders.total_cents is a PostgreSQL integer
+
+/** An order's items: by default all of them, since createOrder accepts at most MAX_ORDER_ITEMS. */
+export const ITEMS: NestedListBounds = { field: 'items', defaultSize: MAX_ORDER_ITEMS, maxSize: MAX_ORDER_ITEMS };
 
 /** The status graph: where an order may move from each state. */
 export const STATUS_MOVES: Readonly<Record<OrderStatusValue, readonly OrderStatusValue[]>> = {
@@ -94,7 +97,12 @@ export const Order = builder.drizzleObject('orders', {
     id: t.exposeInt('id'),
     status: t.expose('status', { type: OrderStatus }),
     memo: t.exposeString('memo', { nullable: true }),
-    items: t.relation('items', { query: { orderBy: { id: 'asc' } } }),
+    items: t.relation('items', {
+      description: `The order's items in the order they were given: the first \`limit\` (default and at most ${ITEMS.maxSize}, which is every item).`,
+      args: nestedListArgs(ITEMS),
+      complexity: nestedListCost(ITEMS),
+      query: (args) => ({ orderBy: { id: 'asc' }, limit: nestedLimit(ITEMS, args) }),
+    }),
     totalCents: t.exposeInt('totalCents'),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
@@ -290,6 +298,8 @@ async function applyOrderChanges(context: GraphQLContext, id: number, input: Ord
 builder.mutationFields((t) => ({
   createOrder: t.drizzleField({
     type: Order,
+    // Nullable, so a failed mutation nulls only its own field and the others' results stay visible.
+    nullable: true,
     description: 'Places an order for the caller at the current prices; it starts pending.',
     extensions: needsScope('orders:write'),
     args: { input: t.arg({ type: CreateOrderInput, required: true }) },
@@ -304,6 +314,7 @@ builder.mutationFields((t) => ({
   }),
   updateOrder: t.drizzleField({
     type: Order,
+    nullable: true,
     description: 'Changes exactly the fields present in the input. With `etag`, only if the order is still in that state.',
     extensions: needsScope('orders:write'),
     args: {

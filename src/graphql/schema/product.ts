@@ -2,7 +2,10 @@ import { sql } from 'drizzle-orm';
 import { products } from '../../db/schema.js';
 import { builder } from '../builder.js';
 import { needsScope } from '../scopes.js';
-import { page, pageArgs, pageCost, pagePlaceholders } from '../pagination.js';
+import { nestedLimit, nestedListArgs, nestedListCost, page, pageArgs, pageCost, pagePlaceholders, type NestedListBounds } from '../pagination.js';
+
+/** A product's reviews, oldest first; a product can have any number of them. */
+export const REVIEWS: NestedListBounds = { field: 'reviews', defaultSize: 10, maxSize: 50 };
 
 type ProductRow = typeof products.$inferSelect;
 
@@ -19,7 +22,12 @@ export const Product = builder.drizzleObject('products', {
     currency: t.exposeString('currency', { description: 'ISO 4217 code, such as USD.' }),
     seller: t.relation('seller'),
     shippingPolicy: t.relation('shippingPolicy', { nullable: true }),
-    reviews: t.relation('reviews', { query: { orderBy: { id: 'asc' } } }),
+    reviews: t.relation('reviews', {
+      description: `The product's reviews, oldest first: the first \`limit\` (default ${REVIEWS.defaultSize}, at most ${REVIEWS.maxSize}).`,
+      args: nestedListArgs(REVIEWS),
+      complexity: nestedListCost(REVIEWS),
+      query: (args) => ({ orderBy: { id: 'asc' }, limit: nestedLimit(REVIEWS, args) }),
+    }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
   }),
