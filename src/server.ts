@@ -6,6 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
 import type { Runtime } from './runtime.js';
+import { sweep, sweptRows, type JanitorPolicy } from './oauth/janitor.js';
 
 export const SHUTDOWN_TIMEOUT_MS = 10_000;
 
@@ -24,6 +25,30 @@ export function applyConnectionBounds(server: http.Server): void {
   server.keepAliveTimeout = 5_000;
 }
 
+export function janitorPolicy(config: Runtime['config']): JanitorPolicy {
+  return { retentionSeconds: config.janitorRetention, accessTokenTtl: config.accessTokenTtl, batchSize: config.janitorBatchSize };
+}
+
+/** Sweeps expired rows every JANITOR_INTERVAL seconds; the returned function stops it and waits for a sweep under way. */
+function startJanitor(runtime: Runtime): () => Promise<void> {
+  const seconds = runtime.config.janitorInterval;
+  if (seconds === 0) return async () => {};
+  let running: Promise<void> | undefined;
+  const timer = setInterval(() => {
+    running ??= sweep(runtime.db, janitorPolicy(runtime.config))
+      .then((result) => {
+        if (sweptRows(result) > 0) runtime.logger.info({ janitor: result }, 'janitor deleted expired rows');
+      })
+      .catch((error) => runtime.logger.warn({ err: error }, 'janitor sweep failed'))
+      .finally(() => (running = undefined));
+  }, seconds * 1000);
+  timer.unref();
+  return async () => {
+    clearInterval(timer);
+    await running;
+  };
+}
+
 export async function startServer(runtime: Runtime): Promise<RunningServer> {
   let shuttingDown = false;
   const app = createApp(runtime, { isShuttingDown: () => shuttingDown });
@@ -37,6 +62,7 @@ export async function startServer(runtime: Runtime): Promise<RunningServer> {
       resolve();
     });
   });
+  const stopJanitor = startJanitor(runtime);
   const { port } = server.address() as AddressInfo;
   const host = runtime.config.host.includes(':') ? `[${runtime.config.host}]` : runtime.config.host;
 
@@ -56,6 +82,7 @@ export async function startServer(runtime: Runtime): Promise<RunningServer> {
       });
       await Promise.race([drained, timedOut]);
       clearTimeout(timer);
+      await stopJanitor();
       await runtime.close();
     })());
 
