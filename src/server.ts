@@ -6,7 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
 import type { Runtime } from './runtime.js';
-import { sweep, sweptRows, type JanitorPolicy } from './oauth/janitor.js';
+import { janitorPolicy, sweep, sweptRows } from './oauth/janitor.js';
 
 export const SHUTDOWN_TIMEOUT_MS = 10_000;
 
@@ -23,10 +23,6 @@ export function applyConnectionBounds(server: http.Server): void {
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
   server.keepAliveTimeout = 5_000;
-}
-
-export function janitorPolicy(config: Runtime['config']): JanitorPolicy {
-  return { retentionSeconds: config.janitorRetention, accessTokenTtl: config.accessTokenTtl, batchSize: config.janitorBatchSize };
 }
 
 /** Sweeps expired rows every JANITOR_INTERVAL seconds; the returned function stops it and waits for a sweep under way. */

@@ -20,6 +20,7 @@
  * with SKIP LOCKED, so a sweep never waits on rows a request is updating.
  */
 import { sql, type SQL } from 'drizzle-orm';
+import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens } from '../db/schema.js';
 import { DEFAULT_LOGIN_THROTTLE_POLICY } from './login-throttle.js';
@@ -34,6 +35,10 @@ export interface JanitorPolicy {
   accessTokenTtl: number;
   /** Most rows one statement deletes. */
   batchSize: number;
+}
+
+export function janitorPolicy(config: Config): JanitorPolicy {
+  return { retentionSeconds: config.janitorRetention, accessTokenTtl: config.accessTokenTtl, batchSize: config.janitorBatchSize };
 }
 
 export interface SweepResult {
