@@ -32,9 +32,9 @@ const backup = defineCommand({
   options: { output: { type: 'string', short: 'o' }, force: { type: 'boolean' } },
   async run({ io, values, config }) {
     if (!values.output) throw new UsageError('backup needs --output FILE');
+    const dataDir = embeddedDataDir(config(), 'backup');
     const output = path.resolve(values.output);
     if (existsSync(output) && !values.force) throw new CommandFailed(`${output} exists; pass --force to overwrite it`);
-    const dataDir = embeddedDataDir(config(), 'backup');
     if (!existsSync(path.join(dataDir, 'pgdata'))) throw new CommandFailed(`there is no database in ${dataDir}`);
     const bytes = await withLockedDataDir(dataDir, async (pgdata) => {
       const { PGlite } = await import('@electric-sql/pglite');
