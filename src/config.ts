@@ -105,6 +105,12 @@ export interface Config {
   trustProxy: boolean | number | string[];
   /** Abuse limits of the GraphQL API (and so of the REST layer on top of it). */
   graphqlLimits: GraphQLLimits;
+  /** Seconds between background sweeps of expired rows (0: no background sweep; `fieldgate janitor` still works). */
+  janitorInterval: number;
+  /** Seconds expired codes and refresh tokens, and revoked grants, are kept (never less than the access-token TTL). */
+  janitorRetention: number;
+  /** Most rows one cleanup statement deletes. */
+  janitorBatchSize: number;
 }
 
 function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
@@ -207,5 +213,8 @@ export function loadConfig(env: Env = process.env): Config {
     demo: flag(env, 'DEMO', databaseUrl === undefined),
     trustProxy: trustProxy(env),
     graphqlLimits: loadLimits(env),
+    janitorInterval: integer(env, 'JANITOR_INTERVAL', 300, 0, 86_400),
+    janitorRetention: integer(env, 'JANITOR_RETENTION', 86_400, 0, 31_536_000),
+    janitorBatchSize: integer(env, 'JANITOR_BATCH_SIZE', 1000, 1, 100_000),
   };
 }

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
 import type { Runtime } from './runtime.js';
 import { answerClientErrors } from './http/client-error.js';
+import { janitorPolicy, sweep, sweptRows } from './oauth/janitor.js';
 
 export const SHUTDOWN_TIMEOUT_MS = 10_000;
 
@@ -25,6 +26,26 @@ export function applyConnectionBounds(server: http.Server): void {
   server.keepAliveTimeout = 5_000;
 }
 
+/** Sweeps expired rows every JANITOR_INTERVAL seconds; the returned function stops it and waits for a sweep under way. */
+function startJanitor(runtime: Runtime): () => Promise<void> {
+  const seconds = runtime.config.janitorInterval;
+  if (seconds === 0) return async () => {};
+  let running: Promise<void> | undefined;
+  const timer = setInterval(() => {
+    running ??= sweep(runtime.db, janitorPolicy(runtime.config))
+      .then((result) => {
+        if (sweptRows(result) > 0) runtime.logger.info({ janitor: result }, 'janitor deleted expired rows');
+      })
+      .catch((error) => runtime.logger.warn({ err: error }, 'janitor sweep failed'))
+      .finally(() => (running = undefined));
+  }, seconds * 1000);
+  timer.unref();
+  return async () => {
+    clearInterval(timer);
+    await running;
+  };
+}
+
 export async function startServer(runtime: Runtime): Promise<RunningServer> {
   let shuttingDown = false;
   const app = createApp(runtime, { isShuttingDown: () => shuttingDown });
@@ -39,6 +60,7 @@ export async function startServer(runtime: Runtime): Promise<RunningServer> {
       resolve();
     });
   });
+  const stopJanitor = startJanitor(runtime);
   const { port } = server.address() as AddressInfo;
   const host = runtime.config.host.includes(':') ? `[${runtime.config.host}]` : runtime.config.host;
 
@@ -58,6 +80,7 @@ export async function startServer(runtime: Runtime): Promise<RunningServer> {
       });
       await Promise.race([drained, timedOut]);
       clearTimeout(timer);
+      await stopJanitor();
       await runtime.close();
     })());
 

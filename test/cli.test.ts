@@ -1,9 +1,27 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import request from 'supertest';
+import { eq, sql } from 'drizzle-orm';
 import { runCli, startServerProcess } from './support/processes.js';
 import { createPostgresDatabase, DATABASE_KINDS, type DatabaseKind } from './support/databases.js';
+import { loadConfig } from '../src/config.js';
+import { openRuntime, type Runtime } from '../src/runtime.js';
+import { createLogger } from '../src/logger.js';
+import { createApp } from '../src/app.js';
+import { clients, revokedAccessTokens, users } from '../src/db/schema.js';
+
+/** Opens the database the CLI works on, in this process (after the CLI has exited and released it). */
+async function withDatabase<T>(kind: DatabaseKind, env: Record<string, string>, fn: (runtime: Runtime) => Promise<T>): Promise<T> {
+  const config = loadConfig({ ...env, LOG_LEVEL: 'silent', DEMO: 'false' });
+  const runtime = await openRuntime(config, createLogger('silent'));
+  try {
+    return await fn(runtime);
+  } finally {
+    await runtime.close();
+  }
+}
 
 function json(stdout: string): Record<string, unknown> {
   const lines = stdout.trim().split('\n');
@@ -85,7 +103,7 @@ for (const kind of DATABASE_KINDS) {
       expect(deleted.code).toBe(0);
       expect(json(deleted.stdout)).toEqual({ deleted: created.client_id });
       const again = await runCli(['client', 'delete', created.client_id as string, '--json'], env);
-      expect(again.code).not.toBe(0);
+      expect(again.code).toBe(1);
       expect(again.stderr).toMatch(/no client with id/);
     });
 
@@ -94,12 +112,16 @@ for (const kind of DATABASE_KINDS) {
       expect(result.code).toBe(0);
       const user = json(result.stdout);
       expect(user).toEqual({ id: expect.any(Number), username: 'alice' });
-      const again = await runCli(['user', 'create', '--username', 'alice', '--password-stdin', '--json'], env, 'other\n');
-      expect(again.code).not.toBe(0);
+      const again = await runCli(['user', 'create', '--username', 'alice', '--password-stdin', '--json'], env, 'another password\n');
+      expect(again.code).toBe(1);
       expect(again.stderr).toMatch(/username alice is taken/);
       const noPassword = await runCli(['user', 'create', '--username', 'bob', '--password-stdin'], env, '');
       expect(noPassword.code).not.toBe(0);
       expect(noPassword.stderr).toMatch(/no password on standard input/);
+      expect(noPassword.code).toBe(2);
+      const short = await runCli(['user', 'create', '--username', 'bob', '--password-stdin'], env, 'seven77\n');
+      expect(short.code).toBe(1);
+      expect(short.stderr).toMatch(/a password is 8 to 1024 characters/);
     });
 
     it('keys rotate makes a new key current and retires the old one', async () => {
@@ -127,6 +149,155 @@ for (const kind of DATABASE_KINDS) {
       expect(badOption.stderr).toMatch(/bogus/);
     });
 
+    it('suggests the nearest command, subcommand or option for a typo, with exit status 2', async () => {
+      const [command, subcommand, option, missing, extra, duration] = await Promise.all([
+        runCli(['clinet', 'list'], env),
+        runCli(['client', 'lsit'], env),
+        runCli(['client', 'update', 'x', '--redirect-ur', 'https://a.example/cb'], env),
+        runCli(['consent', 'revoke', '--user', 'alice'], env),
+        runCli(['keys', 'list', 'extra'], env),
+        runCli(['client', 'rotate-secret', 'x', '--overlap', 'soon'], env),
+      ]);
+      expect(command.stderr).toMatch(/unknown command "clinet"; did you mean client\?/);
+      expect(subcommand.stderr).toMatch(/unknown client command "lsit" .*did you mean list\?/);
+      expect(option.stderr.trim()).toBe('fieldgate: client update: unknown option --redirect-ur; did you mean --redirect-uri?');
+      expect(missing.stderr).toMatch(/consent revoke needs --user NAME and --client ID/);
+      expect(extra.stderr).toMatch(/keys list takes no arguments/);
+      expect(duration.stderr).toMatch(/--overlap must be a duration/);
+      for (const result of [command, subcommand, option, missing, extra, duration]) {
+        expect(result.code).toBe(2);
+        expect(result.stdout).toBe('');
+      }
+    });
+
+    it('client update changes the name, redirect URIs and scopes, and refuses bad ones', async () => {
+      const created = json((await runCli(['client', 'create', '--name', 'Old', '--redirect-uri', 'https://a.example/cb', '--json'], env)).stdout);
+      const id = created.client_id as string;
+      const updated = await runCli(
+        ['client', 'update', id, '--name', 'New', '--add-redirect-uri', 'https://b.example/cb', '--scope', 'products:read', '--json'],
+        env,
+      );
+      expect(updated.code).toBe(0);
+      expect(json(updated.stdout)).toMatchObject({
+        client_id: id,
+        client_name: 'New',
+        redirect_uris: ['https://a.example/cb', 'https://b.example/cb'],
+        scope: 'products:read',
+      });
+      const removed = json((await runCli(['client', 'update', id, '--remove-redirect-uri', 'https://a.example/cb', '--json'], env)).stdout);
+      expect(removed.redirect_uris).toEqual(['https://b.example/cb']);
+      // One after another: an embedded data directory admits one process at a time.
+      const lastUri = await runCli(['client', 'update', id, '--remove-redirect-uri', 'https://b.example/cb'], env);
+      const badUri = await runCli(['client', 'update', id, '--redirect-uri', 'http://evil.example/cb'], env);
+      const nothing = await runCli(['client', 'update', id], env);
+      const unknown = await runCli(['client', 'update', 'no-such-client', '--name', 'X'], env);
+      expect([lastUri.code, lastUri.stderr]).toEqual([1, expect.stringMatching(/at least one redirect URI/)]);
+      expect([badUri.code, badUri.stderr]).toEqual([1, expect.stringMatching(/must use https/)]);
+      expect([nothing.code, nothing.stderr]).toEqual([2, expect.stringMatching(/needs something to change/)]);
+      expect([unknown.code, unknown.stderr]).toEqual([1, expect.stringMatching(/no client with id no-such-client/)]);
+    });
+
+    it('consent list and revoke show and withdraw what a user allowed, revoking their grants', async () => {
+      await runCli(['user', 'create', '--username', 'carol', '--password-stdin'], env, 'carol password\n');
+      const client = json((await runCli(['client', 'create', '--name', 'Consented', '--redirect-uri', 'https://c.example/cb', '--json'], env)).stdout);
+      await withDatabase(kind, env, async (runtime) => {
+        const { ConsentStore } = await import('../src/oauth/stores/consents.js');
+        const { AuthorizationCodeStore } = await import('../src/oauth/stores/codes.js');
+        const user = (await runtime.db.select().from(users)).find((u) => u.username === 'carol')!;
+        await new ConsentStore(runtime.db).grant(user.id, client.client_id as string, ['products:read']);
+        await new AuthorizationCodeStore(runtime.db, 600).issue({
+          clientId: client.client_id as string, userId: user.id, scope: 'products:read', redirectUri: null, codeChallenge: null, codeChallengeMethod: null,
+        });
+      });
+      const listed = json((await runCli(['consent', 'list', '--user', 'carol', '--json'], env)).stdout) as { consents: Record<string, unknown>[] };
+      expect(listed.consents).toEqual([
+        expect.objectContaining({ username: 'carol', clientId: client.client_id, scope: 'products:read', liveGrants: 1 }),
+      ]);
+      const revoked = await runCli(['consent', 'revoke', '--user', 'carol', '--client', client.client_id as string, '--json'], env);
+      expect(revoked.code).toBe(0);
+      expect(json(revoked.stdout)).toMatchObject({ consentDeleted: true, grantsRevoked: 1 });
+      expect(json((await runCli(['consent', 'list', '--client', client.client_id as string, '--json'], env)).stdout)).toEqual({ consents: [] });
+      const again = await runCli(['consent', 'revoke', '--user', 'carol', '--client', client.client_id as string], env);
+      expect([again.code, again.stderr]).toEqual([1, expect.stringMatching(/has no consent or live grant/)]);
+    });
+
+    it('keys list shows the current key; keys retire withdraws a key and replaces a current one', async () => {
+      const before = json((await runCli(['keys', 'list', '--json'], env)).stdout) as { keys: { kid: string; state: string }[] };
+      const current = before.keys.find((k) => k.state === 'current')!;
+      expect(before.keys.filter((k) => k.state === 'current')).toHaveLength(1);
+      const retired = await runCli(['keys', 'retire', current.kid, '--json'], env);
+      expect(retired.code).toBe(0);
+      const result = json(retired.stdout);
+      expect(result.retired).toBe(current.kid);
+      const after = json((await runCli(['keys', 'list', '--json'], env)).stdout) as { keys: { kid: string; state: string }[] };
+      expect(after.keys.map((k) => k.kid)).not.toContain(current.kid);
+      expect(after.keys.find((k) => k.state === 'current')?.kid).toBe(result.current);
+      const unknown = await runCli(['keys', 'retire', 'nope'], env);
+      expect([unknown.code, unknown.stderr]).toEqual([1, expect.stringMatching(/no signing key nope/)]);
+    });
+
+    it('janitor deletes expired rows and reports what it deleted', async () => {
+      await withDatabase(kind, env, async (runtime) => {
+        await runtime.db.insert(revokedAccessTokens).values({ jti: `expired-${kind}`, expiresAt: sql`now() - interval '1 minute'` });
+      });
+      const result = await runCli(['janitor', '--json'], env);
+      expect(result.code).toBe(0);
+      expect(json(result.stdout)).toMatchObject({ revokedAccessTokens: 1, skipped: false });
+    });
+
+    it('client rotate-secret: the old secret works at /token during the overlap and fails after it', async () => {
+      const created = json((await runCli(['client', 'create', '--name', 'Rotating', '--redirect-uri', 'https://r.example/cb', '--json'], env)).stdout);
+      const id = created.client_id as string;
+      const oldSecret = created.client_secret as string;
+      const rotated = await runCli(['client', 'rotate-secret', id, '--overlap', '1h', '--json'], env);
+      expect(rotated.code).toBe(0);
+      const { client_secret: newSecret, previous_secret_expires_at: until } = json(rotated.stdout) as Record<string, string>;
+      expect(newSecret).not.toBe(oldSecret);
+      expect(Date.parse(until!) - Date.now()).toBeGreaterThan(50 * 60_000);
+      // invalid_grant means the client authenticated and only the (deliberately bogus) code failed.
+      const authenticates = async (secret: string) =>
+        withDatabase(kind, env, async (runtime) => {
+          const res = await request(createApp(runtime))
+            .post('/token')
+            .type('form')
+            .set('Authorization', `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`)
+            .send({ grant_type: 'authorization_code', code: 'bogus', redirect_uri: 'https://r.example/cb', code_verifier: 'x'.repeat(43) });
+          return res.body.error as string;
+        });
+      expect(await authenticates(oldSecret)).toBe('invalid_grant');
+      expect(await authenticates(newSecret!)).toBe('invalid_grant');
+      expect(await authenticates('wrong')).toBe('invalid_client');
+      await withDatabase(kind, env, async (runtime) => {
+        await runtime.db.update(clients).set({ previousSecretExpiresAt: sql`now() - interval '1 second'` }).where(eq(clients.id, id));
+      });
+      expect(await authenticates(oldSecret)).toBe('invalid_client');
+      expect(await authenticates(newSecret!)).toBe('invalid_grant');
+
+      const immediate = json((await runCli(['client', 'rotate-secret', id, '--overlap', '0', '--json'], env)).stdout);
+      expect(immediate.previous_secret_expires_at).toBeNull();
+      expect(await authenticates(newSecret!)).toBe('invalid_client');
+      expect(await authenticates(immediate.client_secret as string)).toBe('invalid_grant');
+      const publicClient = json((await runCli(['client', 'create', '--name', 'P', '--public', '--redirect-uri', 'https://p.example/cb', '--json'], env)).stdout);
+      const refused = await runCli(['client', 'rotate-secret', publicClient.client_id as string], env);
+      expect([refused.code, refused.stderr]).toEqual([1, expect.stringMatching(/is public: it has no secret/)]);
+    });
+
+    it('every command and group answers --help with its usage and exit status 0', async () => {
+      const invocations = [
+        ['--help'], ['help', 'client'], ['serve', '--help'], ['migrate', '--help'], ['seed', '--help'], ['client', '--help'],
+        ['client', 'create', '--help'], ['client', 'list', '--help'], ['client', 'update', '--help'], ['client', 'rotate-secret', '--help'],
+        ['client', 'delete', '--help'], ['user', 'create', '--help'], ['consent', 'list', '--help'], ['consent', 'revoke', '--help'],
+        ['keys', 'rotate', '--help'], ['keys', 'list', '--help'], ['keys', 'retire', '-h'], ['janitor', '--help'], ['backup', '--help'], ['restore', '--help'],
+      ];
+      const results = await Promise.all(invocations.map((args) => runCli(args, { ...env, AUTH_CODE_TTL: 'not read for help' })));
+      results.forEach((result, i) => {
+        expect({ args: invocations[i], code: result.code, stderr: result.stderr }).toEqual({ args: invocations[i], code: 0, stderr: '' });
+        expect(result.stdout).toMatch(/^Usage: fieldgate /);
+      });
+      expect(results[0]!.stdout).toContain('client rotate-secret');
+      expect(results[8]!.stdout).toContain('--add-redirect-uri');
+    });
+
     it('reports a bad configuration value naming the variable', async () => {
       const result = await runCli(['migrate'], { ...env, AUTH_CODE_TTL: '9000' });
       expect(result.code).toBe(1);
@@ -148,4 +319,48 @@ describe('fieldgate CLI on an embedded data directory held by a server', () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
+});
+
+describe('fieldgate backup and restore of the embedded database', () => {
+  it('restores a backup into an empty directory, refuses to clobber one without --force, and refuses PostgreSQL', async () => {
+    const source = mkdtempSync(path.join(tmpdir(), 'fieldgate-backup-'));
+    const target = mkdtempSync(path.join(tmpdir(), 'fieldgate-restore-'));
+    const file = path.join(source, '..', `${path.basename(source)}.tar.gz`);
+    try {
+      const created = await runCli(['client', 'create', '--name', 'Kept', '--redirect-uri', 'https://k.example/cb', '--json'], { DATA_DIR: source });
+      const clientId = JSON.parse(created.stdout).client_id as string;
+      const backup = await runCli(['backup', '--output', file, '--json'], { DATA_DIR: source });
+      expect(backup.stderr).toBe('');
+      expect(backup.code).toBe(0);
+      expect(JSON.parse(backup.stdout)).toMatchObject({ backup: file, bytes: expect.any(Number) });
+      const again = await runCli(['backup', '--output', file], { DATA_DIR: source });
+      expect([again.code, again.stderr]).toEqual([1, expect.stringMatching(/exists; pass --force/)]);
+
+      const restored = await runCli(['restore', '--input', file, '--json'], { DATA_DIR: target });
+      expect(restored.stderr).toBe('');
+      expect(restored.code).toBe(0);
+      const listed = JSON.parse((await runCli(['client', 'list', '--json'], { DATA_DIR: target })).stdout) as { clients: { client_id: string }[] };
+      expect(listed.clients.map((c) => c.client_id)).toContain(clientId);
+
+      const clobber = await runCli(['restore', '--input', file], { DATA_DIR: target });
+      expect([clobber.code, clobber.stderr]).toEqual([1, expect.stringMatching(/already holds a database; pass --force/)]);
+      const forced = JSON.parse((await runCli(['restore', '--input', file, '--force', '--json'], { DATA_DIR: target })).stdout);
+      expect(forced.previous).toMatch(/pgdata\.before-restore-/);
+
+      const garbage = path.join(source, 'garbage.tar.gz');
+      writeFileSync(garbage, 'not a backup');
+      const bad = await runCli(['restore', '--input', garbage, '--force'], { DATA_DIR: target });
+      expect([bad.code, bad.stderr]).toEqual([1, expect.stringMatching(/is not a usable backup/)]);
+      // The database that was there is put back.
+      const still = JSON.parse((await runCli(['client', 'list', '--json'], { DATA_DIR: target })).stdout) as { clients: { client_id: string }[] };
+      expect(still.clients.map((c) => c.client_id)).toContain(clientId);
+
+      const onPostgres = await runCli(['backup', '--output', file], { DATABASE_URL: 'postgres://127.0.0.1:1/none' });
+      expect([onPostgres.code, onPostgres.stderr]).toEqual([1, expect.stringMatching(/embedded database only; for PostgreSQL use pg_dump/)]);
+    } finally {
+      rmSync(source, { recursive: true, force: true });
+      rmSync(target, { recursive: true, force: true });
+      rmSync(file, { force: true });
+    }
+  }, 300_000);
 });

@@ -44,7 +44,7 @@ describe('fieldgate serve on an embedded data directory', () => {
     let server: ServerProcess = await start({ DATA_DIR: dir });
     expect(await server.stop('SIGTERM')).toBe(0);
 
-    const created = await runCli(['user', 'create', '--username', 'survivor', '--password-stdin', '--json'], { DATA_DIR: dir }, 'pw\n');
+    const created = await runCli(['user', 'create', '--username', 'survivor', '--password-stdin', '--json'], { DATA_DIR: dir }, 'survivor-pw\n');
     expect(created.code).toBe(0);
 
     server = await start({ DATA_DIR: dir });
@@ -52,7 +52,7 @@ describe('fieldgate serve on an embedded data directory', () => {
     await server.stop('SIGKILL');
 
     // The lock left behind by the killed server is stale and taken over.
-    const again = await runCli(['user', 'create', '--username', 'survivor', '--password-stdin'], { DATA_DIR: dir }, 'pw\n');
+    const again = await runCli(['user', 'create', '--username', 'survivor', '--password-stdin'], { DATA_DIR: dir }, 'survivor-pw\n');
     expect(again.code).toBe(1);
     expect(again.stderr).toContain('username survivor is taken');
     const seeded = await runCli(['seed', '--demo', '--json'], { DATA_DIR: dir });

@@ -6,14 +6,9 @@
 import { fileURLToPath } from 'node:url';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
-import postgres from 'postgres';
+import type { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
 import type { PgAsyncDatabase } from 'drizzle-orm/pg-core/async/db';
-import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
-import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
-import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
-import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import { relations, type Relations } from './relations.js';
 import { DEFAULT_PREPARED_STATEMENTS, PreparedStatementPolicy, withPreparedStatements } from './prepared-statements.js';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.js';
@@ -69,6 +64,12 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
 
   const databaseUrl = options.databaseUrl;
   if (databaseUrl) {
+    // Each driver is loaded only when used: a one-shot CLI command should not pay for both.
+    const [{ default: postgres }, { drizzle: drizzlePostgres }, { migrate: migratePostgres }] = await Promise.all([
+      import('postgres'),
+      import('drizzle-orm/postgres-js'),
+      import('drizzle-orm/postgres-js/migrator'),
+    ]);
     const client = postgres(databaseUrl, {
       max: options.poolSize ?? 10,
       onnotice: () => {},
@@ -111,6 +112,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     };
   }
 
+  const [{ PGlite }, { drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('drizzle-orm/pglite'),
+    import('drizzle-orm/pglite/migrator'),
+  ]);
   const dataDir = options.dataDir ?? 'memory://';
   let lock: DataDirLock | undefined;
   let client: PGlite;

@@ -35,6 +35,9 @@ export const clients = pgTable('clients', {
   grantTypes: text('grant_types').array().notNull(),
   isPublic: boolean('is_public').notNull().default(false),
   createdAt: createdAt(),
+  /** The secret before the last rotation, still accepted until `previousSecretExpiresAt`. */
+  previousSecretHash: text('previous_secret_hash'),
+  previousSecretExpiresAt: timestamp('previous_secret_expires_at', { withTimezone: true }),
 });
 
 export const users = pgTable('users', {

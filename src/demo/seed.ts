@@ -102,7 +102,7 @@ export async function seedDemo(runtime: Runtime): Promise<DemoSeedResult> {
   let userCreated = false;
   const [existingUser] = await db.select({ id: users.id }).from(users).where(eq(users.username, DEMO_USERNAME));
   if (!existingUser) {
-    const user = await userStore.create(DEMO_USERNAME, DEMO_PASSWORD);
+    const user = await userStore.create(DEMO_USERNAME, DEMO_PASSWORD, { allowShortPassword: true });
     await seedDemoOrders(db, user.id);
     userCreated = true;
   }

@@ -3,7 +3,7 @@
  * once and stored as HMAC-SHA-256 under a per-deployment key; public clients have none and
  * must use PKCE.
  */
-import { eq } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/database.js';
 import { clients } from '../db/schema.js';
 import { ALL_SCOPES, isScope, parseScope } from './scopes.js';
@@ -107,21 +107,27 @@ export class ClientStore {
     return hmacSha256(this.secretKey, secret);
   }
 
-  /** Constant-time check of a presented secret against the client's stored hash. */
-  verifySecret(client: Client, secret: string): boolean {
+  /**
+   * Constant-time check of a presented secret against the client's stored hash, and against the
+   * secret before the last rotation while its overlap lasts.
+   */
+  verifySecret(client: Client, secret: string, now = new Date()): boolean {
     if (!client.secretHash) return false;
-    return constantTimeEqual(this.hashSecret(secret), client.secretHash);
+    const presented = this.hashSecret(secret);
+    const current = constantTimeEqual(presented, client.secretHash);
+    const previous =
+      client.previousSecretHash !== null &&
+      client.previousSecretExpiresAt !== null &&
+      client.previousSecretExpiresAt > now &&
+      constantTimeEqual(presented, client.previousSecretHash);
+    return current || previous;
   }
 
   async create(input: NewClient): Promise<RegisteredClient> {
-    const name = input.name.trim();
-    if (!name) throw new ClientRegistrationError('a client needs a name');
+    const name = validateName(input.name);
     if (input.redirectUris.length === 0) throw new ClientRegistrationError('a client needs at least one redirect URI');
     const redirectUris = [...new Set(input.redirectUris.map(validateRedirectUri))];
-    const scopes = input.scope === undefined ? ALL_SCOPES : parseScope(input.scope);
-    const unknown = scopes.filter((scope) => !isScope(scope));
-    if (unknown.length) throw new ClientRegistrationError(`unknown scope ${unknown.join(', ')}; known: ${ALL_SCOPES.join(' ')}`);
-    if (scopes.length === 0) throw new ClientRegistrationError('a client needs at least one scope');
+    const scopes = validateScopes(input.scope);
     const secret = input.isPublic ? undefined : randomToken(32);
     const [row] = await this.db
       .insert(clients)
@@ -153,6 +159,45 @@ export class ClientStore {
     return deleted.length > 0;
   }
 
+  /** Changes a client's name, redirect URIs or scopes; undefined when there is no such client. */
+  async update(id: string, changes: ClientChanges): Promise<RegisteredClient | undefined> {
+    const set: Partial<typeof clients.$inferInsert> = {};
+    if (changes.name !== undefined) set.name = validateName(changes.name);
+    if (changes.redirectUris !== undefined) {
+      if (changes.redirectUris.length === 0) throw new ClientRegistrationError('a client needs at least one redirect URI');
+      set.redirectUris = [...new Set(changes.redirectUris.map(validateRedirectUri))];
+    }
+    if (changes.scope !== undefined) set.scopes = validateScopes(changes.scope);
+    if (Object.keys(set).length === 0) {
+      const row = await this.find(id);
+      return row && describeClient(row);
+    }
+    const [row] = await this.db.update(clients).set(set).where(eq(clients.id, id)).returning();
+    return row && describeClient(row);
+  }
+
+  /**
+   * Issues a new secret for a confidential client. The old one keeps working for
+   * `overlapSeconds` (0: stops at once), so deployed apps can switch without downtime.
+   */
+  async rotateSecret(id: string, overlapSeconds: number): Promise<{ secret: string; previousSecretExpiresAt: Date | null } | undefined> {
+    const client = await this.find(id);
+    if (!client) return undefined;
+    if (client.isPublic) throw new ClientRegistrationError(`client ${id} is public: it has no secret to rotate`);
+    const secret = randomToken(32);
+    const [row] = await this.db
+      .update(clients)
+      .set({
+        secretHash: this.hashSecret(secret),
+        previousSecretHash: overlapSeconds > 0 ? sql`${clients.secretHash}` : null,
+        previousSecretExpiresAt: overlapSeconds > 0 ? sql`now() + make_interval(secs => ${overlapSeconds})` : null,
+      })
+      .where(eq(clients.id, id))
+      .returning({ previousSecretExpiresAt: clients.previousSecretExpiresAt });
+    if (!row) return undefined;
+    return { secret, previousSecretExpiresAt: row.previousSecretExpiresAt };
+  }
+
   /** Issues a new secret for a confidential client (the old one stops working at once). */
   async resetSecret(id: string): Promise<string> {
     const secret = randomToken(32);
@@ -168,6 +213,28 @@ export class ClientStore {
   async setRedirectUris(id: string, redirectUris: string[]): Promise<void> {
     await this.db.update(clients).set({ redirectUris: redirectUris.map(validateRedirectUri) }).where(eq(clients.id, id));
   }
+}
+
+export interface ClientChanges {
+  name?: string;
+  /** Replaces every registered redirect URI. */
+  redirectUris?: string[];
+  /** Space-separated; replaces the scopes the client may request. */
+  scope?: string;
+}
+
+function validateName(raw: string): string {
+  const name = raw.trim();
+  if (!name) throw new ClientRegistrationError('a client needs a name');
+  return name;
+}
+
+function validateScopes(scope: string | undefined): string[] {
+  const scopes = scope === undefined ? ALL_SCOPES : parseScope(scope);
+  const unknown = scopes.filter((s) => !isScope(s));
+  if (unknown.length) throw new ClientRegistrationError(`unknown scope ${unknown.join(', ')}; known: ${ALL_SCOPES.join(' ')}`);
+  if (scopes.length === 0) throw new ClientRegistrationError('a client needs at least one scope');
+  return scopes;
 }
 
 export function describeClient(row: Client, secret?: string): RegisteredClient {

@@ -179,3 +179,44 @@ export class KeyStore {
     return this.reload();
   }
 }
+
+export interface SigningKeyInfo {
+  kid: string;
+  alg: string;
+  createdAt: Date;
+  retiredAt: Date | null;
+  /** current: signs new tokens; published: retired, verifies tokens that may still be live; expired: no longer published. */
+  state: 'current' | 'published' | 'expired';
+}
+
+/** Every stored key, newest first, with whether it signs, is still published, or neither. */
+export async function listSigningKeys(db: Db, accessTokenTtl: number): Promise<SigningKeyInfo[]> {
+  const rows = await db
+    .select({
+      kid: signingKeys.kid,
+      alg: signingKeys.alg,
+      createdAt: signingKeys.createdAt,
+      retiredAt: signingKeys.retiredAt,
+      published: sql<boolean>`${signingKeys.retiredAt} > now() - make_interval(secs => ${accessTokenTtl + PUBLISH_MARGIN_SECONDS})`,
+    })
+    .from(signingKeys)
+    .orderBy(desc(signingKeys.createdAt));
+  return rows.map(({ published, ...row }) => ({
+    ...row,
+    state: row.retiredAt === null ? 'current' : published ? 'published' : 'expired',
+  }));
+}
+
+/**
+ * Withdraws `kid` at once, for a key that leaked: it is deleted, so tokens it signed stop
+ * verifying (on other instances within their reload interval). A current key is first
+ * replaced by a new one. Returns undefined for an unknown kid.
+ */
+export async function retireSigningKey(db: Db, kid: string, accessTokenTtl: number): Promise<{ retired: string; current: string } | undefined> {
+  const keys = await listSigningKeys(db, accessTokenTtl);
+  const key = keys.find((k) => k.kid === kid);
+  if (!key) return undefined;
+  const current = key.state === 'current' ? (await rotateSigningKey(db, accessTokenTtl)).kid : keys.find((k) => k.state === 'current')!.kid;
+  await db.delete(signingKeys).where(sql`${signingKeys.kid} = ${kid} and ${signingKeys.retiredAt} is not null`);
+  return { retired: kid, current };
+}

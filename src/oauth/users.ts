@@ -11,17 +11,21 @@ export class UserRegistrationError extends Error {
 }
 
 export const MAX_PASSWORD_LENGTH = 1024;
+/** Shortest password a new account (or a password change) may set. */
+export const MIN_PASSWORD_LENGTH = 8;
 
 export class UserStore {
   constructor(private readonly db: Db) {}
 
-  async create(username: string, password: string): Promise<{ id: number; username: string }> {
+  /** `allowShortPassword` is for the demo account only, whose password is public by design. */
+  async create(username: string, password: string, options: { allowShortPassword?: boolean } = {}): Promise<{ id: number; username: string }> {
     const name = username.trim();
     if (!/^[A-Za-z0-9._@-]{1,64}$/.test(name)) {
       throw new UserRegistrationError('a username is 1 to 64 letters, digits or . _ @ -');
     }
-    if (password.length < 1 || password.length > MAX_PASSWORD_LENGTH) {
-      throw new UserRegistrationError(`a password is 1 to ${MAX_PASSWORD_LENGTH} characters`);
+    const min = options.allowShortPassword ? 1 : MIN_PASSWORD_LENGTH;
+    if (password.length < min || password.length > MAX_PASSWORD_LENGTH) {
+      throw new UserRegistrationError(`a password is ${min} to ${MAX_PASSWORD_LENGTH} characters`);
     }
     const [row] = await this.db
       .insert(users)

@@ -4,9 +4,9 @@
  */
 import { sql } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
-import { consents, users } from '../../db/schema.js';
+import { clients, consents, grants, users } from '../../db/schema.js';
 import { formatScope, parseScope } from '../scopes.js';
-import { queryRows } from './rows.js';
+import { queryRows, toDate } from './rows.js';
 
 export interface SignedInUser {
   userId: number;
@@ -43,4 +43,61 @@ export class ConsentStore {
           where s <> '' order by s), ' '),
         updated_at = now()`);
   }
+
+  /** Every consent, optionally of one user (by name) or one client, with the live grants under it. */
+  async list(filter: { username?: string; clientId?: string } = {}): Promise<ConsentRecord[]> {
+    const rows = await queryRows<{ username: string; user_id: number; client_id: string; client_name: string; scope: string; updated_at: Date | string; live_grants: number }>(
+      this.db,
+      sql`select u.username, c.user_id, c.client_id, cl.name as client_name, c.scope, c.updated_at,
+                 (select count(*)::int from ${grants} g
+                  where g.user_id = c.user_id and g.client_id = c.client_id and g.revoked_at is null) as live_grants
+          from ${consents} c join ${users} u on u.id = c.user_id join ${clients} cl on cl.id = c.client_id
+          where (${filter.username ?? null}::text is null or u.username = ${filter.username ?? null})
+            and (${filter.clientId ?? null}::text is null or c.client_id = ${filter.clientId ?? null})
+          order by u.username, c.client_id`,
+    );
+    return rows.map((r) => ({
+      username: r.username,
+      userId: r.user_id,
+      clientId: r.client_id,
+      clientName: r.client_name,
+      scope: r.scope,
+      updatedAt: toDate(r.updated_at),
+      liveGrants: r.live_grants,
+    }));
+  }
+
+  /**
+   * Withdraws what `username` allowed `clientId` and revokes every grant between them, in one
+   * statement: the client's refresh tokens stop working at once, its access tokens within the
+   * revocation cache time. Undefined when there is no such user.
+   */
+  async revoke(username: string, clientId: string): Promise<{ consentDeleted: boolean; grantsRevoked: number } | undefined> {
+    const [row] = await queryRows<{ user_found: boolean; consent_deleted: boolean; grants_revoked: number }>(
+      this.db,
+      sql`with target as (select id from ${users} where username = ${username}),
+          deleted as (
+            delete from ${consents} where user_id = (select id from target) and client_id = ${clientId} returning 1
+          ), revoked as (
+            update ${grants} set revoked_at = now()
+            where user_id = (select id from target) and client_id = ${clientId} and revoked_at is null
+            returning 1
+          )
+          select exists(select 1 from target) as user_found, exists(select 1 from deleted) as consent_deleted,
+                 (select count(*)::int from revoked) as grants_revoked`,
+    );
+    if (!row?.user_found) return undefined;
+    return { consentDeleted: row.consent_deleted, grantsRevoked: row.grants_revoked };
+  }
+}
+
+export interface ConsentRecord {
+  username: string;
+  userId: number;
+  clientId: string;
+  clientName: string;
+  scope: string;
+  updatedAt: Date;
+  /** Grants (token families) under this consent that are not revoked. */
+  liveGrants: number;
 }

@@ -1,0 +1,107 @@
+/**
+ * Backup and restore of the embedded (PGlite) database, through PGlite's own data-directory
+ * dump: a gzipped tarball of the data directory, taken while holding the data-directory lock,
+ * so no server can write to it meanwhile. PostgreSQL has pg_dump for this.
+ */
+import { existsSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Config } from '../config.js';
+import { CommandFailed, defineCommand, print, UsageError, withRuntime } from './command.js';
+
+function embeddedDataDir(config: Config, command: string): string {
+  if (config.databaseUrl) throw new CommandFailed(`${command} works on the embedded database only; for PostgreSQL use pg_dump / pg_restore`);
+  if (config.dataDir === 'memory://') throw new CommandFailed(`${command} needs a DATA_DIR on disk, not memory://`);
+  return config.dataDir;
+}
+
+async function withLockedDataDir<T>(dataDir: string, fn: (pgdata: string) => Promise<T>): Promise<T> {
+  const { acquireDataDirLock } = await import('../db/data-dir-lock.js');
+  const lock = acquireDataDirLock(dataDir);
+  try {
+    return await fn(path.join(dataDir, 'pgdata'));
+  } finally {
+    lock.release();
+  }
+}
+
+const backup = defineCommand({
+  summary: 'write the embedded database to a file (stop the server first)',
+  synopsis: 'backup --output FILE [--force]',
+  details: ['--output FILE   where to write the backup (a .tar.gz of the data directory)', '--force         overwrite FILE if it exists'],
+  options: { output: { type: 'string', short: 'o' }, force: { type: 'boolean' } },
+  async run({ io, values, config }) {
+    if (!values.output) throw new UsageError('backup needs --output FILE');
+    const dataDir = embeddedDataDir(config(), 'backup');
+    const output = path.resolve(values.output);
+    if (existsSync(output) && !values.force) throw new CommandFailed(`${output} exists; pass --force to overwrite it`);
+    if (!existsSync(path.join(dataDir, 'pgdata'))) throw new CommandFailed(`there is no database in ${dataDir}`);
+    const bytes = await withLockedDataDir(dataDir, async (pgdata) => {
+      const { PGlite } = await import('@electric-sql/pglite');
+      const db = new PGlite(pgdata);
+      try {
+        await db.waitReady;
+        const dump = await db.dumpDataDir('gzip');
+        return Buffer.from(await dump.arrayBuffer());
+      } finally {
+        await db.close();
+      }
+    });
+    const partial = `${output}.partial`;
+    writeFileSync(partial, bytes, { mode: 0o600 });
+    renameSync(partial, output);
+    print(io, values.json, { backup: output, bytes: bytes.length }, `Wrote ${output} (${bytes.length} bytes) from ${dataDir}.`);
+  },
+});
+
+const restore = defineCommand({
+  summary: 'replace the embedded database with a backup (stop the server first)',
+  synopsis: 'restore --input FILE [--force]',
+  details: [
+    '--input FILE   a file written by `fieldgate backup`',
+    '--force        replace an existing database; it is kept beside as pgdata.before-restore-<time>',
+  ],
+  options: { input: { type: 'string', short: 'i' }, force: { type: 'boolean' } },
+  async run({ io, values, config }) {
+    if (!values.input) throw new UsageError('restore needs --input FILE');
+    const input = path.resolve(values.input);
+    if (!existsSync(input)) throw new CommandFailed(`no backup at ${input}`);
+    const loaded = config();
+    const dataDir = embeddedDataDir(loaded, 'restore');
+    const { mkdirSync } = await import('node:fs');
+    mkdirSync(dataDir, { recursive: true });
+    const kept = await withLockedDataDir(dataDir, async (pgdata) => {
+      let aside: string | undefined;
+      if (existsSync(pgdata) && readdirSync(pgdata).length > 0) {
+        if (!values.force) throw new CommandFailed(`${dataDir} already holds a database; pass --force to replace it`);
+        aside = `${pgdata}.before-restore-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+        renameSync(pgdata, aside);
+      }
+      const { PGlite } = await import('@electric-sql/pglite');
+      try {
+        const db = new PGlite(pgdata, { loadDataDir: new Blob([await readFile(input)]) });
+        await db.waitReady;
+        await db.query('select 1');
+        await db.close();
+      } catch (error) {
+        if (aside) {
+          const { rmSync } = await import('node:fs');
+          rmSync(pgdata, { recursive: true, force: true });
+          renameSync(aside, pgdata);
+        }
+        throw new CommandFailed(`${input} is not a usable backup: ${(error as Error).message}`);
+      }
+      return aside;
+    });
+    // Applies any migrations newer than the backup now rather than at the next start.
+    await withRuntime(loaded, async () => {});
+    print(
+      io,
+      values.json,
+      { restored: input, dataDir, previous: kept ?? null },
+      `Restored ${input} into ${dataDir}.${kept ? ` The previous database is kept at ${kept}.` : ''}`,
+    );
+  },
+});
+
+export { backup, restore };

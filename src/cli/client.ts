@@ -1,0 +1,158 @@
+import { CommandFailed, defineCommand, onePositional, parseDuration, print, UsageError, withRuntime, type CommandGroup } from './command.js';
+import type { RegisteredClient } from '../oauth/clients.js';
+
+function describe(client: RegisteredClient): string {
+  return [
+    `client_id:     ${client.client_id}`,
+    ...(client.client_secret ? [`client_secret: ${client.client_secret}   (shown once; store it now)`] : []),
+    `redirect_uris: ${client.redirect_uris.join(' ')}`,
+    `scope:         ${client.scope}`,
+    `auth method:   ${client.token_endpoint_auth_method}`,
+  ].join('\n');
+}
+
+const create = defineCommand({
+  summary: 'register a client (a confidential one gets a secret, shown once)',
+  synopsis: 'client create --name NAME --redirect-uri URI [--redirect-uri URI …] [--public] [--scope "products:read orders:read orders:write"]',
+  details: [
+    '--name NAME          shown on the consent page',
+    '--redirect-uri URI   https, or http on a loopback host; repeat for several',
+    '--public             a public client: no secret, PKCE required',
+    '--scope "…"          scopes it may request (default: all)',
+  ],
+  options: {
+    name: { type: 'string' },
+    'redirect-uri': { type: 'string', multiple: true },
+    public: { type: 'boolean' },
+    scope: { type: 'string' },
+  },
+  async run({ io, values, config }) {
+    if (!values.name) throw new UsageError('client create needs --name NAME');
+    if (!values['redirect-uri']?.length) throw new UsageError('client create needs at least one --redirect-uri URI');
+    await withRuntime(config(), async (runtime) => {
+      const client = await runtime.clients.create({
+        name: values.name!,
+        redirectUris: values['redirect-uri']!,
+        isPublic: Boolean(values.public),
+        ...(values.scope === undefined ? {} : { scope: values.scope }),
+      });
+      const { client_name: _name, grant_types: _grants, ...shown } = client;
+      print(io, values.json, shown, describe(client));
+    });
+  },
+});
+
+const list = defineCommand({
+  summary: 'list the registered clients (never their secrets)',
+  synopsis: 'client list',
+  options: {},
+  async run({ io, values, config }) {
+    await withRuntime(config(), async (runtime) => {
+      const clients = await runtime.clients.list();
+      print(
+        io,
+        values.json,
+        { clients },
+        clients.length === 0
+          ? 'No clients.'
+          : clients.map((c) => `${c.client_id}\t${c.client_name}\t${c.token_endpoint_auth_method}\t${c.redirect_uris.join(' ')}`).join('\n'),
+      );
+    });
+  },
+});
+
+const update = defineCommand({
+  summary: "change a client's name, redirect URIs or scopes",
+  synopsis: 'client update ID [--name NAME] [--redirect-uri URI …] [--add-redirect-uri URI …] [--remove-redirect-uri URI …] [--scope "…"]',
+  takesArguments: true,
+  details: [
+    '--redirect-uri URI          replace every redirect URI with these (repeat for several)',
+    '--add-redirect-uri URI      add one (repeatable)',
+    '--remove-redirect-uri URI   remove one (repeatable); a client keeps at least one',
+    'Running servers see the change within 5 seconds (their client cache).',
+  ],
+  options: {
+    name: { type: 'string' },
+    'redirect-uri': { type: 'string', multiple: true },
+    'add-redirect-uri': { type: 'string', multiple: true },
+    'remove-redirect-uri': { type: 'string', multiple: true },
+    scope: { type: 'string' },
+  },
+  async run({ io, values, positionals, config }) {
+    const id = onePositional('client update', 'client ID', positionals);
+    const adding = values['add-redirect-uri'] ?? [];
+    const removing = values['remove-redirect-uri'] ?? [];
+    if (values['redirect-uri'] && (adding.length || removing.length)) {
+      throw new UsageError('client update: use --redirect-uri (replace all) or --add-/--remove-redirect-uri, not both');
+    }
+    if (values.name === undefined && values.scope === undefined && !values['redirect-uri'] && !adding.length && !removing.length) {
+      throw new UsageError('client update needs something to change: --name, --redirect-uri, --add-redirect-uri, --remove-redirect-uri or --scope');
+    }
+    await withRuntime(config(), async (runtime) => {
+      const current = await runtime.clients.find(id);
+      if (!current) throw new CommandFailed(`no client with id ${id}`);
+      let redirectUris = values['redirect-uri'];
+      if (adding.length || removing.length) {
+        const missing = removing.filter((uri) => !current.redirectUris.includes(uri));
+        if (missing.length) throw new CommandFailed(`client ${id} has no redirect URI ${missing.join(', ')}`);
+        redirectUris = [...current.redirectUris.filter((uri) => !removing.includes(uri)), ...adding];
+      }
+      const updated = await runtime.clients.update(id, {
+        ...(values.name === undefined ? {} : { name: values.name }),
+        ...(values.scope === undefined ? {} : { scope: values.scope }),
+        ...(redirectUris === undefined ? {} : { redirectUris }),
+      });
+      if (!updated) throw new CommandFailed(`no client with id ${id}`);
+      print(io, values.json, updated, `Updated client ${id} (${updated.client_name}).\n${describe(updated)}`);
+    });
+  },
+});
+
+const rotateSecret = defineCommand({
+  summary: 'issue a new client secret; the old one keeps working for --overlap',
+  synopsis: 'client rotate-secret ID [--overlap 1h]',
+  takesArguments: true,
+  details: [
+    '--overlap DURATION   how long the old secret keeps working: 0 (stops at once: use this when it leaked),',
+    '                     90s, 15m, 1h (default), 2d; at most 30 days',
+  ],
+  options: { overlap: { type: 'string' } },
+  async run({ io, values, positionals, config }) {
+    const id = onePositional('client rotate-secret', 'client ID', positionals);
+    const overlap = parseDuration('--overlap', values.overlap ?? '1h', 30 * 86_400);
+    await withRuntime(config(), async (runtime) => {
+      const rotated = await runtime.clients.rotateSecret(id, overlap);
+      if (!rotated) throw new CommandFailed(`no client with id ${id}`);
+      const until = rotated.previousSecretExpiresAt?.toISOString() ?? null;
+      print(
+        io,
+        values.json,
+        { client_id: id, client_secret: rotated.secret, previous_secret_expires_at: until },
+        [
+          `client_id:     ${id}`,
+          `client_secret: ${rotated.secret}   (shown once; store it now)`,
+          until ? `The previous secret keeps working until ${until}.` : 'The previous secret no longer works.',
+        ].join('\n'),
+      );
+    });
+  },
+});
+
+const remove = defineCommand({
+  summary: 'delete a client and every token issued to it',
+  synopsis: 'client delete ID',
+  takesArguments: true,
+  options: {},
+  async run({ io, values, positionals, config }) {
+    const id = onePositional('client delete', 'client ID', positionals);
+    await withRuntime(config(), async (runtime) => {
+      if (!(await runtime.clients.delete(id))) throw new CommandFailed(`no client with id ${id}`);
+      print(io, values.json, { deleted: id }, `Deleted client ${id} and every token issued to it.`);
+    });
+  },
+});
+
+export default {
+  summary: 'register and manage OAuth clients',
+  subcommands: { create, list, update, 'rotate-secret': rotateSecret, delete: remove },
+} satisfies CommandGroup;

@@ -1,0 +1,65 @@
+import { defineCommand, type Io } from './command.js';
+import type { Config } from '../config.js';
+import type { DemoSeedResult } from '../demo/seed.js';
+
+export async function describeDemo(config: Config, seeded: DemoSeedResult): Promise<string> {
+  const [{ DEMO_PASSWORD, DEMO_USERNAME }, { demoAuthorizeLink }] = await Promise.all([
+    import('../demo/seed.js'),
+    import('../demo/authorize-link.js'),
+  ]);
+  return [
+    `Demo client id:     ${seeded.client.client_id}`,
+    `Demo client secret: ${seeded.client.client_secret}   (new on every start; stored only as a hash)`,
+    `Demo login:         ${DEMO_USERNAME} / ${DEMO_PASSWORD}`,
+    `Open to sign in:    ${demoAuthorizeLink(config.issuer)}`,
+  ].join('\n');
+}
+
+async function serve(io: Io, config: Config): Promise<void> {
+  const [{ createLogger, flushLogger }, { openRuntime }, { startServer }, { seedDemo, isEmptyDatabase }] = await Promise.all([
+    import('../logger.js'),
+    import('../runtime.js'),
+    import('../server.js'),
+    import('../demo/seed.js'),
+  ]);
+  const logger = createLogger(config.logLevel);
+  const runtime = await openRuntime(config, logger);
+  let demo: DemoSeedResult | undefined;
+  try {
+    // Demo data goes only into an embedded database, or wherever DEMO=true asks for it.
+    if (config.demo && (runtime.database.kind === 'postgres' || (await isEmptyDatabase(runtime.db)) || (await runtime.clients.find('demo-client')))) {
+      demo = await seedDemo(runtime);
+    }
+  } catch (error) {
+    await runtime.close();
+    throw error;
+  }
+  const server = await startServer(runtime);
+  io.stdout.write(
+    [
+      `Fieldgate is listening on ${config.issuer} (bound to ${server.url}, database: ${runtime.database.kind}, ${runtime.database.location})`,
+      ...(demo ? [await describeDemo(config, demo)] : []),
+      '',
+    ].join('\n'),
+  );
+  await new Promise<void>((resolve) => {
+    const stop = (signal: NodeJS.Signals) => {
+      logger.info({ signal }, 'shutting down');
+      server
+        .close()
+        .catch((error) => logger.error({ err: error }, 'error during shutdown'))
+        .then(() => flushLogger(logger))
+        .then(resolve);
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+}
+
+export default defineCommand({
+  summary: 'run the server (what `npm start` runs)',
+  synopsis: 'serve',
+  details: ['Configuration comes from the environment (PORT, ISSUER, DATABASE_URL, DATA_DIR…); see README.md.'],
+  options: {},
+  run: ({ io, config }) => serve(io, config()),
+});

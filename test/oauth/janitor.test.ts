@@ -1,0 +1,150 @@
+/**
+ * The janitor: deletes exactly the rows that are due (and keeps those replay and reuse detection
+ * still need), in bounded batches, once across concurrent sweeps, and keeps table sizes flat
+ * under a steady flow of authorizations.
+ */
+import { expect, it } from 'vitest';
+import { count, eq, inArray, sql } from 'drizzle-orm';
+import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens } from '../../src/db/schema.js';
+import { sweep, sweptRows, type JanitorPolicy } from '../../src/oauth/janitor.js';
+import { AuthorizationCodeStore } from '../../src/oauth/stores/codes.js';
+import { sha256 } from '../../src/oauth/secrets.js';
+import type { Db } from '../../src/db/database.js';
+import { TEST_DATABASE_URL } from '../support/databases.js';
+import { openDatabase } from '../../src/db/database.js';
+import { describeEachDatabase } from '../support/runtime.js';
+import { buildClient, buildUser, issueCode, obtainTokens, tokenRequest } from './support.js';
+
+const rows = async (db: Db, table: typeof grants | typeof authorizationCodes | typeof refreshTokens, clientId?: string) =>
+  (await db.select({ n: count() }).from(table).where(clientId === undefined ? undefined : eq(table.clientId, clientId)))[0]!.n;
+
+describeEachDatabase('janitor', (context) => {
+  const policy: JanitorPolicy = { retentionSeconds: 3600, accessTokenTtl: 60, batchSize: 2 };
+
+  it('deletes what is due and keeps what replay and reuse detection still need', async () => {
+    const { runtime, app } = context();
+    const db = runtime.db;
+    const client = await buildClient(runtime);
+    const user = await buildUser(runtime);
+    const ago = (seconds: number) => sql`now() - make_interval(secs => ${seconds})`;
+
+    // Codes: three long expired (due), one expired within the retention, one used but unexpired.
+    const expired = await Promise.all([1, 2, 3].map(() => issueCode(runtime, client, user)));
+    await db.update(authorizationCodes).set({ expiresAt: ago(2 * 86_400) }).where(inArray(authorizationCodes.grantId, expired.map((c) => c.grantId)));
+    await db.update(grants).set({ createdAt: ago(2 * 86_400) }).where(inArray(grants.id, expired.map((c) => c.grantId)));
+    const recent = await issueCode(runtime, client, user);
+    await db.update(authorizationCodes).set({ expiresAt: ago(60) }).where(eq(authorizationCodes.grantId, recent.grantId));
+    const used = await issueCode(runtime, client, user);
+    const redeemed = await tokenRequest(app, { grant_type: 'authorization_code', code: used.code, redirect_uri: client.redirectUri, code_verifier: used.verifier }, client);
+    expect(redeemed.status).toBe(200);
+
+    // Refresh tokens: a rotated one (kept: reuse must still be detected), one long expired (due).
+    const rotatedFamily = await obtainTokens(app, runtime, client, user);
+    const rotation = await tokenRequest(app, { grant_type: 'refresh_token', refresh_token: rotatedFamily.refresh_token }, client);
+    expect(rotation.status).toBe(200);
+    const deadFamily = await obtainTokens(app, runtime, client, user);
+    await db.update(refreshTokens).set({ expiresAt: ago(2 * 86_400) }).where(eq(refreshTokens.grantId, deadFamily.grantId));
+    await db.update(authorizationCodes).set({ expiresAt: ago(2 * 86_400) }).where(eq(authorizationCodes.grantId, deadFamily.grantId));
+    await db.update(grants).set({ createdAt: ago(2 * 86_400) }).where(eq(grants.id, deadFamily.grantId));
+
+    // Grants: one revoked long ago (due, with its tokens), one revoked just now (kept: its access tokens must keep failing).
+    const oldRevoked = await obtainTokens(app, runtime, client, user);
+    await db.update(grants).set({ revokedAt: ago(2 * 86_400) }).where(eq(grants.id, oldRevoked.grantId));
+    const newRevoked = await obtainTokens(app, runtime, client, user);
+    await runtime.revocations.revokeGrant(newRevoked.grantId);
+
+    // Revoked access tokens and throttle counters.
+    await db.insert(revokedAccessTokens).values([
+      { jti: 'gone', expiresAt: ago(1) },
+      { jti: 'live', expiresAt: sql`now() + interval '1 hour'` },
+    ]);
+    await db.insert(loginThrottle).values([
+      { key: 'ip:stale', failures: 3, windowStartedAt: ago(2 * 86_400) },
+      { key: 'ip:locked', failures: 30, windowStartedAt: ago(2 * 86_400), lockedUntil: sql`now() + interval '1 hour'` },
+      { key: 'ip:fresh', failures: 1 },
+    ]);
+
+    const result = await sweep(db, policy);
+    expect(result).toEqual({
+      authorizationCodes: 3 + 1 /* the dead family's */,
+      refreshTokens: 1,
+      grants: 3 /* expired codes' */ + 1 /* dead family */ + 1 /* revoked long ago */,
+      revokedAccessTokens: 1,
+      loginThrottle: 1,
+      skipped: false,
+    });
+    expect(sweptRows(await sweep(db, policy))).toBe(0);
+
+    const grantIds = (await db.select({ id: grants.id }).from(grants)).map((g) => g.id).sort();
+    expect(grantIds).toEqual([recent.grantId, used.grantId, rotatedFamily.grantId, newRevoked.grantId].sort());
+    expect((await db.select({ key: loginThrottle.key }).from(loginThrottle)).map((r) => r.key).sort()).toEqual(['ip:fresh', 'ip:locked']);
+    expect((await db.select({ jti: revokedAccessTokens.jti }).from(revokedAccessTokens)).map((r) => r.jti)).toEqual(['live']);
+
+    // The used code still reads as replayed, and the rotated refresh token's reuse still revokes its family.
+    const codes = new AuthorizationCodeStore(db, 600);
+    expect((await codes.diagnose(used.code, client.id)).reason).toBe('replayed');
+    const reuse = await tokenRequest(app, { grant_type: 'refresh_token', refresh_token: rotatedFamily.refresh_token }, client);
+    expect(reuse.body.error_description).toMatch(/already been used/);
+    // The recently revoked grant still revokes its access token.
+    const [revoked] = await db.select().from(grants).where(eq(grants.id, newRevoked.grantId));
+    expect(revoked?.revokedAt).not.toBeNull();
+    expect(await db.select().from(refreshTokens).where(eq(refreshTokens.tokenHash, sha256(deadFamily.refresh_token)))).toEqual([]);
+  });
+
+  it('keeps table sizes flat under a steady flow of authorizations at short lifetimes', async () => {
+    const { runtime, app } = context();
+    const db = runtime.db;
+    const client = await buildClient(runtime);
+    const user = await buildUser(runtime);
+    const shortLived: JanitorPolicy = { retentionSeconds: 0, accessTokenTtl: 1, batchSize: 7 };
+    const short = sql`now() + interval '1 second'`;
+    const size = async () =>
+      (await rows(db, grants, client.id)) + (await rows(db, authorizationCodes, client.id)) + (await rows(db, refreshTokens, client.id));
+    const perRound = 10;
+    const sizes: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < perRound; i++) {
+        const family = await obtainTokens(app, runtime, client, user);
+        const refreshed = await tokenRequest(app, { grant_type: 'refresh_token', refresh_token: family.refresh_token }, client);
+        expect(refreshed.status).toBe(200);
+        await db.update(refreshTokens).set({ expiresAt: short }).where(eq(refreshTokens.grantId, family.grantId));
+        await db.update(authorizationCodes).set({ expiresAt: short }).where(eq(authorizationCodes.grantId, family.grantId));
+      }
+      expect(await size()).toBe(4 * perRound);
+      // Everything of this round has expired and passed the one-second retention.
+      await new Promise((resolve) => setTimeout(resolve, 2_200));
+      const result = await sweep(db, shortLived);
+      expect(result.grants).toBeGreaterThanOrEqual(perRound);
+      sizes.push(await size());
+    }
+    expect(sizes).toEqual([0, 0, 0]);
+  });
+});
+
+it.runIf(TEST_DATABASE_URL)('two concurrent sweeps on PostgreSQL delete each row once and both succeed', async () => {
+  const { createTestRuntime } = await import('../support/runtime.js');
+  const context = await createTestRuntime('postgres');
+  const second = await openDatabase({ databaseUrl: context.testDatabase.url!, poolSize: 3 });
+  try {
+    const { runtime } = context;
+    const client = await buildClient(runtime);
+    const user = await buildUser(runtime);
+    const issued = await Promise.all(Array.from({ length: 60 }, () => issueCode(runtime, client, user)));
+    await runtime.db
+      .update(authorizationCodes)
+      .set({ expiresAt: sql`now() - interval '2 days'`, createdAt: sql`now() - interval '2 days'` })
+      .where(inArray(authorizationCodes.grantId, issued.map((c) => c.grantId)));
+    await runtime.db.update(grants).set({ createdAt: sql`now() - interval '2 days'` });
+    const policy: JanitorPolicy = { retentionSeconds: 3600, accessTokenTtl: 60, batchSize: 5 };
+    const results = await Promise.all([sweep(runtime.db, policy), sweep(second.db, policy), sweep(runtime.db, policy), sweep(second.db, policy)]);
+    const left = await sweep(runtime.db, policy);
+    const total = (key: 'authorizationCodes' | 'grants') => [...results, left].reduce((sum, r) => sum + r[key], 0);
+    expect(total('authorizationCodes')).toBe(60);
+    expect(total('grants')).toBe(60);
+    expect(await rows(runtime.db, authorizationCodes)).toBe(0);
+    expect(await rows(runtime.db, grants)).toBe(0);
+  } finally {
+    await second.close();
+    await context.close();
+  }
+});
