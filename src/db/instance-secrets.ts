@@ -3,7 +3,7 @@ import { randomToken } from '../oauth/secrets.js';
 import type { Db } from './database.js';
 import { instanceSecrets } from './schema.js';
 
-export type InstanceSecretName = 'client-secret-hmac' | 'session-cookie';
+export type InstanceSecretName = 'client-secret-hmac' | 'session-cookie' | 'demo-client-secret';
 
 /**
  * Returns the deployment-wide secret of that name, creating it on first use. Insert-if-absent
