@@ -8,7 +8,7 @@ import { text } from 'node:stream/consumers';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger, flushLogger } from './logger.js';
 import { openRuntime, type Runtime } from './runtime.js';
-import { startServer } from './server.js';
+import { reservePort, startServer } from './server.js';
 import { rotateSigningKey } from './oauth/keys.js';
 import { ClientRegistrationError, describeClient } from './oauth/clients.js';
 import { UserRegistrationError } from './oauth/users.js';
@@ -74,13 +74,15 @@ async function withRuntime<T>(config: Config, fn: (runtime: Runtime) => Promise<
 function describeDemo(config: Config, seeded: DemoSeedResult): string {
   return [
     `Demo client id:     ${seeded.client.client_id}`,
-    `Demo client secret: ${seeded.client.client_secret}   (new on every start; stored only as a hash)`,
+    `Demo client secret: ${seeded.client.client_secret}   (kept in the database: the same on every start and instance)`,
     `Demo login:         ${DEMO_USERNAME} / ${DEMO_PASSWORD}`,
     `Open to sign in:    ${demoAuthorizeLink(config.issuer)}`,
   ].join('\n');
 }
 
 async function serve(io: Io, config: Config): Promise<void> {
+  // PORT=0 picks a free port; tokens and links need to name it, so pick it before they are made.
+  if (config.port === 0 && !io.env.ISSUER?.trim()) config = loadConfig({ ...io.env, PORT: String(await reservePort(config.host)) });
   const logger = createLogger(config.logLevel);
   const runtime = await openRuntime(config, logger);
   let demo: DemoSeedResult | undefined;
@@ -94,7 +96,9 @@ async function serve(io: Io, config: Config): Promise<void> {
     throw error;
   }
   const server = await startServer(runtime);
-  io.stdout.write(
+  logger.info({ issuer: config.issuer, url: server.url, port: server.port, database: runtime.database.kind }, 'listening');
+  // stdout carries only JSON log lines; the banner for people goes to stderr.
+  io.stderr.write(
     [
       `Fieldgate is listening on ${config.issuer} (bound to ${server.url}, database: ${runtime.database.kind}, ${runtime.database.location})`,
       ...(demo ? [describeDemo(config, demo)] : []),

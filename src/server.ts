@@ -24,6 +24,18 @@ export function applyConnectionBounds(server: http.Server): void {
   server.keepAliveTimeout = 5_000;
 }
 
+/** A port that is free on `host` right now (what listening on port 0 would pick). */
+export function reservePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = http.createServer();
+    probe.once('error', reject);
+    probe.listen(0, host, () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
 export async function startServer(runtime: Runtime): Promise<RunningServer> {
   let shuttingDown = false;
   const app = createApp(runtime, { isShuttingDown: () => shuttingDown });
