@@ -12,6 +12,7 @@ import { GRAPHQL_PATH } from './graphql/http.js';
 import { createRestRouter } from './rest/router.js';
 import { createDemoRouter, DEMO_PATHS } from './demo/router.js';
 import { NotFound, toApiError } from './rest/errors.js';
+import { createFrontDoorRouter } from './front-door/router.js';
 
 const READY_TIMEOUT_MS = 2_000;
 
@@ -90,6 +91,7 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): express.E
     .mount(OAUTH_PATHS, createOAuthRouter(runtime));
   if (runtime.config.demo) faces.mount(DEMO_PATHS, createDemoRouter(runtime));
   app.use(faces.handler);
+  if (runtime.config.frontDoor) app.use(createFrontDoorRouter(runtime));
   app.use(notFound);
   app.use(fallbackErrorHandler(runtime));
   return app;

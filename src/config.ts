@@ -96,6 +96,11 @@ export interface Config {
   /** Serve the demo pages (/demo/callback). On by default for the embedded database only. */
   demo: boolean;
   /**
+   * Serve the front door: the page at `/`, GraphiQL on GET /graphql from a browser, and the API
+   * reference at /api-reference. On by default in demo mode only (FRONT_DOOR).
+   */
+  frontDoor: boolean;
+  /**
    * Express `trust proxy`: which proxies' X-Forwarded-For to believe when working out a client's
    * IP (login throttling is per IP). false, a hop count, or addresses / CIDRs / loopback, linklocal, uniquelocal.
    */
@@ -187,6 +192,7 @@ export function loadConfig(env: Env = process.env): Config {
     if (origin !== '*') url('CORS_ORIGINS', origin, ['http:', 'https:']);
   }
 
+  const demo = flag(env, 'DEMO', databaseUrl === undefined);
   return {
     port,
     host,
@@ -201,7 +207,8 @@ export function loadConfig(env: Env = process.env): Config {
     refreshTokenReuseGrace: integer(env, 'REFRESH_TOKEN_REUSE_GRACE', 0, 0, 300),
     corsOrigins,
     logLevel,
-    demo: flag(env, 'DEMO', databaseUrl === undefined),
+    demo,
+    frontDoor: flag(env, 'FRONT_DOOR', demo),
     trustProxy: trustProxy(env),
     graphqlLimits: loadLimits(env),
   };
