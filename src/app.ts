@@ -13,6 +13,7 @@ import { createRestRouter } from './rest/router.js';
 import { createDemoRouter, DEMO_PATHS } from './demo/router.js';
 import { NotFound, toApiError } from './rest/errors.js';
 import { createFrontDoorRouter } from './front-door/router.js';
+import { httpMetrics, metricsEndpoint } from './http/metrics.js';
 
 const READY_TIMEOUT_MS = 2_000;
 
@@ -74,6 +75,9 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): express.E
   app.set('trust proxy', runtime.config.trustProxy);
   if (options.embedderRoutes?.bare) app.use(options.embedderRoutes.bare);
   app.use(requestLog(runtime.logger));
+  const { metricsPort, metricsToken } = runtime.config;
+  if (metricsPort !== undefined || metricsToken !== undefined) app.use(httpMetrics);
+  if (metricsToken !== undefined) app.use(metricsEndpoint(metricsToken));
   if (options.isShuttingDown) {
     const isShuttingDown = options.isShuttingDown;
     app.use((_req, res, next) => {

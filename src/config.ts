@@ -105,6 +105,10 @@ export interface Config {
    * IP (login throttling is per IP). false, a hop count, or addresses / CIDRs / loopback, linklocal, uniquelocal.
    */
   trustProxy: boolean | number | string[];
+  /** Port of a separate listener (on HOST) that serves GET /metrics; undefined: none (METRICS_PORT). */
+  metricsPort: number | undefined;
+  /** Bearer token that opens GET /metrics on the main port; undefined: not served there (METRICS_TOKEN). */
+  metricsToken: string | undefined;
   /** Abuse limits of the GraphQL API (and so of the REST layer on top of it). */
   graphqlLimits: GraphQLLimits;
 }
@@ -161,6 +165,13 @@ function trustProxy(env: Env): boolean | number | string[] {
   return entries;
 }
 
+function metricsToken(env: Env): string | undefined {
+  const raw = env.METRICS_TOKEN?.trim();
+  if (!raw) return undefined;
+  if (raw.length < 16) throw new ConfigError('METRICS_TOKEN', `must be at least 16 characters, got ${raw.length}`);
+  return raw;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const port = integer(env, 'PORT', 3000, 0, 65535);
   const host = env.HOST?.trim() || '127.0.0.1';
@@ -210,6 +221,8 @@ export function loadConfig(env: Env = process.env): Config {
     demo,
     frontDoor: flag(env, 'FRONT_DOOR', demo),
     trustProxy: trustProxy(env),
+    metricsPort: env.METRICS_PORT?.trim() ? integer(env, 'METRICS_PORT', 0, 0, 65535) : undefined,
+    metricsToken: metricsToken(env),
     graphqlLimits: loadLimits(env),
   };
 }

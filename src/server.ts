@@ -6,12 +6,15 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
 import type { Runtime } from './runtime.js';
+import { startMetricsServer } from './http/metrics.js';
 
 export const SHUTDOWN_TIMEOUT_MS = 10_000;
 
 export interface RunningServer {
   url: string;
   port: number;
+  /** The port of the separate /metrics listener, when METRICS_PORT is set. */
+  metricsPort?: number;
   server: http.Server;
   /** Stops accepting, waits for in-flight requests (at most `timeoutMs`), closes the runtime. */
   close(timeoutMs?: number): Promise<void>;
@@ -50,6 +53,7 @@ export async function startServer(runtime: Runtime): Promise<RunningServer> {
     });
   });
   const { port } = server.address() as AddressInfo;
+  const metrics = runtime.config.metricsPort === undefined ? undefined : await startMetricsServer(runtime.config.metricsPort, runtime.config.host);
   const host = runtime.config.host.includes(':') ? `[${runtime.config.host}]` : runtime.config.host;
 
   let closing: Promise<void> | undefined;
@@ -68,8 +72,9 @@ export async function startServer(runtime: Runtime): Promise<RunningServer> {
       });
       await Promise.race([drained, timedOut]);
       clearTimeout(timer);
+      await metrics?.close();
       await runtime.close();
     })());
 
-  return { url: `http://${host}:${port}`, port, server, close };
+  return { url: `http://${host}:${port}`, port, ...(metrics && { metricsPort: metrics.port }), server, close };
 }

@@ -33,6 +33,7 @@ import type { GraphQLContext } from './context.js';
 import { ApiError, Forbidden, InternalServerError, InvalidArgument, maskError, rejectRequest } from './errors.js';
 import { CostCheck, limitRules, parseWithLimits, type GraphQLLimits } from './limits.js';
 import { requiredScopes } from './scopes.js';
+import { graphqlOperationCost } from '../http/metrics.js';
 
 export interface OperationRequest {
   principal: Principal;
@@ -93,7 +94,8 @@ export class Executor {
       authorize(operation, request.principal);
       const contextValue: GraphQLContext = { principal: request.principal, db: this.options.db, queries: this.queries, logger: this.options.logger };
       const variables = request.variables ?? undefined;
-      operation.cost.check(variables, contextValue);
+      const cost = operation.cost.check(variables, contextValue);
+      if (cost !== undefined) graphqlOperationCost.observe(cost);
       const result = await execute({
         schema: this.schema,
         document: prepared.document,
