@@ -13,6 +13,8 @@ import { GRAPHQL_PATH } from './graphql/http.js';
 import { createRestRouter } from './rest/router.js';
 import { createDemoRouter, DEMO_PATHS } from './demo/router.js';
 import { NotFound, toApiError } from './rest/errors.js';
+import { createFrontDoorRouter } from './front-door/router.js';
+import { httpMetrics, metricsEndpoint } from './http/metrics.js';
 
 const READY_TIMEOUT_MS = 2_000;
 
@@ -74,6 +76,9 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): express.E
   app.set('trust proxy', runtime.config.trustProxy);
   if (options.embedderRoutes?.bare) app.use(options.embedderRoutes.bare);
   app.use(requestLog(runtime.logger));
+  const { metricsPort, metricsToken } = runtime.config;
+  if (metricsPort !== undefined || metricsToken !== undefined) app.use(httpMetrics);
+  if (metricsToken !== undefined) app.use(metricsEndpoint(metricsToken));
   if (options.isShuttingDown) {
     const isShuttingDown = options.isShuttingDown;
     app.use((_req, res, next) => {
@@ -92,6 +97,7 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): express.E
     .mount(OAUTH_PATHS, createOAuthRouter(runtime));
   if (runtime.config.demo) faces.mount(DEMO_PATHS, createDemoRouter(runtime));
   app.use(faces.handler);
+  if (runtime.config.frontDoor) app.use(createFrontDoorRouter(runtime));
   app.use(notFound);
   app.use(fallbackErrorHandler(runtime));
   return app;

@@ -99,10 +99,19 @@ export interface Config {
   /** Serve the demo pages (/demo/callback). On by default for the embedded database only. */
   demo: boolean;
   /**
+   * Serve the front door: the page at `/`, GraphiQL on GET /graphql from a browser, and the API
+   * reference at /api-reference. On by default in demo mode only (FRONT_DOOR).
+   */
+  frontDoor: boolean;
+  /**
    * Express `trust proxy`: which proxies' X-Forwarded-For to believe when working out a client's
    * IP (login throttling is per IP). false, a hop count, or addresses / CIDRs / loopback, linklocal, uniquelocal.
    */
   trustProxy: boolean | number | string[];
+  /** Port of a separate listener (on HOST) that serves GET /metrics; undefined: none (METRICS_PORT). */
+  metricsPort: number | undefined;
+  /** Bearer token that opens GET /metrics on the main port; undefined: not served there (METRICS_TOKEN). */
+  metricsToken: string | undefined;
   /** Abuse limits of the GraphQL API (and so of the REST layer on top of it). */
   graphqlLimits: GraphQLLimits;
   /** Seconds between background sweeps of expired rows (0: no background sweep; `fieldgate janitor` still works). */
@@ -165,6 +174,13 @@ function trustProxy(env: Env): boolean | number | string[] {
   return entries;
 }
 
+function metricsToken(env: Env): string | undefined {
+  const raw = env.METRICS_TOKEN?.trim();
+  if (!raw) return undefined;
+  if (raw.length < 16) throw new ConfigError('METRICS_TOKEN', `must be at least 16 characters, got ${raw.length}`);
+  return raw;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const port = integer(env, 'PORT', 3000, 0, 65535);
   const host = env.HOST?.trim() || '127.0.0.1';
@@ -196,6 +212,7 @@ export function loadConfig(env: Env = process.env): Config {
     if (origin !== '*') url('CORS_ORIGINS', origin, ['http:', 'https:']);
   }
 
+  const demo = flag(env, 'DEMO', databaseUrl === undefined);
   return {
     port,
     host,
@@ -210,8 +227,11 @@ export function loadConfig(env: Env = process.env): Config {
     refreshTokenReuseGrace: integer(env, 'REFRESH_TOKEN_REUSE_GRACE', 0, 0, 300),
     corsOrigins,
     logLevel,
-    demo: flag(env, 'DEMO', databaseUrl === undefined),
+    demo,
+    frontDoor: flag(env, 'FRONT_DOOR', demo),
     trustProxy: trustProxy(env),
+    metricsPort: env.METRICS_PORT?.trim() ? integer(env, 'METRICS_PORT', 0, 0, 65535) : undefined,
+    metricsToken: metricsToken(env),
     graphqlLimits: loadLimits(env),
     janitorInterval: integer(env, 'JANITOR_INTERVAL', 300, 0, 86_400),
     janitorRetention: integer(env, 'JANITOR_RETENTION', 86_400, 0, 31_536_000),

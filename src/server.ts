@@ -8,12 +8,15 @@ import { createApp } from './app.js';
 import type { Runtime } from './runtime.js';
 import { answerClientErrors } from './http/client-error.js';
 import { janitorPolicy, sweep, sweptRows } from './oauth/janitor.js';
+import { startMetricsServer } from './http/metrics.js';
 
 export const SHUTDOWN_TIMEOUT_MS = 10_000;
 
 export interface RunningServer {
   url: string;
   port: number;
+  /** The port of the separate /metrics listener, when METRICS_PORT is set. */
+  metricsPort?: number;
   server: http.Server;
   /** Stops accepting, waits for in-flight requests (at most `timeoutMs`), closes the runtime. */
   close(timeoutMs?: number): Promise<void>;
@@ -46,6 +49,18 @@ function startJanitor(runtime: Runtime): () => Promise<void> {
   };
 }
 
+/** A port that is free on `host` right now (what listening on port 0 would pick). */
+export function reservePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = http.createServer();
+    probe.once('error', reject);
+    probe.listen(0, host, () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
 export async function startServer(runtime: Runtime): Promise<RunningServer> {
   let shuttingDown = false;
   const app = createApp(runtime, { isShuttingDown: () => shuttingDown });
@@ -62,6 +77,7 @@ export async function startServer(runtime: Runtime): Promise<RunningServer> {
   });
   const stopJanitor = startJanitor(runtime);
   const { port } = server.address() as AddressInfo;
+  const metrics = runtime.config.metricsPort === undefined ? undefined : await startMetricsServer(runtime.config.metricsPort, runtime.config.host);
   const host = runtime.config.host.includes(':') ? `[${runtime.config.host}]` : runtime.config.host;
 
   let closing: Promise<void> | undefined;
@@ -81,8 +97,9 @@ export async function startServer(runtime: Runtime): Promise<RunningServer> {
       await Promise.race([drained, timedOut]);
       clearTimeout(timer);
       await stopJanitor();
+      await metrics?.close();
       await runtime.close();
     })());
 
-  return { url: `http://${host}:${port}`, port, server, close };
+  return { url: `http://${host}:${port}`, port, ...(metrics && { metricsPort: metrics.port }), server, close };
 }

@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { runCli, startServerProcess, type ServerProcess } from './support/processes.js';
+import { spawn } from 'node:child_process';
+import { childEnv, FIELDGATE_BIN, runCli, startServerProcess, type ServerProcess } from './support/processes.js';
 
 describe('fieldgate serve on an embedded data directory', () => {
   const cleanups: (() => Promise<void> | void)[] = [];
@@ -22,7 +23,7 @@ describe('fieldgate serve on an embedded data directory', () => {
 
   it('seeds the demo on first start and prints the URL, demo client, login and an /authorize link', async () => {
     const server = await start({ DATA_DIR: dataDir() });
-    const out = server.stdout();
+    const out = server.stderr();
     expect(out).toContain(`Fieldgate is listening on ${server.url}`);
     expect(out).toMatch(/Demo client id: +demo-client/);
     expect(out).toMatch(/Demo client secret: +[A-Za-z0-9_-]{43}/);
@@ -48,7 +49,7 @@ describe('fieldgate serve on an embedded data directory', () => {
     expect(created.code).toBe(0);
 
     server = await start({ DATA_DIR: dir });
-    expect(server.stdout()).toMatch(/Demo client id/);
+    expect(server.stderr()).toMatch(/Demo client id/);
     await server.stop('SIGKILL');
 
     // The lock left behind by the killed server is stale and taken over.
@@ -57,6 +58,41 @@ describe('fieldgate serve on an embedded data directory', () => {
     expect(again.stderr).toContain('username survivor is taken');
     const seeded = await runCli(['seed', '--demo', '--json'], { DATA_DIR: dir });
     expect(JSON.parse(seeded.stdout)).toMatchObject({ productsCreated: 0, userCreated: false });
+  });
+
+  it('writes only JSON lines to stdout; the banner goes to stderr', async () => {
+    const server = await start({ DATA_DIR: dataDir() });
+    await fetch(`${server.url}/healthz`);
+    expect(await server.stop('SIGTERM')).toBe(0);
+    const lines = server.stdout().split('\n').filter(Boolean);
+    expect(lines.length).toBeGreaterThan(0);
+    for (const line of lines) expect(() => JSON.parse(line), line).not.toThrow();
+    expect(lines.map((line) => JSON.parse(line).msg)).toContain('listening');
+    expect(server.stderr()).toContain('Fieldgate is listening on');
+  });
+
+  it('with PORT=0 names the port it really listens on, in the banner and the sign-in link', async () => {
+    const child = spawn(process.execPath, [FIELDGATE_BIN, 'serve'], { env: childEnv({ DATA_DIR: dataDir(), PORT: '0' }), stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    cleanups.push(async () => {
+      child.kill('SIGKILL');
+      await exited;
+    });
+    let err = '';
+    const banner = await new Promise<string>((resolve, reject) => {
+      child.stderr.on('data', (chunk) => {
+        err += chunk;
+        if (/Open to sign in: +\S+\n/.test(err)) resolve(err);
+      });
+      child.on('exit', () => reject(new Error(`exited early: ${err}`)));
+    });
+    const issuer = /Fieldgate is listening on (\S+)/.exec(banner)![1]!;
+    const port = Number(new URL(issuer).port);
+    expect(port).toBeGreaterThan(0);
+    expect(banner).toContain(`bound to http://127.0.0.1:${port}`);
+    expect(new URL(/Open to sign in: +(\S+)/.exec(banner)![1]!).port).toBe(String(port));
+    const metadata = await (await fetch(`http://127.0.0.1:${port}/.well-known/oauth-authorization-server`)).json();
+    expect(metadata.issuer).toBe(issuer);
   });
 
   it('exits 0 on SIGINT and SIGTERM', async () => {

@@ -9,19 +9,22 @@ export async function describeDemo(config: Config, seeded: DemoSeedResult): Prom
   ]);
   return [
     `Demo client id:     ${seeded.client.client_id}`,
-    `Demo client secret: ${seeded.client.client_secret}   (new on every start; stored only as a hash)`,
+    `Demo client secret: ${seeded.client.client_secret}   (kept in the database: the same on every start and instance)`,
     `Demo login:         ${DEMO_USERNAME} / ${DEMO_PASSWORD}`,
     `Open to sign in:    ${demoAuthorizeLink(config.issuer)}`,
   ].join('\n');
 }
 
 async function serve(io: Io, config: Config): Promise<void> {
-  const [{ createLogger, flushLogger }, { openRuntime }, { startServer }, { seedDemo, isEmptyDatabase }] = await Promise.all([
+  const [{ createLogger, flushLogger }, { openRuntime }, { reservePort, startServer }, { seedDemo, isEmptyDatabase }, { loadConfig }] = await Promise.all([
     import('../logger.js'),
     import('../runtime.js'),
     import('../server.js'),
     import('../demo/seed.js'),
+    import('../config.js'),
   ]);
+  // PORT=0 picks a free port; tokens and links need to name it, so pick it before they are made.
+  if (config.port === 0 && !io.env.ISSUER?.trim()) config = loadConfig({ ...io.env, PORT: String(await reservePort(config.host)) });
   const logger = createLogger(config.logLevel);
   const runtime = await openRuntime(config, logger);
   let demo: DemoSeedResult | undefined;
@@ -35,7 +38,9 @@ async function serve(io: Io, config: Config): Promise<void> {
     throw error;
   }
   const server = await startServer(runtime);
-  io.stdout.write(
+  logger.info({ issuer: config.issuer, url: server.url, port: server.port, database: runtime.database.kind }, 'listening');
+  // stdout carries only JSON log lines; the banner for people goes to stderr.
+  io.stderr.write(
     [
       `Fieldgate is listening on ${config.issuer} (bound to ${server.url}, database: ${runtime.database.kind}, ${runtime.database.location})`,
       ...(demo ? [await describeDemo(config, demo)] : []),

@@ -5,6 +5,7 @@
 import express from 'express';
 import type { Runtime } from '../runtime.js';
 import { html } from '../http/html.js';
+import { layout, sendPage } from '../oauth/pages/layout.js';
 import { DEMO_CLIENT_ID, demoRedirectUri } from './seed.js';
 import { demoVerifiers } from './authorize-link.js';
 
@@ -33,24 +34,18 @@ export function createDemoRouter(runtime: Runtime): express.Router {
           ...(verifier ? [`  -d code_verifier=${verifier}`] : []),
         ].join(' \\\n')
       : '';
-    res.setHeader('Cache-Control', 'no-store');
-    res.setHeader('Referrer-Policy', 'no-referrer');
-    res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'");
-    res.type('html').send(
-      html`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Fieldgate demo callback</title>
-<style>body{font:16px/1.5 system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem}pre{background:#f4f4f4;padding:1rem;overflow-x:auto;white-space:pre-wrap;word-break:break-all}</style></head>
-<body><h1>Demo callback</h1>
-${
-  error
-    ? html`<p>The authorization server answered with an error.</p>
+    const copyable = (id: string, value: string) =>
+      html`<div class="copyable"><code id="${id}">${value}</code><button type="button" class="copy secondary" data-copy="${id}">Copy</button></div>`;
+    const body = error
+      ? html`<h1>Demo callback</h1>
+<div class="alert"><p>The authorization server answered with an error.</p></div>
 <dl><dt>error</dt><dd id="error">${error}</dd><dt>error_description</dt><dd>${param('error_description') ?? ''}</dd><dt>state</dt><dd id="state">${state ?? ''}</dd></dl>`
-    : html`<dl><dt>code</dt><dd id="code"><code>${code ?? '(none)'}</code></dd><dt>state</dt><dd id="state"><code>${state ?? '(none)'}</code></dd></dl>
+      : html`<h1>Demo callback</h1>
+<dl><dt>code</dt><dd>${code ? copyable('code', code) : html`<code id="code">(none)</code>`}</dd><dt>state</dt><dd><code id="state">${state ?? '(none)'}</code></dd></dl>
 <p>Exchange the code for tokens within ${runtime.config.authCodeTtl} seconds (set <code>CLIENT_SECRET</code> to the demo client secret printed at start-up):</p>
-<pre id="curl">${curl}</pre>`
-}
-</body></html>`.value,
-    );
+<div class="copyable"><pre id="curl">${curl}</pre><button type="button" class="copy secondary" data-copy="curl">Copy</button></div>
+<p class="muted">Then use the <code>access_token</code> in the <a href="/graphql">GraphQL IDE</a> or the <a href="/api-reference">API reference</a>.</p>`;
+    sendPage(res, layout('Demo callback', body, { wide: true, scripts: ['/assets/fieldgate/copy.js'] }), { selfScripts: true });
   });
   return router;
 }

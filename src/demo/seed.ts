@@ -5,7 +5,8 @@
  */
 import { count, eq } from 'drizzle-orm';
 import type { Runtime } from '../runtime.js';
-import { orderItems, orders, products, reviews, sellers, shippingPolicies, users } from '../db/schema.js';
+import { clients as clientRows, orderItems, orders, products, reviews, sellers, shippingPolicies, users } from '../db/schema.js';
+import { instanceSecret } from '../db/instance-secrets.js';
 import type { Db } from '../db/database.js';
 
 export const DEMO_USERNAME = 'demo';
@@ -92,8 +93,10 @@ async function seedDemoOrders(db: Db, userId: number): Promise<void> {
 }
 
 /**
- * Seeds what is missing and (re)issues the demo client's secret so it can be printed: secrets
- * are stored only as hashes, so the plaintext exists only at the moment it is made.
+ * Seeds what is missing and returns the demo client's secret so it can be printed. Client
+ * secrets are otherwise stored only as hashes; the demo one is kept in `instance_secrets`
+ * (created once, insert-if-absent) so that restarts and every instance on the same database
+ * print and accept the same secret instead of rotating it under each other.
  */
 export async function seedDemo(runtime: Runtime): Promise<DemoSeedResult> {
   const { db, users: userStore, clients } = runtime;
@@ -108,16 +111,20 @@ export async function seedDemo(runtime: Runtime): Promise<DemoSeedResult> {
   }
 
   const redirectUri = demoRedirectUri(runtime.config.issuer);
-  const existingClient = await clients.find(DEMO_CLIENT_ID);
-  let secret: string;
-  if (existingClient) {
-    if (!existingClient.redirectUris.includes(redirectUri)) {
-      await clients.setRedirectUris(DEMO_CLIENT_ID, [...existingClient.redirectUris, redirectUri]);
-    }
-    secret = await clients.resetSecret(DEMO_CLIENT_ID);
-  } else {
-    const created = await clients.create({ id: DEMO_CLIENT_ID, name: 'Fieldgate Demo App', redirectUris: [redirectUri] });
-    secret = created.client_secret!;
+  const secret = await instanceSecret(db, 'demo-client-secret');
+  let client = await clients.find(DEMO_CLIENT_ID);
+  if (!client) {
+    await clients.create({ id: DEMO_CLIENT_ID, name: 'Fieldgate Demo App', redirectUris: [redirectUri] }).catch(async (error) => {
+      // Another instance created it first.
+      if (!(await clients.find(DEMO_CLIENT_ID))) throw error;
+    });
+    client = (await clients.find(DEMO_CLIENT_ID))!;
+  }
+  if (!client.redirectUris.includes(redirectUri)) {
+    await clients.setRedirectUris(DEMO_CLIENT_ID, [...client.redirectUris, redirectUri]);
+  }
+  if (!clients.verifySecret(client, secret)) {
+    await db.update(clientRows).set({ secretHash: clients.hashSecret(secret) }).where(eq(clientRows.id, DEMO_CLIENT_ID));
   }
   return { productsCreated, userCreated, client: { client_id: DEMO_CLIENT_ID, client_secret: secret, redirect_uri: redirectUri } };
 }

@@ -33,6 +33,7 @@ import type { GraphQLContext } from './context.js';
 import { ApiError, Forbidden, InternalServerError, InvalidArgument, maskError, rejectRequest } from './errors.js';
 import { CostCheck, limitRules, parseWithLimits, type GraphQLLimits } from './limits.js';
 import { requiredScopes } from './scopes.js';
+import { graphqlOperationCost } from '../http/metrics.js';
 
 export interface OperationRequest {
   principal: Principal;
@@ -101,7 +102,8 @@ export class Executor {
         ...(request.pageLookahead && { pageLookahead: true }),
       };
       const variables = request.variables ?? undefined;
-      operation.cost.check(variables, contextValue);
+      const cost = operation.cost.check(variables, contextValue);
+      if (cost !== undefined) graphqlOperationCost.observe(cost);
       const result = await execute({
         schema: this.schema,
         document: prepared.document,

@@ -11,6 +11,8 @@ import type { Runtime } from '../runtime.js';
 import { authenticateBearer } from '../oauth/bearer.js';
 import { InvalidToken } from '../oauth/errors.js';
 import { rejectRequest, Unauthenticated, type RequestRejection } from './errors.js';
+import { GRAPHIQL_OPTIONS, renderGraphiQL } from '../front-door/graphiql.js';
+import { setToolPageSecurityHeaders } from '../http/security-headers.js';
 import type { Executor } from './executor.js';
 
 export const GRAPHQL_PATH = '/graphql';
@@ -96,6 +98,12 @@ const refuseOversizedBody: express.RequestHandler = (req, res, next) => {
   refuse(res, 413, 'BODY_TOO_LARGE', `the request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes`);
 };
 
+/** The headers of the GraphiQL page yoga renders for a browser's GET (see shouldRenderGraphiQL). */
+const graphiqlPageHeaders: express.RequestHandler = (req, res, next) => {
+  if (req.method === 'GET' && (req.headers.accept ?? '').includes('text/html')) setToolPageSecurityHeaders(res);
+  next();
+};
+
 function yogaLogger(runtime: Runtime): YogaLogger {
   const logger = runtime.logger.child({ component: 'graphql' });
   return {
@@ -111,7 +119,10 @@ export function createGraphQLRouter(runtime: Runtime, executor: Executor): expre
   const yoga = createYoga({
     schema: executor.schema,
     graphqlEndpoint: GRAPHQL_PATH,
-    graphiql: false,
+    // A browser's GET (Accept: text/html) gets GraphiQL when the front door is on; otherwise
+    // yoga answers it 406, as it answers any GET that accepts no GraphQL response type.
+    graphiql: runtime.config.frontDoor ? GRAPHIQL_OPTIONS : false,
+    renderGraphiQL,
     landingPage: false,
     batching: false,
     multipart: false,
@@ -127,6 +138,7 @@ export function createGraphQLRouter(runtime: Runtime, executor: Executor): expre
     plugins: [useExecutor(runtime, executor)],
   });
   const router = express.Router();
+  if (runtime.config.frontDoor) router.use(GRAPHQL_PATH, graphiqlPageHeaders);
   router.use(GRAPHQL_PATH, refuseUnsupportedMediaType, refuseOversizedBody, yoga);
   return router;
 }

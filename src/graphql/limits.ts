@@ -94,8 +94,8 @@ export class CostCheck {
     this.costVariables = costVariables(schema, this.costDocument);
   }
 
-  /** Throws MAX_COST when the operation with these variables costs more than the limit. */
-  check(variables: Record<string, unknown> | undefined, context: object): void {
+  /** Throws MAX_COST when the operation with these variables costs more than the limit; returns the cost. */
+  check(variables: Record<string, unknown> | undefined, context: object): number | undefined {
     const key = this.costVariables.length === 0 ? '' : JSON.stringify(this.costVariables.map((name) => variables?.[name] ?? null));
     let cost = this.memo.get(key);
     if (cost === undefined) {
@@ -103,7 +103,7 @@ export class CostCheck {
         cost = complexityFromQuery(this.costDocument, { schema: this.schema, ctx: context, variables: variables ?? {} }).complexity;
       } catch (error) {
         // Variables that do not coerce are left for execution to report.
-        if (error instanceof GraphQLError) return;
+        if (error instanceof GraphQLError) return undefined;
         throw error;
       }
       if (this.memo.size >= MAX_MEMOIZED_COSTS) this.memo.clear();
@@ -114,6 +114,7 @@ export class CostCheck {
         extensions: { cost, max: this.limits.maxCost },
       });
     }
+    return cost;
   }
 }
 

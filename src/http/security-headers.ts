@@ -14,6 +14,8 @@ export interface PageSecurityOptions {
    * redirect chain ends at the client's redirect URI.
    */
   formActionOrigins?: readonly string[];
+  /** Allow scripts from this origin (static files only; never inline). */
+  selfScripts?: boolean;
 }
 
 /** Only plain scheme://host[:port] values may reach the header (no `;` or `,` injection). */
@@ -27,10 +29,26 @@ export function setPageSecurityHeaders(res: Response, options: PageSecurityOptio
   res.setHeader('X-Frame-Options', 'DENY');
   res.setHeader(
     'Content-Security-Policy',
-    `default-src 'none'; style-src ${styles}; form-action ${formActions.join(' ')}; frame-ancestors 'none'; base-uri 'none'`,
+    `default-src 'none'; ${options.selfScripts ? "script-src 'self'; " : ''}style-src ${styles}; form-action ${formActions.join(' ')}; frame-ancestors 'none'; base-uri 'none'`,
   );
   res.setHeader('Referrer-Policy', 'no-referrer');
   res.setHeader('X-Content-Type-Options', 'nosniff');
   res.setHeader('Cross-Origin-Opener-Policy', 'same-origin');
   res.setHeader('Cross-Origin-Resource-Policy', 'same-origin');
+}
+
+/**
+ * Headers for the browser tools of the front door (GraphiQL, the API reference): their
+ * scripts, styles and workers come from this origin only (no CDN, no inline script); the
+ * bundles set inline styles, and GraphiQL's editor starts its workers from blob: URLs.
+ */
+export function setToolPageSecurityHeaders(res: Response): void {
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('X-Frame-Options', 'DENY');
+  res.setHeader(
+    'Content-Security-Policy',
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  );
+  res.setHeader('Referrer-Policy', 'no-referrer');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
 }

@@ -5,6 +5,7 @@
  */
 import type { Request } from 'express';
 import type { Logger } from '../logger.js';
+import { securityEventCounter } from '../http/metrics.js';
 
 export type SecurityEventName =
   | 'login_succeeded'
@@ -47,6 +48,7 @@ export function securityEvents(logger: Logger): SecurityEvents {
   const log = logger.child({ component: 'oauth' });
   return (req, event, fields = {}) => {
     const record = { event, ...fields, reqId: req.id, ip: req.ip };
+    securityEventCounter.inc({ event, reason: fields.reason ?? '' });
     if (WARNINGS.has(event)) log.warn(record, `security event ${event}`);
     else log.info(record, `security event ${event}`);
   };

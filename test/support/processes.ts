@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
-export const FIELDGATE_BIN = fileURLToPath(new URL('../../bin/fieldgate.js', import.meta.url));
+export const FIELDGATE_BIN = fileURLToPath(new URL('../../bin/fieldgate-dev.js', import.meta.url));
 
 export interface CliResult {
   code: number | null;

@@ -25,6 +25,14 @@ ul.scopes{margin:0 0 1rem;padding-left:1.2rem}
 ul.scopes li{margin:.3rem 0}
 .muted{color:#6b7280;font-size:.9rem}
 code{font-size:.85rem;word-break:break-all}
+main.wide{max-width:52rem}
+pre{margin:0 0 1rem;padding:.8rem;background:#f3f4f6;border-radius:.4rem;white-space:pre-wrap;word-break:break-all;font-size:.85rem}
+dl{margin:0 0 1rem}dt{font-weight:600}dd{margin:0 0 .6rem}
+ul.links{margin:0 0 1rem;padding:0;list-style:none}
+ul.links li{margin:.5rem 0}
+a{color:#1d4ed8}
+.copyable{display:flex;gap:.5rem;align-items:flex-start}.copyable>:first-child{flex:1;min-width:0}
+button.copy{padding:.3rem .6rem;font-size:.85rem}
 `;
 
 /** Our own constant stylesheet: the one value that skips escaping. */
@@ -35,9 +43,18 @@ export interface SendPageOptions {
   status?: number;
   /** Origins a form on the page may be redirected to (see setPageSecurityHeaders). */
   formActionOrigins?: readonly string[];
+  /** Allow the page's static scripts (`<script src="/assets/…">`) from this origin. */
+  selfScripts?: boolean;
 }
 
-export function layout(title: string, body: SafeHtml): SafeHtml {
+export interface LayoutOptions {
+  /** A wider frame, for pages that show commands. */
+  wide?: boolean;
+  /** Static scripts (same origin) to load at the end of the body. */
+  scripts?: readonly string[];
+}
+
+export function layout(title: string, body: SafeHtml, options: LayoutOptions = {}): SafeHtml {
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -48,16 +65,17 @@ export function layout(title: string, body: SafeHtml): SafeHtml {
 <style>${TRUSTED_STYLE}</style>
 </head>
 <body>
-<main>
+<main${options.wide ? html` class="wide"` : ''}>
 <p class="brand">Fieldgate</p>
 ${body}
 </main>
+${(options.scripts ?? []).map((src) => html`<script src="${src}"></script>`)}
 </body>
 </html>
 `;
 }
 
 export function sendPage(res: Response, page: SafeHtml, options: SendPageOptions = {}): void {
-  setPageSecurityHeaders(res, { styleHashes: [STYLE_HASH], formActionOrigins: options.formActionOrigins ?? [] });
+  setPageSecurityHeaders(res, { styleHashes: [STYLE_HASH], formActionOrigins: options.formActionOrigins ?? [], selfScripts: options.selfScripts ?? false });
   res.status(options.status ?? 200).type('html').send(page.value);
 }

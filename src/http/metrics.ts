@@ -1,0 +1,119 @@
+/**
+ * Prometheus metrics (prom-client). One registry per process: HTTP requests by route template
+ * (never the raw path, so label values stay bounded), the OAuth security events (token
+ * issuance, refresh, revocation, reuse, login failures and lockouts), GraphQL operation cost,
+ * and Node's default process metrics. Served on METRICS_PORT, or on the main port at /metrics
+ * behind METRICS_TOKEN; off unless one of them is set.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { RequestHandler } from 'express';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry, prefix: 'fieldgate_' });
+
+const httpRequests = new Counter({
+  name: 'fieldgate_http_requests_total',
+  help: 'HTTP requests by method, route template and status.',
+  labelNames: ['method', 'route', 'status'] as const,
+  registers: [registry],
+});
+
+const httpDuration = new Histogram({
+  name: 'fieldgate_http_request_duration_seconds',
+  help: 'HTTP request latency by method, route template and status.',
+  labelNames: ['method', 'route', 'status'] as const,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+  registers: [registry],
+});
+
+/** OAuth security events: code_issued, refresh_token_rotated, token_revoked, login_failed, login_throttled, … */
+export const securityEventCounter = new Counter({
+  name: 'fieldgate_security_events_total',
+  help: 'OAuth security events (token issuance, refresh, revocation, reuse, login failures and lockouts) by event and reason.',
+  labelNames: ['event', 'reason'] as const,
+  registers: [registry],
+});
+
+export const graphqlOperationCost = new Histogram({
+  name: 'fieldgate_graphql_operation_cost',
+  help: 'Cost of the GraphQL operations checked against GRAPHQL_MAX_COST (REST requests included).',
+  buckets: [1, 10, 50, 100, 500, 1000, 5000, 10_000, 50_000],
+  registers: [registry],
+});
+
+const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
+
+/**
+ * The route template that answered (`/products/:id`), or `unmatched`. Express leaves `req.route`
+ * set to the innermost matched route; its base is the mount path, already a template.
+ */
+function routeOf(req: Parameters<RequestHandler>[0]): string {
+  const route = req.route as { path?: unknown } | undefined;
+  if (route && typeof route.path === 'string') return `${req.baseUrl}${route.path}` || '/';
+  return 'unmatched';
+}
+
+/** Counts and times every request once its response is finished. */
+export const httpMetrics: RequestHandler = (req, res, next) => {
+  const started = process.hrtime.bigint();
+  let route = 'unmatched';
+  // req.baseUrl is restored as the request leaves each router; read it while the route runs.
+  const capture = () => {
+    if (route === 'unmatched') route = routeOf(req);
+  };
+  res.once('finish', () => {
+    capture();
+    const labels = { method: METHODS.has(req.method) ? req.method : 'OTHER', route, status: String(res.statusCode) };
+    httpRequests.inc(labels);
+    httpDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
+  });
+  const writeHead = res.writeHead;
+  res.writeHead = function (this: typeof res, ...args: unknown[]) {
+    capture();
+    return (writeHead as (...a: unknown[]) => typeof res).apply(this, args);
+  } as typeof res.writeHead;
+  next();
+};
+
+async function send(res: http.ServerResponse): Promise<void> {
+  const body = await registry.metrics();
+  res.writeHead(200, { 'Content-Type': registry.contentType, 'Cache-Control': 'no-store' }).end(body);
+}
+
+const digest = (value: string) => createHash('sha256').update(value).digest();
+
+/** GET /metrics on the main port, for a scraper that presents `Authorization: Bearer <METRICS_TOKEN>`. */
+export function metricsEndpoint(token: string): RequestHandler {
+  return (req, res, next) => {
+    if (req.path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) return next();
+    const presented = /^Bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1] ?? '';
+    if (!timingSafeEqual(digest(presented), digest(token))) {
+      res.setHeader('WWW-Authenticate', 'Bearer realm="metrics"');
+      res.status(401).json({ error: { code: 401, status: 'UNAUTHENTICATED', message: 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>', details: [] } });
+      return;
+    }
+    void send(res).catch(next);
+  };
+}
+
+/** A server of its own that answers GET /metrics only (METRICS_PORT), for a private network. */
+export async function startMetricsServer(port: number, host: string): Promise<{ port: number; close(): Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    if (req.method === 'GET' && (req.url ?? '').split('?')[0] === '/metrics') {
+      send(res).catch(() => res.writeHead(500).end());
+      return;
+    }
+    res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found\n');
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

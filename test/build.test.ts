@@ -1,0 +1,48 @@
+/**
+ * The shipped artefact: `npm run build` compiles src/ to dist/, and bin/fieldgate.js runs it
+ * (no tsx) — the CLI answers --help, and `serve` finds its migrations from dist/ and serves.
+ */
+import { describe, expect, it } from 'vitest';
+import { spawn, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { childEnv } from './support/processes.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const BIN = `${ROOT}bin/fieldgate.js`;
+
+describe('the built package', () => {
+  it('builds, and the compiled CLI answers --help and serves', async () => {
+    const build = spawnSync(process.execPath, [`${ROOT}node_modules/typescript/bin/tsc`, '-p', 'tsconfig.build.json'], { cwd: ROOT, encoding: 'utf8' });
+    expect(build.status, build.stdout + build.stderr).toBe(0);
+
+    const help = spawnSync(process.execPath, [BIN, '--help'], { cwd: ROOT, encoding: 'utf8', env: childEnv({}) });
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain('Usage: fieldgate');
+
+    const child = spawn(process.execPath, [BIN, 'serve'], { env: childEnv({ DATA_DIR: 'memory://', PORT: '0' }), stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    try {
+      let out = '';
+      child.stdout.on('data', (chunk) => (out += chunk));
+      let err = '';
+      const port = await new Promise<number>((resolve, reject) => {
+        child.stderr.on('data', (chunk) => {
+          err += chunk;
+          const match = /bound to http:\/\/127\.0\.0\.1:(\d+)/.exec(err);
+          if (match) resolve(Number(match[1]));
+        });
+        child.on('exit', () => reject(new Error(`exited early: ${err}`)));
+      });
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+      expect(ready.status).toBe(200);
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      const lines = out.split('\n').filter(Boolean);
+      for (const line of lines) expect(() => JSON.parse(line), line).not.toThrow();
+      // Compiled, not run through tsx: no TypeScript loader in the process.
+      expect(err).not.toMatch(/tsx/);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});
