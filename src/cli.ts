@@ -12,6 +12,7 @@ import { startServer } from './server.js';
 import { rotateSigningKey } from './oauth/keys.js';
 import { ClientRegistrationError, describeClient } from './oauth/clients.js';
 import { UserRegistrationError } from './oauth/users.js';
+import { LoginThrottle } from './oauth/login-throttle.js';
 import { DataDirLockedError } from './db/data-dir-lock.js';
 import { DEMO_PASSWORD, DEMO_USERNAME, seedDemo, isEmptyDatabase, type DemoSeedResult } from './demo/seed.js';
 import { demoAuthorizeLink } from './demo/authorize-link.js';
@@ -27,6 +28,10 @@ Commands:
   client list
   client delete ID
   user create --username NAME --password-stdin
+  user list
+  user delete USERNAME                  delete the account; its tokens stop working
+  user passwd USERNAME --password-stdin set a new password; revokes the user's grants
+  user unlock USERNAME                  clear the failed sign-in lock of the account
   keys rotate                           make a new signing key current
 
 Options:
@@ -112,6 +117,50 @@ async function serve(io: Io, config: Config): Promise<void> {
     };
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
+  });
+}
+
+/** Reads the password from standard input (one trailing newline dropped). */
+async function passwordFromStdin(io: Io): Promise<string> {
+  const password = (await text(io.stdin)).replace(/\r?\n$/, '');
+  if (!password) throw new UsageError('no password on standard input');
+  return password;
+}
+
+/** `user list | delete | passwd | unlock`; `user create` stays in `run`. */
+async function userCommand(io: Io, config: Config, subcommand: string | undefined, args: string[]): Promise<void> {
+  if (subcommand === 'list') {
+    const { values } = parse(args, {});
+    await withRuntime(config, async (runtime) => {
+      const list = await runtime.users.list();
+      const shown = list.map((u) => ({ id: u.id, username: u.username, created_at: u.createdAt.toISOString() }));
+      print(io, values.json, { users: shown }, shown.length === 0 ? 'No users.' : shown.map((u) => `${u.id}\t${u.username}\t${u.created_at}`).join('\n'));
+    });
+    return;
+  }
+  if (subcommand !== 'delete' && subcommand !== 'passwd' && subcommand !== 'unlock') {
+    throw new UsageError(`unknown user command "${subcommand ?? ''}"; use create, list, delete, passwd or unlock`);
+  }
+  const { values, positionals } = parse(args, subcommand === 'passwd' ? { 'password-stdin': { type: 'boolean' } } : {});
+  const username = positionals[0];
+  if (!username || positionals.length > 1) throw new UsageError(`user ${subcommand} needs exactly one USERNAME`);
+  if (subcommand === 'passwd' && !values['password-stdin']) {
+    throw new UsageError('user passwd needs --password-stdin (the password is read from standard input)');
+  }
+  const password = subcommand === 'passwd' ? await passwordFromStdin(io) : '';
+  await withRuntime(config, async (runtime) => {
+    if (subcommand === 'unlock') {
+      const unlocked = await new LoginThrottle(runtime.db).unlock(username);
+      print(io, values.json, { unlocked: username, was_throttled: unlocked }, `Cleared the sign-in lock of ${username}${unlocked ? '' : ' (there was none)'}.`);
+      return;
+    }
+    if (subcommand === 'delete') {
+      if (!(await runtime.users.delete(username))) throw new UsageError(`no user ${username}`);
+      print(io, values.json, { deleted: username }, `Deleted user ${username} and every grant and token of theirs.`);
+      return;
+    }
+    if (!(await runtime.users.setPassword(username, password))) throw new UsageError(`no user ${username}`);
+    print(io, values.json, { updated: username }, `Set a new password for ${username}; their existing grants are revoked.`);
   });
 }
 
@@ -208,7 +257,7 @@ async function run(argv: string[], io: Io): Promise<void> {
     }
 
     case 'user': {
-      if (subcommand !== 'create') throw new UsageError(`unknown user command "${subcommand ?? ''}"; use create`);
+      if (subcommand !== 'create') return userCommand(io, config, subcommand, rest);
       const { values } = parse(rest, { username: { type: 'string' }, 'password-stdin': { type: 'boolean' } });
       if (!values.username) throw new UsageError('user create needs --username NAME');
       if (!values['password-stdin']) throw new UsageError('user create needs --password-stdin (the password is read from standard input)');
