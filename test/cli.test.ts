@@ -6,11 +6,16 @@ import request from 'supertest';
 import { eq, sql } from 'drizzle-orm';
 import { runCli, startServerProcess } from './support/processes.js';
 import { createPostgresDatabase, DATABASE_KINDS, type DatabaseKind } from './support/databases.js';
+import { randomUUID } from 'node:crypto';
+import request from 'supertest';
+import type { Express } from 'express';
+import { DEFAULT_LOGIN_THROTTLE_POLICY, LoginThrottle } from '../src/oauth/login-throttle.js';
+import { TEST_ISSUER } from './support/runtime.js';
 import { loadConfig } from '../src/config.js';
 import { openRuntime, type Runtime } from '../src/runtime.js';
 import { createLogger } from '../src/logger.js';
 import { createApp } from '../src/app.js';
-import { clients, revokedAccessTokens, users } from '../src/db/schema.js';
+import { clients, grants, revokedAccessTokens, users } from '../src/db/schema.js';
 
 /** Opens the database the CLI works on, in this process (after the CLI has exited and released it). */
 async function withDatabase<T>(kind: DatabaseKind, env: Record<string, string>, fn: (runtime: Runtime) => Promise<T>): Promise<T> {
@@ -122,6 +127,87 @@ for (const kind of DATABASE_KINDS) {
       const short = await runCli(['user', 'create', '--username', 'bob', '--password-stdin'], env, 'seven77\n');
       expect(short.code).toBe(1);
       expect(short.stderr).toMatch(/a password is 8 to 1024 characters/);
+    });
+
+    /** Opens the CLI's database in-process (closed again before the next CLI run: PGlite allows one process). */
+    async function withApp<T>(fn: (runtime: Runtime, app: Express) => Promise<T>): Promise<T> {
+      const config = loadConfig({ ...env, ISSUER: TEST_ISSUER, DEMO: 'false', LOG_LEVEL: 'error' });
+      const runtime = await openRuntime(config, createLogger('error'));
+      try {
+        return await fn(runtime, createApp(runtime));
+      } finally {
+        await runtime.close();
+      }
+    }
+
+    async function createUser(username: string): Promise<number> {
+      return json((await runCli(['user', 'create', '--username', username, '--password-stdin', '--json'], env, 'first password\n')).stdout).id as number;
+    }
+    const issueToken = (userId: number) =>
+      withApp(async (runtime) => {
+        const grantId = randomUUID();
+        const scope = 'orders:read products:read';
+        const client = await runtime.clients.create({ name: 'cli test', redirectUris: ['https://c.example/cb'] });
+        await runtime.db.insert(grants).values({ id: grantId, clientId: client.client_id, userId, scope });
+        return (await runtime.accessTokens.issue({ userId, clientId: client.client_id, scope, grantId })).token;
+      });
+    const status = (token: string) => withApp(async (_runtime, app) => (await request(app).get('/orders').set('Authorization', `Bearer ${token}`)).status);
+
+    it('user list shows accounts without secrets; user delete ends their live tokens', async () => {
+      const id = await createUser('carol');
+      const listed = json((await runCli(['user', 'list', '--json'], env)).stdout) as { users: { id: number; username: string }[] };
+      expect(listed.users).toContainEqual({ id, username: 'carol', created_at: expect.any(String) });
+      expect(JSON.stringify(listed)).not.toMatch(/password|scrypt/);
+      const token = await issueToken(id);
+      expect(await status(token)).toBe(200);
+      const deleted = await runCli(['user', 'delete', 'carol', '--json'], env);
+      expect(json(deleted.stdout)).toEqual({ deleted: 'carol' });
+      expect(await status(token)).toBe(401);
+      const again = await runCli(['user', 'delete', 'carol'], env);
+      expect(again.code).toBe(2);
+      expect(again.stderr).toMatch(/no user carol/);
+    });
+
+    it('user passwd sets the password from stdin and revokes the old grants', async () => {
+      const id = await createUser('erin');
+      const token = await issueToken(id);
+      const passwd = await runCli(['user', 'passwd', 'erin', '--password-stdin', '--json'], env, 'second password\n');
+      expect(json(passwd.stdout)).toEqual({ updated: 'erin' });
+      await withApp(async (runtime, app) => {
+        expect(await runtime.users.authenticate('erin', 'second password')).toBeDefined();
+        expect(await runtime.users.authenticate('erin', 'first password')).toBeUndefined();
+        expect((await request(app).get('/orders').set('Authorization', `Bearer ${token}`)).status).toBe(401);
+      });
+      expect((await runCli(['user', 'passwd', 'erin'], env, 'x\n')).stderr).toMatch(/needs --password-stdin/);
+      expect((await runCli(['user', 'passwd', 'nobody', '--password-stdin'], env, 'x\n')).stderr).toMatch(/no user nobody/);
+    });
+
+    it('user unlock clears the account lock; bad user commands are usage errors', async () => {
+      await withApp(async (runtime) => {
+        const throttle = new LoginThrottle(runtime.db);
+        for (let i = 0; i < DEFAULT_LOGIN_THROTTLE_POLICY.account.maxFailures; i++) await throttle.recordFailure('frank', `192.0.2.${i}`);
+        expect((await throttle.check('frank', '198.51.100.1')).locked).toBe(true);
+      });
+      expect(json((await runCli(['user', 'unlock', 'frank', '--json'], env)).stdout)).toEqual({ unlocked: 'frank', was_throttled: true });
+      await withApp(async (runtime) => expect((await new LoginThrottle(runtime.db).check('frank', '198.51.100.1')).locked).toBe(false));
+      expect((await runCli(['user', 'delete'], env)).stderr).toMatch(/needs exactly one USERNAME/);
+    });
+
+    it('client delete ends the live tokens of the client', async () => {
+      const { token, clientId } = await withApp(async (runtime) => {
+        const user = await runtime.users.create(`dave-${randomUUID().slice(0, 8)}`, 'pw');
+        const client = await runtime.clients.create({ name: 'doomed', redirectUris: ['https://d.example/cb'] });
+        const grantId = randomUUID();
+        await runtime.db.insert(grants).values({ id: grantId, clientId: client.client_id, userId: user.id, scope: 'orders:read' });
+        const issued = await runtime.accessTokens.issue({ userId: user.id, clientId: client.client_id, scope: 'orders:read', grantId });
+        return { token: issued.token, clientId: client.client_id };
+      });
+      expect((await runCli(['client', 'delete', clientId], env)).code).toBe(0);
+      await withApp(async (_runtime, app) => {
+        const res = await request(app).get('/orders').set('Authorization', `Bearer ${token}`);
+        expect(res.status).toBe(401);
+        expect(res.headers['www-authenticate']).toMatch(/error="invalid_token"/);
+      });
     });
 
     it('keys rotate makes a new key current and retires the old one', async () => {

@@ -1,5 +1,5 @@
 import { text } from 'node:stream/consumers';
-import { defineCommand, print, UsageError, withRuntime, type CommandGroup } from './command.js';
+import { CommandFailed, defineCommand, print, UsageError, withRuntime, type CommandGroup } from './command.js';
 
 /** The password piped to standard input (one trailing newline dropped). */
 export async function passwordFromStdin(stdin: NodeJS.ReadableStream): Promise<string> {
@@ -24,7 +24,71 @@ const create = defineCommand({
   },
 });
 
+const list = defineCommand({
+  summary: 'list the users (never their passwords)',
+  synopsis: 'user list',
+  options: {},
+  async run({ io, values, config }) {
+    await withRuntime(config(), async (runtime) => {
+      const shown = (await runtime.users.list()).map((u) => ({ id: u.id, username: u.username, created_at: u.createdAt.toISOString() }));
+      print(io, values.json, { users: shown }, shown.length === 0 ? 'No users.' : shown.map((u) => `${u.id}\t${u.username}\t${u.created_at}`).join('\n'));
+    });
+  },
+});
+
+function onlyUsername(positionals: string[], command: string): string {
+  const [username] = positionals;
+  if (!username || positionals.length > 1) throw new UsageError(`user ${command} needs exactly one USERNAME`);
+  return username;
+}
+
+const remove = defineCommand({
+  summary: 'delete an account; its grants end and its tokens stop working',
+  synopsis: 'user delete USERNAME',
+  options: {},
+  takesArguments: true,
+  async run({ io, values, positionals, config }) {
+    const username = onlyUsername(positionals, 'delete');
+    await withRuntime(config(), async (runtime) => {
+      if (!(await runtime.users.delete(username))) throw new CommandFailed(`no user ${username}`);
+      print(io, values.json, { deleted: username }, `Deleted user ${username} and every grant and token of theirs.`);
+    });
+  },
+});
+
+const passwd = defineCommand({
+  summary: "set a new password; revokes the user's grants",
+  synopsis: 'user passwd USERNAME --password-stdin',
+  details: ['--password-stdin   read the new password (at least 8 characters) from standard input'],
+  options: { 'password-stdin': { type: 'boolean' } },
+  takesArguments: true,
+  async run({ io, values, positionals, config }) {
+    const username = onlyUsername(positionals, 'passwd');
+    if (!values['password-stdin']) throw new UsageError('user passwd needs --password-stdin (the password is read from standard input)');
+    const password = await passwordFromStdin(io.stdin);
+    await withRuntime(config(), async (runtime) => {
+      if (!(await runtime.users.setPassword(username, password))) throw new CommandFailed(`no user ${username}`);
+      print(io, values.json, { updated: username }, `Set a new password for ${username}; their existing grants are revoked.`);
+    });
+  },
+});
+
+const unlock = defineCommand({
+  summary: 'clear the failed sign-in lock of an account',
+  synopsis: 'user unlock USERNAME',
+  options: {},
+  takesArguments: true,
+  async run({ io, values, positionals, config }) {
+    const username = onlyUsername(positionals, 'unlock');
+    const { LoginThrottle } = await import('../oauth/login-throttle.js');
+    await withRuntime(config(), async (runtime) => {
+      const unlocked = await new LoginThrottle(runtime.db).unlock(username);
+      print(io, values.json, { unlocked: username, was_throttled: unlocked }, `Cleared the sign-in lock of ${username}${unlocked ? '' : ' (there was none)'}.`);
+    });
+  },
+});
+
 export default {
   summary: 'manage the people who sign in',
-  subcommands: { create },
+  subcommands: { create, list, delete: remove, passwd, unlock },
 } satisfies CommandGroup;

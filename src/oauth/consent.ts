@@ -27,7 +27,11 @@ export function consentHandler(browser: BrowserContext) {
     const clientId = request.client.id;
     const decision = params.get('decision');
     if (decision === 'allow') {
-      await oauth.consents.grant(user.userId, clientId, request.scopes);
+      // Not recorded when the account vanished meanwhile: /authorize then shows the login page.
+      if (!(await oauth.consents.grant(user.userId, clientId, request.scopes))) {
+        continueAuthorization(browser, res, request);
+        return;
+      }
       oauth.events(req, 'consent_granted', { clientId, userId: user.userId });
       continueAuthorization(browser, res, request);
       return;

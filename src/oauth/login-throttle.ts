@@ -59,43 +59,73 @@ export class LoginThrottle {
     return retryAfter ? { locked: true, retryAfterSeconds: Math.max(1, retryAfter) } : { locked: false };
   }
 
-  /** Counts a failed attempt against the account name and the IP; answers whether either is now locked. */
-  async recordFailure(username: string, ip: string | undefined): Promise<ThrottleState> {
+  /**
+   * Counts an attempt against the account name and the IP before its password is checked, each
+   * in one increment-and-return statement, so concurrent attempts (on any instance) cannot all
+   * slip past the limit: at most `maxFailures` passwords are checked per account and per IP in a
+   * window. Answers whether this attempt may go on to check its password.
+   */
+  async recordAttempt(username: string, ip: string | undefined): Promise<ThrottleState> {
     const [account, address] = await Promise.all([
       this.count(accountKey(username), this.policy.account),
       this.count(ipKey(ip), this.policy.ip),
     ]);
     if (Math.random() < PURGE_PROBABILITY) await this.purge();
-    const retryAfter = Math.max(account, address);
-    return retryAfter > 0 ? { locked: true, retryAfterSeconds: retryAfter } : { locked: false };
+    const refused = [account, address].filter((c) => !c.allowed);
+    if (refused.length === 0) return { locked: false };
+    return { locked: true, retryAfterSeconds: Math.max(1, ...refused.map((c) => c.retryAfter)) };
   }
 
-  /** A successful sign-in clears the account's counter (not the IP's: one good account must not unlock a spraying IP). */
-  async recordSuccess(username: string): Promise<void> {
+  /** Counts a failed attempt not counted beforehand; answers whether the account or the IP is now locked. */
+  async recordFailure(username: string, ip: string | undefined): Promise<ThrottleState> {
+    const state = await this.recordAttempt(username, ip);
+    return state.locked ? state : this.check(username, ip);
+  }
+
+  /**
+   * A successful sign-in clears the account's counter and gives back the IP the attempt it used
+   * (not more: one good account must not unlock a spraying IP).
+   */
+  async recordSuccess(username: string, ip?: string | undefined): Promise<void> {
     await this.db.delete(loginThrottle).where(eq(loginThrottle.key, accountKey(username)));
+    if (ip === undefined) return;
+    await this.db.execute(
+      sql`update ${loginThrottle} set failures = greatest(failures - 1, 0),
+            locked_until = case when failures - 1 >= ${this.policy.ip.maxFailures} then locked_until end
+          where key = ${ipKey(ip)}`,
+    );
   }
 
-  /** Adds one failure; returns the seconds the key is now locked for (0 when not locked). */
-  private async count(key: string, rule: ThrottleRule): Promise<number> {
+  /** Clears the account's counter and lock (an operator's `fieldgate user unlock`); IP counters stay. */
+  async unlock(username: string): Promise<boolean> {
+    const deleted = await this.db.delete(loginThrottle).where(eq(loginThrottle.key, accountKey(username))).returning({ key: loginThrottle.key });
+    return deleted.length > 0;
+  }
+
+  /**
+   * Adds one attempt and returns whether it is within the limit (and the seconds left of the lock
+   * otherwise). The lock starts with the attempt that reaches the limit; that attempt is still
+   * checked, later ones are not. A counter starts afresh when its window or its lock has passed.
+   */
+  private async count(key: string, rule: ThrottleRule): Promise<{ allowed: boolean; retryAfter: number }> {
     const window = sql`make_interval(secs => ${rule.windowSeconds})`;
     const lock = sql`make_interval(secs => ${rule.lockSeconds})`;
-    // A counter starts afresh when its window has passed or its lock has run out.
     const stale = sql`(${loginThrottle.windowStartedAt} <= now() - ${window}
                        or (${loginThrottle.lockedUntil} is not null and ${loginThrottle.lockedUntil} <= now()))`;
-    const failures = sql`case when ${stale} then 1 else ${loginThrottle.failures} + 1 end`;
-    const [row] = await queryRows<{ retry_after: number | null }>(
+    const attempts = sql`case when ${stale} then 1 else ${loginThrottle.failures} + 1 end`;
+    const [row] = await queryRows<{ failures: number; retry_after: number | null }>(
       this.db,
       sql`insert into ${loginThrottle} (key, failures, window_started_at, locked_until)
           values (${key}, 1, now(), case when 1 >= ${rule.maxFailures} then now() + ${lock} end)
           on conflict (key) do update set
-            failures = ${failures},
+            failures = ${attempts},
             window_started_at = case when ${stale} then now() else ${loginThrottle.windowStartedAt} end,
-            locked_until = case when ${failures} >= ${rule.maxFailures} then now() + ${lock}
-                                when ${stale} then null
-                                else ${loginThrottle.lockedUntil} end
-          returning ceil(extract(epoch from locked_until - now()))::int as retry_after`,
+            locked_until = case when ${stale} then (case when 1 >= ${rule.maxFailures} then now() + ${lock} end)
+                                when ${loginThrottle.lockedUntil} is not null then ${loginThrottle.lockedUntil}
+                                when ${attempts} >= ${rule.maxFailures} then now() + ${lock} end
+          returning failures, ceil(extract(epoch from locked_until - now()))::int as retry_after`,
     );
-    return Math.max(0, row?.retry_after ?? 0);
+    return { allowed: (row?.failures ?? 0) <= rule.maxFailures, retryAfter: Math.max(0, row?.retry_after ?? 0) };
   }
 
   private async purge(): Promise<void> {

@@ -1,7 +1,7 @@
 /**
- * `POST /authorize/login`: the login form. Checks the CSRF token, the throttle, then the
- * password (scrypt; an unknown name costs the same), and on success starts a fresh session and
- * sends the browser back to /authorize with 303. Unknown name and wrong password get the same
+ * `POST /authorize/login`: the login form. Checks the CSRF token, counts the attempt against
+ * the throttle, then checks the password (scrypt; an unknown name costs the same), and on
+ * success starts a fresh session and sends the browser back to /authorize with 303. Unknown name and wrong password get the same
  * answer, and so do locked-out real and unknown accounts.
  */
 import type { Request, Response } from 'express';
@@ -39,21 +39,22 @@ export function loginHandler(browser: BrowserContext) {
     const password = params.get('password') ?? '';
     const clientId = request.client.id;
 
-    const throttle = await oauth.loginThrottle.check(username, req.ip);
+    if (!username || !password) {
+      showLogin(browser, req, res, request, { status: 400, error: 'Enter your username and password.', username });
+      return;
+    }
+    // Counted before the password is checked, so concurrent guesses cannot outrun the limit.
+    const throttle = await oauth.loginThrottle.recordAttempt(username, req.ip);
     if (throttle.locked) {
       oauth.events(req, 'login_throttled', { clientId, reason: 'locked' });
       res.setHeader('Retry-After', String(throttle.retryAfterSeconds));
       showLogin(browser, req, res, request, { status: 429, error: lockedMessage(throttle.retryAfterSeconds), username });
       return;
     }
-    if (!username || !password) {
-      showLogin(browser, req, res, request, { status: 400, error: 'Enter your username and password.', username });
-      return;
-    }
 
     const user = await oauth.runtime.users.authenticate(username, password);
     if (!user) {
-      const after = await oauth.loginThrottle.recordFailure(username, req.ip);
+      const after = await oauth.loginThrottle.check(username, req.ip);
       oauth.events(req, 'login_failed', { clientId, reason: after.locked ? 'now_locked' : 'bad_credentials' });
       if (after.locked) {
         res.setHeader('Retry-After', String(after.retryAfterSeconds));
@@ -64,7 +65,7 @@ export function loginHandler(browser: BrowserContext) {
       return;
     }
 
-    await oauth.loginThrottle.recordSuccess(username);
+    await oauth.loginThrottle.recordSuccess(username, req.ip);
     browser.sessions.signIn(req, res, user.id);
     oauth.events(req, 'login_succeeded', { clientId, userId: user.id });
     continueAuthorization(browser, res, request);

@@ -3,11 +3,14 @@
  * tokens and access tokens) or a single access token can be revoked; resource requests ask
  * `isRevoked` for each token they accept.
  *
+ * A grant that no longer exists counts as revoked: deleting a client or a user (by the CLI or
+ * directly in SQL) cascades to its grants, and that must end every token of theirs.
+ *
  * Answers are cached per token for at most REVOCATION_CACHE_MS so hot tokens cost no query
  * per request. A revocation made by this instance clears its cache at once; one made by
  * another instance is seen within REVOCATION_CACHE_MS (documented in README).
  */
-import { and, eq, isNotNull, lt, sql } from 'drizzle-orm';
+import { and, eq, isNull, lt, sql } from 'drizzle-orm';
 import type { Db } from '../db/database.js';
 import { grants, revokedAccessTokens } from '../db/schema.js';
 import { queryRows } from './stores/rows.js';
@@ -27,7 +30,7 @@ export class Revocations {
     if (cached && now - cached.checkedAt < REVOCATION_CACHE_MS) return cached.revoked;
     const [row] = await queryRows<{ revoked: boolean }>(this.db, sql`
       select (
-        exists(select 1 from ${grants} where ${grants.id} = ${grantId} and ${grants.revokedAt} is not null)
+        not exists(select 1 from ${grants} where ${grants.id} = ${grantId} and ${grants.revokedAt} is null)
         or exists(select 1 from ${revokedAccessTokens} where ${revokedAccessTokens.jti} = ${jti})
       ) as revoked`);
     const revoked = Boolean(row?.revoked);
@@ -51,12 +54,13 @@ export class Revocations {
     this.forget((key) => key.endsWith(` ${jti}`));
   }
 
+  /** Whether the grant is revoked or gone (its client or user deleted). */
   async isGrantRevoked(grantId: string, db: Db = this.db): Promise<boolean> {
     const [row] = await db
       .select({ id: grants.id })
       .from(grants)
-      .where(and(eq(grants.id, grantId), isNotNull(grants.revokedAt)));
-    return row !== undefined;
+      .where(and(eq(grants.id, grantId), isNull(grants.revokedAt)));
+    return row === undefined;
   }
 
   private forget(match: (key: string) => boolean): void {

@@ -1,7 +1,7 @@
 /** Resource owners: the people who sign in on the login page. */
-import { eq } from 'drizzle-orm';
+import { and, eq, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../db/database.js';
-import { users } from '../db/schema.js';
+import { grants, users } from '../db/schema.js';
 import { dummyPasswordHash, hashPassword, verifyPassword } from './passwords.js';
 
 export type User = typeof users.$inferSelect;
@@ -14,6 +14,12 @@ export const MAX_PASSWORD_LENGTH = 1024;
 /** Shortest password a new account (or a password change) may set. */
 export const MIN_PASSWORD_LENGTH = 8;
 
+function checkPassword(password: string, min = MIN_PASSWORD_LENGTH): void {
+  if (password.length < min || password.length > MAX_PASSWORD_LENGTH) {
+    throw new UserRegistrationError(`a password is ${min} to ${MAX_PASSWORD_LENGTH} characters`);
+  }
+}
+
 export class UserStore {
   constructor(private readonly db: Db) {}
 
@@ -23,10 +29,7 @@ export class UserStore {
     if (!/^[A-Za-z0-9._@-]{1,64}$/.test(name)) {
       throw new UserRegistrationError('a username is 1 to 64 letters, digits or . _ @ -');
     }
-    const min = options.allowShortPassword ? 1 : MIN_PASSWORD_LENGTH;
-    if (password.length < min || password.length > MAX_PASSWORD_LENGTH) {
-      throw new UserRegistrationError(`a password is ${min} to ${MAX_PASSWORD_LENGTH} characters`);
-    }
+    checkPassword(password, options.allowShortPassword ? 1 : MIN_PASSWORD_LENGTH);
     const [row] = await this.db
       .insert(users)
       .values({ username: name, passwordHash: await hashPassword(password) })
@@ -34,6 +37,34 @@ export class UserStore {
       .returning({ id: users.id, username: users.username });
     if (!row) throw new UserRegistrationError(`the username ${name} is taken`);
     return row;
+  }
+
+  async list(): Promise<{ id: number; username: string; createdAt: Date }[]> {
+    return this.db.select({ id: users.id, username: users.username, createdAt: users.createdAt }).from(users).orderBy(users.id);
+  }
+
+  /**
+   * Deletes the account; its grants, codes, refresh tokens, consents and orders go with it (the
+   * schema cascades), and a grant that no longer exists counts as revoked. False if unknown.
+   */
+  async delete(username: string): Promise<boolean> {
+    const deleted = await this.db.delete(users).where(eq(users.username, username.trim())).returning({ id: users.id });
+    return deleted.length > 0;
+  }
+
+  /**
+   * Sets a new password and revokes every grant of the user (a password is changed after a leak:
+   * what was obtained with the old one must end too). False if there is no such user.
+   */
+  async setPassword(username: string, password: string): Promise<boolean> {
+    checkPassword(password);
+    const passwordHash = await hashPassword(password);
+    return this.db.transaction(async (tx) => {
+      const [user] = await tx.update(users).set({ passwordHash }).where(eq(users.username, username.trim())).returning({ id: users.id });
+      if (!user) return false;
+      await tx.update(grants).set({ revokedAt: sql`now()` }).where(and(eq(grants.userId, user.id), isNull(grants.revokedAt)));
+      return true;
+    });
   }
 
   async find(id: number): Promise<User | undefined> {

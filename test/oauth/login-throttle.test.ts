@@ -5,6 +5,8 @@
 import { beforeAll, beforeEach, expect, it } from 'vitest';
 import { like } from 'drizzle-orm';
 import { createApp } from '../../src/app.js';
+import { createLogger } from '../../src/logger.js';
+import { openRuntime } from '../../src/runtime.js';
 import { loginThrottle } from '../../src/db/schema.js';
 import { DEFAULT_LOGIN_THROTTLE_POLICY, LoginThrottle } from '../../src/oauth/login-throttle.js';
 import { describeEachDatabase } from '../support/runtime.js';
@@ -181,6 +183,73 @@ describeEachDatabase(
       const throttle = new LoginThrottle(runtime.db);
       expect((await throttle.check('anyone', attacker)).locked).toBe(true);
       expect((await throttle.check('anyone', '127.0.0.1')).locked).toBe(false);
+    });
+  },
+  { TRUST_PROXY: 'loopback' },
+);
+
+describeEachDatabase(
+  'login throttle under concurrent guesses',
+  (context) => {
+    let client: TestClient;
+
+    beforeAll(async () => {
+      client = await buildClient(context().runtime);
+    });
+
+    /** Sends every attempt at once from `ip`, spread round robin over one browser per app. */
+    async function attempts(apps: ReturnType<typeof createApp>[], ip: string, credentials: [string, string][]) {
+      const browsers = await Promise.all(
+        apps.map(async (app) => {
+          const browser = new Browser(app);
+          return { browser, page: await browser.open(authorizePath(authorizeParams(client))) };
+        }),
+      );
+      return Promise.all(
+        credentials.map(([username, password], i) => {
+          const { browser, page } = browsers[i % browsers.length]!;
+          return browser.agent
+            .post(pathOf(formActionOf(page.text)))
+            .set('X-Forwarded-For', ip)
+            .type('form')
+            .send({ ...formFieldsOf(page.text), username, password })
+            .redirects(0);
+        }),
+      );
+    }
+
+    /** Attempts whose password was checked: a 401 (wrong) or a 303 (signed in); a 429 checked nothing. */
+    const checked = (responses: { status: number }[]) => responses.filter((r) => r.status !== 429);
+
+    async function guessOneAccount(apps: ReturnType<typeof createApp>[], ip: string) {
+      const user = await buildUser(context().runtime);
+      const guesses: [string, string][] = Array.from({ length: 99 }, (_, i) => [user.username, `wrong-${i}`]);
+      const responses = await attempts(apps, ip, [...guesses, [user.username, user.password]]);
+      expect(responses.every((r) => [401, 429].includes(r.status))).toBe(true);
+      expect(checked(responses).length).toBeLessThanOrEqual(ACCOUNT_LIMIT);
+      return responses;
+    }
+
+    it(`checks at most ${ACCOUNT_LIMIT} of 100 concurrent passwords for one account, and never the right one last`, async () => {
+      await guessOneAccount([context().app], '203.0.113.50');
+    });
+
+    it(`checks at most ${IP_LIMIT} of 100 concurrent passwords from one IP across accounts`, async () => {
+      const spray: [string, string][] = Array.from({ length: 100 }, (_, i) => [`spray-concurrent-${i}`, 'Winter2024!']);
+      const responses = await attempts([context().app], '203.0.113.51', spray);
+      expect(checked(responses).length).toBeLessThanOrEqual(IP_LIMIT);
+      expect(responses.some((r) => r.status === 429)).toBe(true);
+    });
+
+    it('holds across two instances on one database', async () => {
+      const { kind, testDatabase, config } = context();
+      if (kind !== 'postgres') return; // PGlite is one process's database; the second instance needs PostgreSQL
+      const other = await openRuntime(config, createLogger('error'), await testDatabase.open());
+      try {
+        await guessOneAccount([context().app, createApp(other)], '203.0.113.52');
+      } finally {
+        await other.close();
+      }
     });
   },
   { TRUST_PROXY: 'loopback' },

@@ -11,10 +11,12 @@
 import { and, eq, inArray, or, sql, type SQL } from 'drizzle-orm';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
-import { FailedPrecondition, InvalidArgument, NotFound } from '../errors.js';
+import { FailedPrecondition, InvalidArgument, NotFound, Unauthenticated } from '../errors.js';
 import { nestedLimit, nestedListArgs, nestedListCost, page, pageArgs, pageCost, pagePlaceholders, type NestedListBounds } from '../pagination.js';
 import { needsScope } from '../scopes.js';
 import { orderItems, orders, orderStatus, products } from '../../db/schema.js';
+import { isForeignKeyViolation } from '../../db/errors.js';
+import { InvalidToken } from '../../oauth/errors.js';
 
 type OrderRow = typeof orders.$inferSelect;
 
@@ -227,11 +229,23 @@ async function insertOrder(context: GraphQLContext, items: readonly NewOrderItem
     if (totalCents > MAX_TOTAL_CENTS) {
       throw new InvalidArgument('the order total is too large', { extensions: { field: 'items' } });
     }
+    // The account (and with it the grant) may be deleted after the token was checked: that is a
+    // revoked token (401), not a server error; a product deleted meanwhile is the client's to fix.
     const [order] = await tx
       .insert(orders)
       .values({ userId: context.principal.userId, memo, totalCents })
-      .returning({ id: orders.id });
-    await tx.insert(orderItems).values(lines.map((line) => ({ ...line, orderId: order!.id })));
+      .returning({ id: orders.id })
+      .catch((error: unknown) => {
+        if (isForeignKeyViolation(error)) throw Unauthenticated.fromInvalidToken(new InvalidToken('the access token has been revoked'));
+        throw error;
+      });
+    await tx
+      .insert(orderItems)
+      .values(lines.map((line) => ({ ...line, orderId: order!.id })))
+      .catch((error: unknown) => {
+        if (isForeignKeyViolation(error)) throw new InvalidArgument('a product of this order no longer exists', { extensions: { field: 'items.productId' } });
+        throw error;
+      });
     return order!.id;
   });
 }

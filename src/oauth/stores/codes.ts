@@ -8,6 +8,7 @@ import { and, eq, gt, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { authorizationCodes, consents, grants, users } from '../../db/schema.js';
 import { insertRefreshTokenFrom } from './refresh-tokens.js';
+import { isForeignKeyViolation } from '../../db/errors.js';
 import { randomToken, sha256 } from '../secrets.js';
 import { queryRows } from './rows.js';
 import { parseScope } from '../scopes.js';
@@ -108,7 +109,11 @@ export class AuthorizationCodeStore {
           returning 1
         )
         select id, username, scope, exists(select 1 from consented) as issued from signed_in`,
-    );
+    ).catch((error: unknown) => {
+      // The user (or client) was deleted while this ran: the session's account is gone.
+      if (isForeignKeyViolation(error)) return [];
+      throw error;
+    });
     if (!row) return {};
     const user = { userId: row.id, username: row.username, consentedScopes: new Set(parseScope(row.scope)) };
     return row.issued ? { user, issued: { code, grantId } } : { user };

@@ -7,6 +7,7 @@ import type { Db } from '../../db/database.js';
 import { clients, consents, grants, users } from '../../db/schema.js';
 import { formatScope, parseScope } from '../scopes.js';
 import { queryRows, toDate } from './rows.js';
+import { isForeignKeyViolation } from '../../db/errors.js';
 
 export interface SignedInUser {
   userId: number;
@@ -33,15 +34,22 @@ export class ConsentStore {
     return { userId: row.id, username: row.username, consentedScopes: new Set(parseScope(row.scope)) };
   }
 
-  /** Records that `userId` allows `clientId` the given scopes (added to any allowed before). */
-  async grant(userId: number, clientId: string, scopes: readonly string[]): Promise<void> {
-    await this.db.execute(sql`
+  /** Records that `userId` allows `clientId` the given scopes (added to any allowed before); false if either no longer exists. */
+  async grant(userId: number, clientId: string, scopes: readonly string[]): Promise<boolean> {
+    return this.db.execute(sql`
       insert into ${consents} (user_id, client_id, scope) values (${userId}, ${clientId}, ${formatScope(scopes)})
       on conflict (user_id, client_id) do update set
         scope = array_to_string(array(
           select distinct s from unnest(string_to_array(${consents.scope}, ' ') || string_to_array(excluded.scope, ' ')) s
           where s <> '' order by s), ' '),
-        updated_at = now()`);
+        updated_at = now()`).then(
+      () => true,
+      (error: unknown) => {
+        // The account or the client was deleted meanwhile: nothing to record.
+        if (isForeignKeyViolation(error)) return false;
+        throw error;
+      },
+    );
   }
 
   /** Every consent, optionally of one user (by name) or one client, with the live grants under it. */
