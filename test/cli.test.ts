@@ -7,7 +7,6 @@ import { eq, sql } from 'drizzle-orm';
 import { runCli, startServerProcess } from './support/processes.js';
 import { createPostgresDatabase, DATABASE_KINDS, type DatabaseKind } from './support/databases.js';
 import { randomUUID } from 'node:crypto';
-import request from 'supertest';
 import type { Express } from 'express';
 import { DEFAULT_LOGIN_THROTTLE_POLICY, LoginThrottle } from '../src/oauth/login-throttle.js';
 import { TEST_ISSUER } from './support/runtime.js';
