@@ -157,9 +157,10 @@ function expectGraphQLAnswer(reply: Reply): void {
 }
 
 /**
- * A request whose head is over Node's 16 KiB limit: Node answers a bare 431 and destroys the
- * socket. Because the client is still writing when that happens, the kernel may reset the
- * connection before the client reads the 431 — either outcome is the HTTP layer refusing it.
+ * A request whose head is over Node's 16 KiB limit: the server's `clientError` listener answers
+ * 431 with the Google error body and closes. Because the client is still writing when that
+ * happens, the kernel may reset the connection before the client reads the 431 — either outcome
+ * is the HTTP layer refusing it.
  */
 async function expectHeaderOverflow(request: () => Promise<{ status: number; body: string }>): Promise<void> {
   let answer: { status: number; body: string };
@@ -169,7 +170,8 @@ async function expectHeaderOverflow(request: () => Promise<{ status: number; bod
     expect((error as NodeJS.ErrnoException).code).toBe('ECONNRESET');
     return;
   }
-  expect([answer.status, answer.body]).toEqual([431, '']);
+  expect(answer.status).toBe(431);
+  expect(JSON.parse(answer.body)).toMatchObject({ error: { code: 431, message: expect.any(String) } });
 }
 
 // ---------------------------------------------------------------- the suites
@@ -330,7 +332,7 @@ for (const kind of DATABASE_KINDS) {
         expectOAuthError(await request(), status, error);
       });
 
-      it('answers a 20 KB Authorization header at the HTTP layer with a bare 431', async () => {
+      it('answers a 20 KB Authorization header at the HTTP layer with 431', async () => {
         await expectHeaderOverflow(() => post(refresh, { 'content-type': FORM, authorization: `Basic ${'A'.repeat(20_000)}` }));
       });
 
@@ -372,7 +374,7 @@ for (const kind of DATABASE_KINDS) {
         ['nesting 40 deep', `${'seller('.repeat(40)}name${')'.repeat(40)}`],
         ['a path 40 deep', `${'seller.'.repeat(40)}name`],
         ['thousands of distinct unknown names', Array.from({ length: 700 }, (_, i) => `f${i}`).join(',')],
-        ['2500 names, over the length limit', Array.from({ length: 2500 }, (_, i) => `n${i}`).join(',')],
+        ['1000 names, over the length limit', Array.from({ length: 1000 }, (_, i) => `n${i}`).join(',')],
         ['an unclosed parenthesis', 'seller(name'],
         ['an unopened parenthesis', 'seller(name))'],
         ['parentheses the wrong way round', ')('],
@@ -678,7 +680,7 @@ for (const kind of DATABASE_KINDS) {
         ['a broken chunk size', 'POST /token HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: application/x-www-form-urlencoded\r\n\r\nZZ\r\nabc\r\n0\r\n\r\n', 400],
       ];
 
-      it.each(exchanges)('answers %s with a bare 4xx and closes', async (_name, bytes, status) => {
+      it.each(exchanges)('answers %s with a 4xx and closes', async (_name, bytes, status) => {
         if (status === 431) {
           await expectHeaderOverflow(async () => {
             const response = await rawExchange(server.port, bytes);
