@@ -1,6 +1,7 @@
 import { expect, it } from 'vitest';
 import { decodeProtectedHeader } from 'jose';
 import { describeEachDatabase } from '../support/runtime.js';
+import { issueTestToken } from '../support/tokens.js';
 import { KeyStore, rotateSigningKey } from '../../src/oauth/keys.js';
 import { AccessTokens } from '../../src/oauth/access-token.js';
 import { InvalidToken } from '../../src/oauth/errors.js';
@@ -20,19 +21,22 @@ describeEachDatabase('signing keys', (context) => {
 
   it('after a rotation elsewhere, verifies new tokens at once and keeps verifying old ones', async () => {
     const { runtime, config } = context();
-    const old = await runtime.accessTokens.issue(grant);
+    // Verification checks that the grant still exists, so these tokens need a real one.
+    const { userId, clientId, grantId } = await issueTestToken(runtime);
+    const live = { userId, clientId, scope: 'products:read', grantId };
+    const old = await runtime.accessTokens.issue(live);
     const { kid } = await rotateSigningKey(runtime.db, config.accessTokenTtl);
 
     // Another instance, which already knows the new key, signs with it.
     const otherKeys = new KeyStore(runtime.db, config.accessTokenTtl);
     const other = new AccessTokens(otherKeys, runtime.revocations, { issuer: config.issuer, audience: config.issuer, ttlSeconds: 60 });
-    const fresh = await other.issue(grant);
+    const fresh = await other.issue(live);
     expect(decodeProtectedHeader(fresh.token).kid).toBe(kid);
 
     // This instance has the old key set cached: the unknown kid triggers a reload.
     await new Promise((resolve) => setTimeout(resolve, 1_100));
-    await expect(runtime.accessTokens.verify(fresh.token)).resolves.toMatchObject({ userId: 1 });
-    await expect(runtime.accessTokens.verify(old.token)).resolves.toMatchObject({ userId: 1 });
+    await expect(runtime.accessTokens.verify(fresh.token)).resolves.toMatchObject({ userId });
+    await expect(runtime.accessTokens.verify(old.token)).resolves.toMatchObject({ userId });
     const published = (await runtime.keys.jwks()).keys.map((k) => k.kid);
     expect(published).toContain(kid);
     expect(published).toContain(decodeProtectedHeader(old.token).kid);
