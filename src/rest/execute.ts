@@ -21,9 +21,7 @@ export class RestExecutor {
 
   /** The executable schema the REST allow-list is derived from. */
   get schema(): GraphQLSchema {
-    const schema = (this.graphql as GraphQLService & { schema?: GraphQLSchema }).schema;
-    if (!schema) throw new RestInternal('the GraphQL service does not expose its schema');
-    return schema;
+    return this.graphql.schema;
   }
 
   /** The operation for a route and field set (paths checked against the schema first). */

@@ -7,7 +7,7 @@ import request from 'supertest';
 import { eq } from 'drizzle-orm';
 import { SignJWT, generateKeyPair } from 'jose';
 import { refreshTokens } from '../../src/db/schema.js';
-import { sha256 } from '../../src/oauth/secrets.js';
+import { sha256 } from '../../src/crypto/secrets.js';
 import { describeEachDatabase } from '../support/runtime.js';
 import { basic, buildClient, buildUser, obtainTokens, tokenRequest, type TestClient, type TestUser } from './support.js';
 
