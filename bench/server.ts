@@ -24,7 +24,7 @@ import { createApp } from '../src/app.js';
 import { applyConnectionBounds } from '../src/server.js';
 import { seedDemo } from '../src/demo/seed.js';
 import { products } from '../src/db/schema.js';
-import { randomToken } from '../src/oauth/secrets.js';
+import { randomToken } from '../src/crypto/secrets.js';
 import { ALL_SCOPES } from '../src/oauth/scopes.js';
 import { announceFailure, announceReady, serveCalls } from './lib/child.js';
 import { profilerCalls } from './lib/profiler.js';

@@ -2,7 +2,7 @@
  * Assembles the Express application: request logging, health checks, then the three faces —
  * the OAuth authorization server, the GraphQL API and the REST layer — and the demo pages.
  */
-import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
+import express, { type RequestHandler } from 'express';
 import type { Runtime } from './runtime.js';
 import { requestLog } from './http/request-log.js';
 import { SegmentDispatcher } from './http/dispatch.js';
@@ -12,7 +12,7 @@ import { createGraphQL } from './graphql/index.js';
 import { GRAPHQL_PATH } from './graphql/http.js';
 import { createRestRouter } from './rest/router.js';
 import { createDemoRouter, DEMO_PATHS } from './demo/router.js';
-import { NotFound, toApiError } from './rest/errors.js';
+import { RestNotFound, restErrorHandler } from './rest/errors.js';
 import { createFrontDoorRouter } from './front-door/router.js';
 import { httpMetrics, metricsEndpoint } from './http/metrics.js';
 
@@ -52,21 +52,8 @@ function healthRoutes(runtime: Runtime): express.Router {
 }
 
 const notFound: RequestHandler = (req, _res, next) => {
-  next(new NotFound(`no route for ${req.method} ${req.path}`));
+  next(new RestNotFound(`no route for ${req.method} ${req.path}`));
 };
-
-/** Last resort for anything a face did not answer itself: Google-style JSON, 5xx masked. */
-function fallbackErrorHandler(runtime: Runtime): ErrorRequestHandler {
-  return (error, req, res, _next) => {
-    const apiError = toApiError(error);
-    if (apiError.httpStatus >= 500) runtime.logger.error({ err: error, reqId: req.id }, 'unhandled error');
-    if (res.headersSent) {
-      res.end();
-      return;
-    }
-    res.status(apiError.httpStatus).json(apiError.toBody());
-  };
-}
 
 export function createApp(runtime: Runtime, options: AppOptions = {}): express.Express {
   const app = express();
@@ -99,6 +86,7 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): express.E
   app.use(faces.handler);
   if (runtime.config.frontDoor) app.use(createFrontDoorRouter(runtime));
   app.use(notFound);
-  app.use(fallbackErrorHandler(runtime));
+  // Last resort for anything a face did not answer itself.
+  app.use(restErrorHandler(runtime.logger, 'unhandled error'));
   return app;
 }

@@ -5,7 +5,6 @@
  */
 import path from 'node:path';
 import { isIP } from 'node:net';
-import { DEFAULT_PREPARED_STATEMENTS } from './db/prepared-statements.js';
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -21,6 +20,9 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 type Env = Record<string, string | undefined>;
+
+/** Most distinct SQL texts run as named prepared statements per process, unless configured. */
+export const DEFAULT_PREPARED_STATEMENTS = 256;
 
 // ---------------------------------------------------------------- GraphQL limits
 

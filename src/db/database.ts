@@ -10,7 +10,8 @@ import type { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
 import type { PgAsyncDatabase } from 'drizzle-orm/pg-core/async/db';
 import { relations, type Relations } from './relations.js';
-import { DEFAULT_PREPARED_STATEMENTS, PreparedStatementPolicy, withPreparedStatements } from './prepared-statements.js';
+import { DEFAULT_PREPARED_STATEMENTS } from '../config.js';
+import { PreparedStatementPolicy, withPreparedStatements } from './prepared-statements.js';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -1,5 +1,5 @@
 import { eq } from 'drizzle-orm';
-import { randomToken } from '../oauth/secrets.js';
+import { randomToken } from '../crypto/secrets.js';
 import type { Db } from './database.js';
 import { instanceSecrets } from './schema.js';
 

@@ -13,8 +13,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { Sql } from 'postgres';
-
-export const DEFAULT_PREPARED_STATEMENTS = 256;
+import { DEFAULT_PREPARED_STATEMENTS } from '../config.js';
 
 export class PreparedStatementPolicy {
   private readonly chosen = new Set<string>();

@@ -4,7 +4,7 @@
  * curl command it shows.
  */
 import { createHash } from 'node:crypto';
-import { randomToken } from '../oauth/secrets.js';
+import { randomToken } from '../crypto/secrets.js';
 import { ALL_SCOPES } from '../oauth/scopes.js';
 import { DEMO_CLIENT_ID, demoRedirectUri } from './seed.js';
 

@@ -6,8 +6,8 @@
  * `maskError` as INTERNAL_SERVER_ERROR, so no stack trace or SQL reaches a client.
  *
  * @example
- *   throw new NotFound(`no order ${id}`);
- *   throw new FailedPrecondition('cannot move an order from delivered to paid', {
+ *   throw new GqlNotFound(`no order ${id}`);
+ *   throw new GqlFailedPrecondition('cannot move an order from delivered to paid', {
  *     extensions: { reason: 'ILLEGAL_STATUS_MOVE', from: 'DELIVERED', to: 'PAID' },
  *   });
  */
@@ -15,7 +15,7 @@ import { GraphQLError } from 'graphql';
 import { InsufficientScope, type InvalidToken } from '../oauth/errors.js';
 import { wwwAuthenticate } from '../oauth/bearer.js';
 
-export type ErrorCode =
+export type GqlErrorCode =
   | 'UNAUTHENTICATED'
   | 'FORBIDDEN'
   | 'NOT_FOUND'
@@ -43,7 +43,7 @@ export interface HttpExtension {
   headers?: Record<string, string>;
 }
 
-export interface ApiErrorOptions {
+export interface GqlErrorOptions {
   cause?: unknown;
   /** Extra `extensions` members (reason, field, from/to…). */
   extensions?: Record<string, unknown>;
@@ -54,12 +54,12 @@ export interface ApiErrorOptions {
 }
 
 /** Base of every error this API reports on purpose; anything that is not one is masked. */
-export abstract class ApiError extends GraphQLError {
+export abstract class GqlError extends GraphQLError {
   /** Each subclass fixes its code here, so it is known before `super()` builds the extensions. */
-  static readonly code: ErrorCode;
+  static readonly code: GqlErrorCode;
 
-  constructor(message: string, options: ApiErrorOptions = {}) {
-    const code = (new.target as unknown as { code: ErrorCode }).code;
+  constructor(message: string, options: GqlErrorOptions = {}) {
+    const code = (new.target as unknown as { code: GqlErrorCode }).code;
     const at = options.locatedAt;
     super(message, {
       extensions: { code, ...options.extensions, ...(options.http ? { http: options.http } : {}) },
@@ -68,29 +68,29 @@ export abstract class ApiError extends GraphQLError {
     });
   }
 
-  get code(): ErrorCode {
-    return (this.constructor as unknown as { code: ErrorCode }).code;
+  get code(): GqlErrorCode {
+    return (this.constructor as unknown as { code: GqlErrorCode }).code;
   }
 }
 
-export class Unauthenticated extends ApiError {
+export class GqlUnauthenticated extends GqlError {
   static override readonly code = 'UNAUTHENTICATED';
 
   /** From the bearer check's refusal, carrying the RFC 6750 challenge for the 401. */
-  static fromInvalidToken(error: InvalidToken): Unauthenticated {
-    return new Unauthenticated(error.message, {
+  static fromInvalidToken(error: InvalidToken): GqlUnauthenticated {
+    return new GqlUnauthenticated(error.message, {
       cause: error,
       http: { status: 401, headers: { 'WWW-Authenticate': wwwAuthenticate(error) } },
     });
   }
 }
 
-export class Forbidden extends ApiError {
+export class GqlForbidden extends GqlError {
   static override readonly code = 'FORBIDDEN';
   readonly requiredScope: string;
 
   /** `scopes` are those the token lacks; the challenge names them all (RFC 6750 §3: space-delimited). */
-  constructor(scopes: readonly string[], options: Omit<ApiErrorOptions, 'http'> = {}) {
+  constructor(scopes: readonly string[], options: Omit<GqlErrorOptions, 'http'> = {}) {
     const requiredScope = scopes.join(' ');
     const refusal = new InsufficientScope(requiredScope);
     super(refusal.message, {
@@ -102,19 +102,19 @@ export class Forbidden extends ApiError {
   }
 }
 
-export class NotFound extends ApiError {
+export class GqlNotFound extends GqlError {
   static override readonly code = 'NOT_FOUND';
 }
 
-export class InvalidArgument extends ApiError {
+export class GqlInvalidArgument extends GqlError {
   static override readonly code = 'INVALID_ARGUMENT';
 }
 
-export class FailedPrecondition extends ApiError {
+export class GqlFailedPrecondition extends GqlError {
   static override readonly code = 'FAILED_PRECONDITION';
 }
 
-export class InternalServerError extends ApiError {
+export class GqlInternalServerError extends GqlError {
   static override readonly code = 'INTERNAL_SERVER_ERROR';
 }
 
@@ -123,8 +123,8 @@ export function rejectRequest(
   reason: RequestRejection,
   message: string,
   options: { locatedAt?: GraphQLError; extensions?: Record<string, unknown> } = {},
-): InvalidArgument {
-  return new InvalidArgument(message, {
+): GqlInvalidArgument {
+  return new GqlInvalidArgument(message, {
     ...(options.locatedAt ? { locatedAt: options.locatedAt } : {}),
     extensions: { reason, ...options.extensions },
     http: { status: 400 },
@@ -133,13 +133,13 @@ export function rejectRequest(
 
 /**
  * The error as a client may see it: our own errors and graphql-js' own (a null in a non-null
- * field…) as they are; anything a resolver threw that is not an ApiError — a driver error, a
+ * field…) as they are; anything a resolver threw that is not a GqlError — a driver error, a
  * bug, a plugin's internal error — replaced by INTERNAL_SERVER_ERROR at the same path, so no
  * stack or SQL leaves the server. `onMasked` receives the original to log it.
  */
 export function maskError(error: GraphQLError, onMasked: (original: unknown) => void): GraphQLError {
   const original = error.originalError;
-  if (error instanceof ApiError || original == null || original instanceof ApiError) return error;
+  if (error instanceof GqlError || original == null || original instanceof GqlError) return error;
   onMasked(original);
   return new GraphQLError('Unexpected error.', {
     nodes: error.nodes,

@@ -30,7 +30,7 @@ import { RelationalQueryCache } from '../db/relational-query-cache.js';
 import type { Logger } from '../logger.js';
 import type { Principal } from '../oauth/access-token.js';
 import type { GraphQLContext } from './context.js';
-import { ApiError, Forbidden, InternalServerError, InvalidArgument, maskError, rejectRequest } from './errors.js';
+import { GqlError, GqlForbidden, GqlInternalServerError, GqlInvalidArgument, maskError, rejectRequest } from './errors.js';
 import { CostCheck, limitRules, parseWithLimits, type GraphQLLimits } from './limits.js';
 import { requiredScopes } from './scopes.js';
 import { graphqlOperationCost } from '../http/metrics.js';
@@ -59,7 +59,7 @@ interface PreparedDocument {
   document: DocumentNode;
   /** Syntax or validation errors (limits included); the document is never executed. */
   errors?: readonly GraphQLError[];
-  operations: Map<string, PreparedOperation | ApiError>;
+  operations: Map<string, PreparedOperation | GqlError>;
 }
 
 export interface ExecutorOptions {
@@ -114,9 +114,9 @@ export class Executor {
       });
       return this.finishResult(result);
     } catch (error) {
-      if (error instanceof ApiError) return { errors: [error] };
+      if (error instanceof GqlError) return { errors: [error] };
       this.options.logger.error({ err: error }, 'graphql operation failed');
-      return { errors: [new InternalServerError('Unexpected error.', { http: { status: 500 } })] };
+      return { errors: [new GqlInternalServerError('Unexpected error.', { http: { status: 500 } })] };
     }
   }
 
@@ -155,7 +155,7 @@ export class Executor {
     try {
       document = parseDocument();
     } catch (error) {
-      if (error instanceof ApiError) return { document: EMPTY_DOCUMENT, errors: [error], operations: new Map() };
+      if (error instanceof GqlError) return { document: EMPTY_DOCUMENT, errors: [error], operations: new Map() };
       throw error;
     }
     this.stats.validated++;
@@ -165,7 +165,7 @@ export class Executor {
       operations: new Map(),
       ...(errors.length > 0 && {
         errors: errors.map((error) =>
-          error instanceof ApiError ? error : rejectRequest('GRAPHQL_VALIDATION_FAILED', error.message, { locatedAt: error }),
+          error instanceof GqlError ? error : rejectRequest('GRAPHQL_VALIDATION_FAILED', error.message, { locatedAt: error }),
         ),
       }),
     };
@@ -177,13 +177,13 @@ export class Executor {
     if (!entry) {
       entry = this.prepareOperation(prepared.document, operationName);
       // Only names that exist are kept, so made-up names cannot grow the cache.
-      if (!(entry instanceof ApiError)) prepared.operations.set(key, entry);
+      if (!(entry instanceof GqlError)) prepared.operations.set(key, entry);
     }
-    if (entry instanceof ApiError) throw entry;
+    if (entry instanceof GqlError) throw entry;
     return entry;
   }
 
-  private prepareOperation(document: DocumentNode, operationName: string | undefined): PreparedOperation | ApiError {
+  private prepareOperation(document: DocumentNode, operationName: string | undefined): PreparedOperation | GqlError {
     const operation = getOperationAST(document, operationName);
     if (!operation) {
       return rejectRequest(
@@ -217,7 +217,7 @@ const EMPTY_DOCUMENT: DocumentNode = { kind: Kind.DOCUMENT, definitions: [] };
 
 function refuseMutationOverGet(operation: PreparedOperation, method: string | undefined): void {
   if (method === 'GET' && operation.operation.operation !== 'query') {
-    throw new InvalidArgument('only queries may be sent with GET; send mutations with POST', {
+    throw new GqlInvalidArgument('only queries may be sent with GET; send mutations with POST', {
       extensions: { reason: 'METHOD_NOT_ALLOWED' },
       http: { status: 405, headers: { Allow: 'POST' } },
     });
@@ -227,5 +227,5 @@ function refuseMutationOverGet(operation: PreparedOperation, method: string | un
 /** Refuses the whole operation when the token lacks a scope any selected field needs. */
 function authorize(operation: PreparedOperation, principal: Principal): void {
   const missing = operation.requiredScopes.filter((scope) => !principal.scopes.has(scope));
-  if (missing.length > 0) throw new Forbidden(missing);
+  if (missing.length > 0) throw new GqlForbidden(missing);
 }

@@ -10,7 +10,7 @@ import { createYoga, type Plugin, type YogaLogger } from 'graphql-yoga';
 import type { Runtime } from '../runtime.js';
 import { authenticateBearer } from '../oauth/bearer.js';
 import { InvalidToken } from '../oauth/errors.js';
-import { rejectRequest, Unauthenticated, type RequestRejection } from './errors.js';
+import { rejectRequest, GqlUnauthenticated, type RequestRejection } from './errors.js';
 import { GRAPHIQL_OPTIONS, renderGraphiQL } from '../front-door/graphiql.js';
 import { setToolPageSecurityHeaders } from '../http/security-headers.js';
 import type { Executor } from './executor.js';
@@ -51,7 +51,7 @@ function useExecutor(runtime: Runtime, executor: Executor): Plugin {
         try {
           principal = await authenticateBearer(runtime.accessTokens, request.headers.get('authorization'));
         } catch (error) {
-          if (error instanceof InvalidToken) return withHttpStatusInBody({ errors: [Unauthenticated.fromInvalidToken(error)] });
+          if (error instanceof InvalidToken) return withHttpStatusInBody({ errors: [GqlUnauthenticated.fromInvalidToken(error)] });
           throw error;
         }
         return withHttpStatusInBody(

@@ -7,7 +7,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { builder } from './builder.js';
-import { InvalidArgument } from './errors.js';
+import { GqlInvalidArgument } from './errors.js';
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
@@ -32,9 +32,9 @@ export function page(args: PageArgs, context?: { pageLookahead?: boolean | undef
   const limit = args.limit ?? DEFAULT_PAGE_SIZE;
   const offset = args.offset ?? 0;
   if (limit < 1 || limit > MAX_PAGE_SIZE) {
-    throw new InvalidArgument(`limit must be from 1 to ${MAX_PAGE_SIZE}, got ${limit}`, { extensions: { field: 'limit' } });
+    throw new GqlInvalidArgument(`limit must be from 1 to ${MAX_PAGE_SIZE}, got ${limit}`, { extensions: { field: 'limit' } });
   }
-  if (offset < 0) throw new InvalidArgument(`offset must not be negative, got ${offset}`, { extensions: { field: 'offset' } });
+  if (offset < 0) throw new GqlInvalidArgument(`offset must not be negative, got ${offset}`, { extensions: { field: 'offset' } });
   return { limit: context?.pageLookahead ? limit + 1 : limit, offset };
 }
 
@@ -69,7 +69,7 @@ export function nestedListArgs(bounds: NestedListBounds) {
 export function nestedLimit(bounds: NestedListBounds, args: { limit?: number | null }): number {
   const limit = args.limit ?? bounds.defaultSize;
   if (limit < 1 || limit > bounds.maxSize) {
-    throw new InvalidArgument(`${bounds.field} limit must be from 1 to ${bounds.maxSize}, got ${limit}`, {
+    throw new GqlInvalidArgument(`${bounds.field} limit must be from 1 to ${bounds.maxSize}, got ${limit}`, {
       extensions: { field: `${bounds.field}.limit` },
     });
   }

@@ -7,7 +7,7 @@
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { RequestHandler } from 'express';
-import { InvalidArgument } from '../rest/errors.js';
+import { RestInvalidArgument } from '../rest/errors.js';
 
 /** Longest request target the app accepts; Node's own limit on the whole head is 16 KiB. */
 export const MAX_URL_LENGTH = 12 * 1024;
@@ -20,7 +20,7 @@ const STATUS: Record<string, [number, string, string]> = {
 
 /** 414 with the Google error body for a request target longer than MAX_URL_LENGTH. */
 export const refuseLongUrl: RequestHandler = (req, _res, next) => {
-  if (req.originalUrl.length > MAX_URL_LENGTH) return next(new InvalidArgument(`the URL is longer than ${MAX_URL_LENGTH} characters`, { httpStatus: 414 }));
+  if (req.originalUrl.length > MAX_URL_LENGTH) return next(new RestInvalidArgument(`the URL is longer than ${MAX_URL_LENGTH} characters`, { httpStatus: 414 }));
   next();
 };
 

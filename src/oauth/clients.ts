@@ -7,7 +7,7 @@ import { eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/database.js';
 import { clients } from '../db/schema.js';
 import { ALL_SCOPES, isScope, parseScope } from './scopes.js';
-import { constantTimeEqual, hmacSha256, randomToken } from './secrets.js';
+import { constantTimeEqual, hmacSha256, randomToken } from '../crypto/secrets.js';
 
 export type Client = typeof clients.$inferSelect;
 

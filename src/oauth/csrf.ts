@@ -7,7 +7,7 @@
 import { doubleCsrf } from 'csrf-csrf';
 import type { Request, Response } from 'express';
 import { bodyParameters } from './params.js';
-import { hmacSha256 } from './secrets.js';
+import { hmacSha256 } from '../crypto/secrets.js';
 import type { Sessions } from './session.js';
 
 export const CSRF_FIELD = 'csrf_token';

@@ -23,7 +23,6 @@ const PUBLISH_MARGIN_SECONDS = 2 * (RELOAD_INTERVAL_MS / 1000);
 export interface SigningKey {
   kid: string;
   alg: string;
-  privateKey: CryptoKey;
   /** Signs `claims` (which carry their own `iat`) as a compact JWS with this key, `kid` and header `typ`. */
   sign(claims: Record<string, unknown>, typ: string): string;
 }
@@ -131,7 +130,6 @@ export class KeyStore {
       this.currentSigningKey = {
         kid: current.kid,
         alg: current.alg,
-        privateKey: (await importJWK(current.privateJwk, current.alg)) as CryptoKey,
         sign: jwsSigner(current),
       };
     }

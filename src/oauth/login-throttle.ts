@@ -9,7 +9,7 @@
 import { eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/database.js';
 import { loginThrottle } from '../db/schema.js';
-import { sha256 } from './secrets.js';
+import { sha256 } from '../crypto/secrets.js';
 import { queryRows } from './stores/rows.js';
 
 export interface ThrottleRule {

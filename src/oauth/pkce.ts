@@ -3,7 +3,7 @@
  * authorization request redeem the code (RFC 9700 §2.1.1).
  */
 import { createHash } from 'node:crypto';
-import { constantTimeEqual } from './secrets.js';
+import { constantTimeEqual } from '../crypto/secrets.js';
 
 export const CODE_CHALLENGE_METHODS = ['S256'] as const;
 export type CodeChallengeMethod = (typeof CODE_CHALLENGE_METHODS)[number];

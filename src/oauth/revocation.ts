@@ -54,15 +54,6 @@ export class Revocations {
     this.forget((key) => key.endsWith(` ${jti}`));
   }
 
-  /** Whether the grant is revoked or gone (its client or user deleted). */
-  async isGrantRevoked(grantId: string, db: Db = this.db): Promise<boolean> {
-    const [row] = await db
-      .select({ id: grants.id })
-      .from(grants)
-      .where(and(eq(grants.id, grantId), isNull(grants.revokedAt)));
-    return row === undefined;
-  }
-
   private forget(match: (key: string) => boolean): void {
     for (const key of this.cache.keys()) if (match(key)) this.cache.delete(key);
   }

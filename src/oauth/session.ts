@@ -7,7 +7,7 @@
  */
 import cookieParser from 'cookie-parser';
 import type { CookieOptions, Request, RequestHandler, Response } from 'express';
-import { randomToken } from './secrets.js';
+import { randomToken } from '../crypto/secrets.js';
 
 /** How long a sign-in lasts before the login page is shown again. */
 export const SESSION_TTL_SECONDS = 8 * 60 * 60;

@@ -2,7 +2,7 @@
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../db/database.js';
 import { grants, users } from '../db/schema.js';
-import { dummyPasswordHash, hashPassword, verifyPassword } from './passwords.js';
+import { dummyPasswordHash, hashPassword, verifyPassword } from '../crypto/passwords.js';
 
 export type User = typeof users.$inferSelect;
 

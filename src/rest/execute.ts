@@ -5,7 +5,7 @@
 import type { GraphQLSchema } from 'graphql';
 import type { GraphQLService } from '../graphql/index.js';
 import type { Principal } from '../oauth/access-token.js';
-import { fromGraphQLErrors, Internal } from './errors.js';
+import { fromGraphQLErrors, RestInternal } from './errors.js';
 import { OperationCache, type CompiledOperation, type OperationSpec } from './selection.js';
 
 export class RestExecutor {
@@ -21,9 +21,7 @@ export class RestExecutor {
 
   /** The executable schema the REST allow-list is derived from. */
   get schema(): GraphQLSchema {
-    const schema = (this.graphql as GraphQLService & { schema?: GraphQLSchema }).schema;
-    if (!schema) throw new Internal('the GraphQL service does not expose its schema');
-    return schema;
+    return this.graphql.schema;
   }
 
   /** The operation for a route and field set (paths checked against the schema first). */
@@ -42,7 +40,7 @@ export class RestExecutor {
     });
     if (result.errors?.length) throw fromGraphQLErrors(result.errors);
     const data = result.data as Record<string, unknown> | null | undefined;
-    if (!data || !Object.hasOwn(data, operation.field)) throw new Internal('the GraphQL operation returned no data');
+    if (!data || !Object.hasOwn(data, operation.field)) throw new RestInternal('the GraphQL operation returned no data');
     return data[operation.field];
   }
 }

@@ -12,7 +12,7 @@
  * checked against the GraphQL schema in selection.ts.
  */
 import { LRUCache } from 'lru-cache';
-import { InvalidArgument } from './errors.js';
+import { RestInvalidArgument } from './errors.js';
 
 /** A whole field: every subfield of an object, or simply the value of a scalar. */
 export const WHOLE = true;
@@ -31,7 +31,7 @@ const DIGIT = /[0-9]/;
 const SPACE = /[ \t\r\n]/;
 
 /** A `fields` (or `update_mask`) value the syntax or the schema does not allow. */
-export class FieldsError extends InvalidArgument {}
+export class FieldsError extends RestInvalidArgument {}
 
 function describeChar(char: string): string {
   return JSON.stringify(char);

@@ -9,7 +9,7 @@ import type { Principal } from '../oauth/access-token.js';
 import { authenticateBearer } from '../oauth/bearer.js';
 import { OAuthError } from '../oauth/errors.js';
 import type { Scope } from '../oauth/scopes.js';
-import { fromOAuthError, InvalidArgument } from './errors.js';
+import { fromOAuthError, RestInvalidArgument } from './errors.js';
 
 /** Largest accepted request body. */
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -63,10 +63,10 @@ export function jsonObjectBody(): RequestHandler[] {
     function requireJsonContentType(req, _res, next) {
       const type = req.is(['application/json', 'application/*+json']);
       const empty = type === null || (req.headers['content-length'] === '0' && req.headers['transfer-encoding'] === undefined);
-      if (empty) return next(new InvalidArgument('a JSON object request body is required'));
+      if (empty) return next(new RestInvalidArgument('a JSON object request body is required'));
       if (type === false) {
         return next(
-          new InvalidArgument(`the request body must be application/json, not ${req.headers['content-type'] ? `'${req.headers['content-type'].slice(0, 64)}'` : 'untyped'}`, {
+          new RestInvalidArgument(`the request body must be application/json, not ${req.headers['content-type'] ? `'${req.headers['content-type'].slice(0, 64)}'` : 'untyped'}`, {
             httpStatus: 415,
           }),
         );
@@ -77,9 +77,9 @@ export function jsonObjectBody(): RequestHandler[] {
     function requireJsonObject(req, _res, next) {
       const body: unknown = req.body;
       if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-        return next(new InvalidArgument(`the request body must be a JSON object, not ${Array.isArray(body) ? 'an array' : body === null ? 'null' : `a ${typeof body}`}`));
+        return next(new RestInvalidArgument(`the request body must be a JSON object, not ${Array.isArray(body) ? 'an array' : body === null ? 'null' : `a ${typeof body}`}`));
       }
-      if (deeperThan(body, MAX_BODY_DEPTH)) return next(new InvalidArgument(`the request body is nested deeper than ${MAX_BODY_DEPTH} levels`));
+      if (deeperThan(body, MAX_BODY_DEPTH)) return next(new RestInvalidArgument(`the request body is nested deeper than ${MAX_BODY_DEPTH} levels`));
       next();
     },
   ];
@@ -108,9 +108,9 @@ export function onlyQueryParameters(names: readonly QueryParameter[]): RequestHa
       if (!known.has(name)) {
         const shown = name.length > 64 ? `${name.slice(0, 64)}…` : name;
         const hint = name === 'access_token' ? 'send the access token in the Authorization header' : `this route takes ${names.length ? names.join(', ') : 'no query parameters'}`;
-        return next(new InvalidArgument(`unknown query parameter '${shown}': ${hint}`));
+        return next(new RestInvalidArgument(`unknown query parameter '${shown}': ${hint}`));
       }
-      if (typeof value !== 'string') return next(new InvalidArgument(`the query parameter '${name}' is given more than once`));
+      if (typeof value !== 'string') return next(new RestInvalidArgument(`the query parameter '${name}' is given more than once`));
     }
     next();
   };
@@ -120,7 +120,7 @@ export function onlyQueryParameters(names: readonly QueryParameter[]): RequestHa
 export function queryParameter(req: Request, name: string): string | undefined {
   const value = (req.query as Record<string, unknown>)[name];
   if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw new InvalidArgument(`the query parameter '${name}' is given more than once`);
+  if (typeof value !== 'string') throw new RestInvalidArgument(`the query parameter '${name}' is given more than once`);
   return value;
 }
 

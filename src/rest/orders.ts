@@ -11,7 +11,7 @@ import type { Principal } from '../oauth/access-token.js';
 import { requireScope } from '../oauth/bearer.js';
 import { OAuthError } from '../oauth/errors.js';
 import { parseFields, WHOLE, type FieldTree, type ParsedFields } from './fields.js';
-import { FailedPrecondition, fromOAuthError, InvalidArgument, NotFound } from './errors.js';
+import { RestFailedPrecondition, fromOAuthError, RestInvalidArgument, RestNotFound } from './errors.js';
 import type { RestExecutor } from './execute.js';
 import { authenticate, jsonObjectBody, onlyQueryParameters, principalOf, queryParameter, type RestRoute } from './http.js';
 import { fetchPage, idOf, nextLink, pageOf } from './paging.js';
@@ -46,7 +46,7 @@ function parseIfMatch(header: string | undefined): '*' | string[] | undefined {
     const match = item.exec(header);
     if (!match) {
       if (header.slice(start).trim() === '') break;
-      throw new InvalidArgument('If-Match must be * or a list of entity tags such as "abc"');
+      throw new RestInvalidArgument('If-Match must be * or a list of entity tags such as "abc"');
     }
     if (!match[1]) tags.push(match[2]!);
     if (item.lastIndex === start) break;
@@ -85,7 +85,7 @@ function createInput(schema: GraphQLSchema, body: Record<string, unknown>): Reco
   coerceInputValue(input, arg.type, (path, _value, error) => {
     problem ??= path.length ? `${pathText(path)}: ${error.message}` : error.message;
   });
-  if (problem !== undefined) throw new InvalidArgument(`the order is not valid: ${problem}`);
+  if (problem !== undefined) throw new RestInvalidArgument(`the order is not valid: ${problem}`);
   return input;
 }
 
@@ -98,7 +98,7 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
   const readOrder = async (id: number, fields: ParsedFields, principal: Principal) => {
     const operation = orderOperation('orders.get', 'query', 'order', ['id'], fields);
     const order = await rest.run(operation, { id }, principal);
-    if (order === null) throw new NotFound(`no order ${id}`);
+    if (order === null) throw new RestNotFound(`no order ${id}`);
     return { operation, order };
   };
 
@@ -236,6 +236,6 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
   ];
 }
 
-function staleEtag(): FailedPrecondition {
-  return new FailedPrecondition('the order has changed since the ETag in If-Match was issued', { httpStatus: 412 });
+function staleEtag(): RestFailedPrecondition {
+  return new RestFailedPrecondition('the order has changed since the ETag in If-Match was issued', { httpStatus: 412 });
 }

@@ -5,7 +5,7 @@
 import type { Request } from 'express';
 import type { Runtime } from '../runtime.js';
 import type { Principal } from '../oauth/access-token.js';
-import { InvalidArgument } from './errors.js';
+import { RestInvalidArgument } from './errors.js';
 import type { RestExecutor } from './execute.js';
 import type { CompiledOperation } from './selection.js';
 import { queryParameter } from './http.js';
@@ -20,7 +20,7 @@ function integerParameter(req: Request, name: string, fallback: number, min: num
   if (raw === undefined) return fallback;
   const text = raw.trim();
   if (!/^\d{1,10}$/.test(text) || Number(text) < min || Number(text) > max) {
-    throw new InvalidArgument(`'${name}' must be a whole number from ${min} to ${max}, got '${raw.length > 32 ? `${raw.slice(0, 32)}…` : raw}'`);
+    throw new RestInvalidArgument(`'${name}' must be a whole number from ${min} to ${max}, got '${raw.length > 32 ? `${raw.slice(0, 32)}…` : raw}'`);
   }
   return Number(text);
 }
@@ -42,7 +42,7 @@ export function pageOf(req: Request): Page {
 export function idOf(req: Request): number {
   const raw = String(req.params.id ?? '');
   if (!/^[1-9]\d{0,9}$/.test(raw) || Number(raw) > MAX_INT) {
-    throw new InvalidArgument(`the id must be a positive integer (at most ${MAX_INT}), got '${raw.length > 32 ? `${raw.slice(0, 32)}…` : raw}'`);
+    throw new RestInvalidArgument(`the id must be a positive integer (at most ${MAX_INT}), got '${raw.length > 32 ? `${raw.slice(0, 32)}…` : raw}'`);
   }
   return Number(raw);
 }

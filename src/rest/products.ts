@@ -5,7 +5,7 @@
  */
 import type { Runtime } from '../runtime.js';
 import { parseFields } from './fields.js';
-import { NotFound } from './errors.js';
+import { RestNotFound } from './errors.js';
 import type { RestExecutor } from './execute.js';
 import { authenticate, onlyQueryParameters, principalOf, queryParameter, type RestRoute } from './http.js';
 import { fetchPage, idOf, nextLink, pageOf } from './paging.js';
@@ -63,7 +63,7 @@ export function productRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[]
             fields: parseFields(queryParameter(req, 'fields')),
           });
           const product = await rest.run(operation, { id }, principalOf(res));
-          if (product === null) throw new NotFound(`no product ${id}`);
+          if (product === null) throw new RestNotFound(`no product ${id}`);
           res.json(operation.project(product));
         },
       ],

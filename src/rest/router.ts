@@ -3,10 +3,10 @@
  * parameters, and runs one GraphQL operation in-process (see selection.ts). Errors are
  * answered here in Google's JSON shape, with `WWW-Authenticate` on 401/403.
  */
-import express, { type ErrorRequestHandler } from 'express';
+import express from 'express';
 import type { Runtime } from '../runtime.js';
 import type { GraphQLService } from '../graphql/index.js';
-import { toApiError, Unimplemented } from './errors.js';
+import { restErrorHandler, RestUnimplemented } from './errors.js';
 import { RestExecutor } from './execute.js';
 import type { RestRoute } from './http.js';
 import { productRoutes } from './products.js';
@@ -18,18 +18,6 @@ const OPENAPI_PATH = '/openapi.json';
 /** Every REST operation, in the order the OpenAPI document lists them. */
 export function restRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
   return [...productRoutes(runtime, rest), ...orderRoutes(runtime, rest)];
-}
-
-function restErrors(runtime: Runtime): ErrorRequestHandler {
-  return function restErrorResponse(error, req, res, _next) {
-    const apiError = toApiError(error);
-    if (apiError.httpStatus >= 500) runtime.logger.error({ err: error, reqId: req.id }, 'REST request failed');
-    if (res.headersSent) {
-      res.end();
-      return;
-    }
-    res.status(apiError.httpStatus).set(apiError.headers).json(apiError.toBody());
-  };
 }
 
 const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -47,7 +35,7 @@ function methodNotAllowed(methods: readonly string[]): express.RequestHandler {
       res.status(204).end();
       return;
     }
-    next(new Unimplemented(`the method ${req.method} is not allowed here; allowed: ${allowed}`, { httpStatus: 405, headers: { Allow: allowed } }));
+    next(new RestUnimplemented(`the method ${req.method} is not allowed here; allowed: ${allowed}`, { httpStatus: 405, headers: { Allow: allowed } }));
   };
 }
 
@@ -66,7 +54,7 @@ export function createRestRouter(runtime: Runtime, graphql: GraphQLService): Res
   const methodsByPath = new Map<string, string[]>([[OPENAPI_PATH, ['GET']]]);
   for (const route of routes) methodsByPath.set(route.path, [...(methodsByPath.get(route.path) ?? []), route.method.toUpperCase()]);
   for (const [path, methods] of methodsByPath) router.all(path, methodNotAllowed(methods));
-  router.use(restErrors(runtime));
+  router.use(restErrorHandler(runtime.logger, 'REST request failed'));
   const paths = new Set([OPENAPI_PATH, ...routes.map((route) => `/${route.path.split('/')[1]}`)]);
   return { router, paths: [...paths] };
 }

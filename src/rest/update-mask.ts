@@ -21,7 +21,7 @@ import {
 } from 'graphql';
 import { FieldsError, MAX_FIELDS_LENGTH } from './fields.js';
 import { allowedFields, checkPaths, enumValueFromRest, rootField, rootFieldType } from './selection.js';
-import { InvalidArgument } from './errors.js';
+import { RestInvalidArgument } from './errors.js';
 
 const PATH = /^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$/;
 
@@ -63,7 +63,7 @@ export interface UpdatePlan {
 
 /**
  * Turns a mask and a JSON object body into the `input` of the `mutation` root field. Throws
- * FieldsError / InvalidArgument naming the field for an unknown mask name, a null for a
+ * FieldsError / RestInvalidArgument naming the field for an unknown mask name, a null for a
  * non-nullable field, or a value of the wrong type.
  */
 export function planUpdate(schema: GraphQLSchema, mutation: string, mask: string[][], body: Record<string, unknown>): UpdatePlan {
@@ -96,7 +96,7 @@ export function planUpdate(schema: GraphQLSchema, mutation: string, mask: string
 
 function inputValue(field: GraphQLInputField, value: unknown, nonNull: boolean): unknown {
   if (value === null) {
-    if (nonNull) throw new InvalidArgument(`'${field.name}' cannot be null`);
+    if (nonNull) throw new RestInvalidArgument(`'${field.name}' cannot be null`);
     return null;
   }
   const named = getNamedType(field.type);
@@ -105,7 +105,7 @@ function inputValue(field: GraphQLInputField, value: unknown, nonNull: boolean):
     const mapped = typeof value === 'string' ? enumValueFromRest(named, value) : undefined;
     if (mapped === undefined) {
       const shown = typeof value === 'string' ? `'${truncate(value)}'` : `a JSON ${jsonType(value)}`;
-      throw new InvalidArgument(`'${field.name}' must be one of ${allowed.join(', ')}; got ${shown}`);
+      throw new RestInvalidArgument(`'${field.name}' must be one of ${allowed.join(', ')}; got ${shown}`);
     }
     return mapped;
   }
@@ -113,7 +113,7 @@ function inputValue(field: GraphQLInputField, value: unknown, nonNull: boolean):
   coerceInputValue(value, field.type, (_path, _invalid, error) => {
     problem ??= error.message;
   });
-  if (problem !== undefined) throw new InvalidArgument(`'${field.name}' is not valid: ${problem}`);
+  if (problem !== undefined) throw new RestInvalidArgument(`'${field.name}' is not valid: ${problem}`);
   return value;
 }
 

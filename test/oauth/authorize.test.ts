@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
 import { eq } from 'drizzle-orm';
 import { authorizationCodes, grants } from '../../src/db/schema.js';
-import { sha256 } from '../../src/oauth/secrets.js';
+import { sha256 } from '../../src/crypto/secrets.js';
 import { describeEachDatabase } from '../support/runtime.js';
 import {
   authorizeParams,

@@ -7,7 +7,7 @@ import request from 'supertest';
 import { eq } from 'drizzle-orm';
 import { SignJWT, generateKeyPair } from 'jose';
 import { refreshTokens } from '../../src/db/schema.js';
-import { sha256 } from '../../src/oauth/secrets.js';
+import { sha256 } from '../../src/crypto/secrets.js';
 import { describeEachDatabase } from '../support/runtime.js';
 import { basic, buildClient, buildUser, obtainTokens, tokenRequest, type TestClient, type TestUser } from './support.js';
 
@@ -78,15 +78,11 @@ describeEachDatabase('POST /introspect', (context) => {
     const { runtime } = context();
     const key = await runtime.keys.signingKey();
     const issuer = context().config.issuer;
-    const expired = await new SignJWT({ client_id: client.id, scope: 'products:read', grant_id: 'g' })
-      .setProtectedHeader({ alg: key.alg, typ: 'at+jwt', kid: key.kid })
-      .setIssuer(issuer)
-      .setAudience(issuer)
-      .setSubject(String(user.id))
-      .setJti('expired-jti')
-      .setIssuedAt(Math.floor(Date.now() / 1000) - 7200)
-      .setExpirationTime(Math.floor(Date.now() / 1000) - 3600)
-      .sign(key.privateKey);
+    const now = Math.floor(Date.now() / 1000);
+    const expired = key.sign(
+      { client_id: client.id, scope: 'products:read', grant_id: 'g', iss: issuer, aud: issuer, sub: String(user.id), jti: 'expired-jti', iat: now - 7200, exp: now - 3600 },
+      'at+jwt',
+    );
     expect((await introspect(expired)).body).toEqual({ active: false });
   });
 

@@ -8,7 +8,7 @@ import { count, eq, inArray, sql } from 'drizzle-orm';
 import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens } from '../../src/db/schema.js';
 import { sweep, sweptRows, type JanitorPolicy } from '../../src/oauth/janitor.js';
 import { AuthorizationCodeStore } from '../../src/oauth/stores/codes.js';
-import { sha256 } from '../../src/oauth/secrets.js';
+import { sha256 } from '../../src/crypto/secrets.js';
 import type { Db } from '../../src/db/database.js';
 import { TEST_DATABASE_URL } from '../support/databases.js';
 import { openDatabase } from '../../src/db/database.js';

@@ -12,7 +12,7 @@ import { readdirSync } from 'node:fs';
 import postgres from 'postgres';
 import { MIGRATIONS_FOLDER } from '../../src/db/database.js';
 import { DEFAULT_LOGIN_THROTTLE_POLICY } from '../../src/oauth/login-throttle.js';
-import { sha256 } from '../../src/oauth/secrets.js';
+import { sha256 } from '../../src/crypto/secrets.js';
 import type { Runtime } from '../../src/runtime.js';
 import { createPostgresDatabase, TEST_DATABASE_URL } from '../support/databases.js';
 import { runCli, startServerProcess, type ServerProcess } from '../support/processes.js';

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { openDatabase } from '../../src/db/database.js';
-import { hmacSha256, sha256 } from '../../src/oauth/secrets.js';
+import { hmacSha256, sha256 } from '../../src/crypto/secrets.js';
 import { DATABASE_KINDS } from '../support/databases.js';
 import { startServerProcess, type ServerProcess } from '../support/processes.js';
 import { form, parseJson, send } from './support/http.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fromGraphQLErrors, toApiError } from '../../src/rest/errors.js';
+import { fromGraphQLErrors, toRestError } from '../../src/rest/errors.js';
 
 describe('GraphQL errors as REST errors', () => {
   const map = (extensions: Record<string, unknown>, message = 'why') => fromGraphQLErrors([{ message, extensions }]);
@@ -34,7 +34,7 @@ describe('GraphQL errors as REST errors', () => {
   });
 
   it('maps body-parser failures by status and masks unknown errors', () => {
-    expect(toApiError(Object.assign(new Error('x'), { status: 413, type: 'entity.too.large' })).httpStatus).toBe(413);
-    expect(toApiError(new TypeError('boom')).toBody()).toEqual({ error: { code: 500, status: 'INTERNAL', message: 'internal error' } });
+    expect(toRestError(Object.assign(new Error('x'), { status: 413, type: 'entity.too.large' })).httpStatus).toBe(413);
+    expect(toRestError(new TypeError('boom')).toBody()).toEqual({ error: { code: 500, status: 'INTERNAL', message: 'internal error' } });
   });
 });

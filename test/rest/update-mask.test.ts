@@ -1,18 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { FieldsError } from '../../src/rest/fields.js';
-import { ApiError } from '../../src/rest/errors.js';
+import { RestError } from '../../src/rest/errors.js';
 import { parseUpdateMask, planUpdate } from '../../src/rest/update-mask.js';
 import { fixtureSchema } from './fixture-schema.js';
 
 const plan = (mask: string, body: Record<string, unknown>) => planUpdate(fixtureSchema, 'updateOrder', parseUpdateMask(mask), body);
 
-function refusal(run: () => unknown): ApiError {
+function refusal(run: () => unknown): RestError {
   try {
     run();
   } catch (error) {
-    expect(error).toBeInstanceOf(ApiError);
-    return error as ApiError;
+    expect(error).toBeInstanceOf(RestError);
+    return error as RestError;
   }
   throw new Error('expected a refusal');
 }

@@ -11,7 +11,7 @@
 import { and, eq, inArray, or, sql, type SQL } from 'drizzle-orm';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
-import { FailedPrecondition, InvalidArgument, NotFound, Unauthenticated } from '../errors.js';
+import { GqlFailedPrecondition, GqlInvalidArgument, GqlNotFound, GqlUnauthenticated } from '../errors.js';
 import { nestedLimit, nestedListArgs, nestedListCost, page, pageArgs, pageCost, pagePlaceholders, type NestedListBounds } from '../pagination.js';
 import { needsScope } from '../scopes.js';
 import { orderItems, orders, orderStatus, products } from '../../db/schema.js';
@@ -175,11 +175,11 @@ const UpdateOrderInput = builder.inputType('UpdateOrderInput', {
 
 function checkMemo(memo: string | null | undefined): void {
   if (memo != null && [...memo].length > MAX_MEMO_LENGTH) {
-    throw new InvalidArgument(`memo must be at most ${MAX_MEMO_LENGTH} characters`, { extensions: { field: 'memo' } });
+    throw new GqlInvalidArgument(`memo must be at most ${MAX_MEMO_LENGTH} characters`, { extensions: { field: 'memo' } });
   }
   // PostgreSQL text cannot hold U+0000.
   if (memo?.includes('\u0000')) {
-    throw new InvalidArgument('memo must not contain the NUL character', { extensions: { field: 'memo' } });
+    throw new GqlInvalidArgument('memo must not contain the NUL character', { extensions: { field: 'memo' } });
   }
 }
 
@@ -190,17 +190,17 @@ interface NewOrderItem {
 
 function checkItems(items: readonly NewOrderItem[]): void {
   if (items.length < 1 || items.length > MAX_ORDER_ITEMS) {
-    throw new InvalidArgument(`an order has 1 to ${MAX_ORDER_ITEMS} items, got ${items.length}`, { extensions: { field: 'items' } });
+    throw new GqlInvalidArgument(`an order has 1 to ${MAX_ORDER_ITEMS} items, got ${items.length}`, { extensions: { field: 'items' } });
   }
   const seen = new Set<number>();
   for (const item of items) {
     if (item.quantity < 1 || item.quantity > MAX_ITEM_QUANTITY) {
-      throw new InvalidArgument(`quantity must be from 1 to ${MAX_ITEM_QUANTITY}, got ${item.quantity}`, {
+      throw new GqlInvalidArgument(`quantity must be from 1 to ${MAX_ITEM_QUANTITY}, got ${item.quantity}`, {
         extensions: { field: 'items.quantity' },
       });
     }
     if (seen.has(item.productId)) {
-      throw new InvalidArgument(`product ${item.productId} appears twice; give one item per product`, {
+      throw new GqlInvalidArgument(`product ${item.productId} appears twice; give one item per product`, {
         extensions: { field: 'items.productId' },
       });
     }
@@ -219,15 +219,15 @@ async function insertOrder(context: GraphQLContext, items: readonly NewOrderItem
     const byId = new Map(found.map((product) => [product.id, product]));
     const missing = ids.filter((id) => !byId.has(id));
     if (missing.length) {
-      throw new InvalidArgument(`no product ${missing.join(', ')}`, { extensions: { field: 'items.productId' } });
+      throw new GqlInvalidArgument(`no product ${missing.join(', ')}`, { extensions: { field: 'items.productId' } });
     }
     if (new Set(found.map((product) => product.currency)).size > 1) {
-      throw new InvalidArgument('all items of an order must be priced in the same currency', { extensions: { field: 'items' } });
+      throw new GqlInvalidArgument('all items of an order must be priced in the same currency', { extensions: { field: 'items' } });
     }
     const lines = items.map((item) => ({ ...item, unitPriceCents: byId.get(item.productId)!.priceCents }));
     const totalCents = lines.reduce((sum, line) => sum + line.unitPriceCents * line.quantity, 0);
     if (totalCents > MAX_TOTAL_CENTS) {
-      throw new InvalidArgument('the order total is too large', { extensions: { field: 'items' } });
+      throw new GqlInvalidArgument('the order total is too large', { extensions: { field: 'items' } });
     }
     // The account (and with it the grant) may be deleted after the token was checked: that is a
     // revoked token (401), not a server error; a product deleted meanwhile is the client's to fix.
@@ -236,14 +236,14 @@ async function insertOrder(context: GraphQLContext, items: readonly NewOrderItem
       .values({ userId: context.principal.userId, memo, totalCents })
       .returning({ id: orders.id })
       .catch((error: unknown) => {
-        if (isForeignKeyViolation(error)) throw Unauthenticated.fromInvalidToken(new InvalidToken('the access token has been revoked'));
+        if (isForeignKeyViolation(error)) throw GqlUnauthenticated.fromInvalidToken(new InvalidToken('the access token has been revoked'));
         throw error;
       });
     await tx
       .insert(orderItems)
       .values(lines.map((line) => ({ ...line, orderId: order!.id })))
       .catch((error: unknown) => {
-        if (isForeignKeyViolation(error)) throw new InvalidArgument('a product of this order no longer exists', { extensions: { field: 'items.productId' } });
+        if (isForeignKeyViolation(error)) throw new GqlInvalidArgument('a product of this order no longer exists', { extensions: { field: 'items.productId' } });
         throw error;
       });
     return order!.id;
@@ -263,7 +263,7 @@ interface OrderChanges {
 async function applyOrderChanges(context: GraphQLContext, id: number, input: OrderChanges, etag: string | null | undefined): Promise<void> {
   const changes: { status?: OrderStatusValue; memo?: string | null; updatedAt: SQL } = { updatedAt: nextUpdatedAt };
   if (input.status !== undefined) {
-    if (input.status === null) throw new InvalidArgument('status cannot be null', { extensions: { field: 'status' } });
+    if (input.status === null) throw new GqlInvalidArgument('status cannot be null', { extensions: { field: 'status' } });
     changes.status = input.status;
   }
   if (input.memo !== undefined) {
@@ -271,7 +271,7 @@ async function applyOrderChanges(context: GraphQLContext, id: number, input: Ord
     changes.memo = input.memo;
   }
   if (changes.status === undefined && changes.memo === undefined) {
-    throw new InvalidArgument('give at least one of status and memo to change', { extensions: { field: 'input' } });
+    throw new GqlInvalidArgument('give at least one of status and memo to change', { extensions: { field: 'input' } });
   }
   // A change to the values the order already has keeps updated_at, and so the ETag: sending
   // back what was just read is a true no-op (AIP-161).
@@ -292,19 +292,19 @@ async function applyOrderChanges(context: GraphQLContext, id: number, input: Ord
       if (updated.length > 0) return;
     }
     const [current] = await context.db.select({ status: orders.status, updatedAt: orders.updatedAt }).from(orders).where(and(...owned));
-    if (!current) throw new NotFound(`no order ${id}`);
+    if (!current) throw new GqlNotFound(`no order ${id}`);
     if (expectedTime === null || (expectedTime && current.updatedAt.getTime() !== expectedTime.getTime())) {
-      throw new FailedPrecondition('the order has changed since the given ETag was read', {
+      throw new GqlFailedPrecondition('the order has changed since the given ETag was read', {
         extensions: { reason: 'ETAG_MISMATCH', etag: orderEtag(id, current.updatedAt) },
       });
     }
     if (changes.status && !statesMovableTo(changes.status).includes(current.status)) {
-      throw new FailedPrecondition(`cannot move an order from ${current.status} to ${changes.status}`, {
+      throw new GqlFailedPrecondition(`cannot move an order from ${current.status} to ${changes.status}`, {
         extensions: { reason: 'ILLEGAL_STATUS_MOVE', from: current.status.toUpperCase(), to: changes.status.toUpperCase() },
       });
     }
   }
-  throw new FailedPrecondition('the order kept changing while it was being updated; try again', {
+  throw new GqlFailedPrecondition('the order kept changing while it was being updated; try again', {
     extensions: { reason: 'CONCURRENT_UPDATE' },
   });
 }
@@ -322,7 +322,7 @@ builder.mutationFields((t) => ({
       checkMemo(input.memo);
       const id = await insertOrder(context, input.items, input.memo ?? null);
       const order = await context.db.query.orders.findFirst(query({ where: { id } }));
-      if (!order) throw new NotFound(`no order ${id}`);
+      if (!order) throw new GqlNotFound(`no order ${id}`);
       return order;
     },
   }),
@@ -339,7 +339,7 @@ builder.mutationFields((t) => ({
     resolve: async (query, _root, args, context) => {
       await applyOrderChanges(context, args.id, args.input, args.etag);
       const order = await context.db.query.orders.findFirst(query({ where: { id: args.id, userId: context.principal.userId } }));
-      if (!order) throw new NotFound(`no order ${args.id}`);
+      if (!order) throw new GqlNotFound(`no order ${args.id}`);
       return order;
     },
   }),

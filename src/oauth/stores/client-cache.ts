@@ -31,9 +31,4 @@ export class ClientCache {
     return this.clients.verifySecret(client, secret);
   }
 
-  /** Forgets one client (or all), e.g. after this process changed a registration. */
-  invalidate(id?: string): void {
-    if (id === undefined) this.cache.clear();
-    else this.cache.delete(id);
-  }
 }

@@ -9,7 +9,7 @@ import type { Db } from '../../db/database.js';
 import { authorizationCodes, consents, grants, users } from '../../db/schema.js';
 import { insertRefreshTokenFrom } from './refresh-tokens.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
-import { randomToken, sha256 } from '../secrets.js';
+import { randomToken, sha256 } from '../../crypto/secrets.js';
 import { queryRows } from './rows.js';
 import { parseScope } from '../scopes.js';
 import type { SignedInUser } from './consents.js';

@@ -11,7 +11,7 @@
 import { eq, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { grants, refreshTokens } from '../../db/schema.js';
-import { hmacSha256, randomToken, sha256 } from '../secrets.js';
+import { hmacSha256, randomToken, sha256 } from '../../crypto/secrets.js';
 import { queryRows, toDate } from './rows.js';
 
 export interface RefreshTokenFamily {

@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { eq } from 'drizzle-orm';
 import { authorizationCodes, refreshTokens } from '../../../src/db/schema.js';
 import { authenticateBearer } from '../../../src/oauth/bearer.js';
-import { sha256 } from '../../../src/oauth/secrets.js';
+import { sha256 } from '../../../src/crypto/secrets.js';
 import { describeEachDatabase } from '../../support/runtime.js';
 import {
   authorizeParams,

@@ -7,7 +7,7 @@ import { beforeAll, expect, it } from 'vitest';
 import { and, eq, isNull } from 'drizzle-orm';
 import { grants, refreshTokens } from '../../../src/db/schema.js';
 import { authenticateBearer } from '../../../src/oauth/bearer.js';
-import { sha256 } from '../../../src/oauth/secrets.js';
+import { sha256 } from '../../../src/crypto/secrets.js';
 import { describeEachDatabase } from '../../support/runtime.js';
 import { buildClient, buildUser, obtainTokens, securityEvents, tokenRequest, type TestClient, type TestUser } from '../support.js';
 
