@@ -63,23 +63,18 @@ interface Target {
   statement(retention: SQL, limit: number): SQL;
 }
 
+/** Deletes up to `limit` rows of `table` whose `expires_at` passed more than `retention` ago. */
+function expiredRows(table: typeof authorizationCodes | typeof refreshTokens, key: string): Target['statement'] {
+  return (retention, limit) => sql`
+      delete from ${table} where ${sql.identifier(key)} in (
+        select ${sql.identifier(key)} from ${table} where expires_at < now() - ${retention}
+        limit ${limit} for update skip locked)
+      returning 1`;
+}
+
 const TARGETS: Target[] = [
-  {
-    name: 'authorizationCodes',
-    statement: (retention, limit) => sql`
-      delete from ${authorizationCodes} where code_hash in (
-        select code_hash from ${authorizationCodes} where expires_at < now() - ${retention}
-        limit ${limit} for update skip locked)
-      returning 1`,
-  },
-  {
-    name: 'refreshTokens',
-    statement: (retention, limit) => sql`
-      delete from ${refreshTokens} where token_hash in (
-        select token_hash from ${refreshTokens} where expires_at < now() - ${retention}
-        limit ${limit} for update skip locked)
-      returning 1`,
-  },
+  { name: 'authorizationCodes', statement: expiredRows(authorizationCodes, 'code_hash') },
+  { name: 'refreshTokens', statement: expiredRows(refreshTokens, 'token_hash') },
   {
     // Codes and refresh tokens go first, so a grant whose last ones just went goes in the same sweep.
     name: 'grants',
