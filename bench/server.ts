@@ -95,7 +95,7 @@ async function setup(): Promise<void> {
 /**
  * What-if changes for profiling findings, applied here without touching src/ (BENCH_EXPERIMENTS,
  * from `--experiment=NAME`). None is defined at present: the last one, `token-cache`, landed in
- * src/oauth/access-token.ts.
+ * src/tokens/access-token.ts.
  */
 const EXPERIMENTS: Record<string, (runtime: Runtime) => void> = {};
 

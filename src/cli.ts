@@ -119,8 +119,8 @@ async function isExpected(error: unknown): Promise<boolean> {
   const [{ ConfigError }, { DataDirLockedError }, { ClientRegistrationError }, { UserRegistrationError }] = await Promise.all([
     import('./config.js'),
     import('./db/data-dir-lock.js'),
-    import('./oauth/clients.js'),
-    import('./oauth/users.js'),
+    import('./oauth/stores/clients.js'),
+    import('./oauth/stores/users.js'),
   ]);
   return (
     error instanceof ConfigError ||

@@ -6,11 +6,11 @@ import type { Config } from './config.js';
 import { openDatabase, type Database, type Db } from './db/database.js';
 import { instanceSecret } from './db/instance-secrets.js';
 import type { Logger } from './logger.js';
-import { AccessTokens } from './oauth/access-token.js';
-import { ClientStore } from './oauth/clients.js';
-import { ensureSigningKey, KeyStore } from './oauth/keys.js';
-import { Revocations } from './oauth/revocation.js';
-import { UserStore } from './oauth/users.js';
+import { AccessTokens } from './tokens/access-token.js';
+import { ClientStore } from './oauth/stores/clients.js';
+import { ensureSigningKey, KeyStore } from './tokens/signing-keys.js';
+import { Revocations } from './tokens/revocation.js';
+import { UserStore } from './oauth/stores/users.js';
 
 export interface Runtime {
   config: Config;

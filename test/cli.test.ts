@@ -8,7 +8,7 @@ import { runCli, startServerProcess } from './support/processes.js';
 import { createPostgresDatabase, DATABASE_KINDS, type DatabaseKind } from './support/databases.js';
 import { randomUUID } from 'node:crypto';
 import type { Express } from 'express';
-import { DEFAULT_LOGIN_THROTTLE_POLICY, LoginThrottle } from '../src/oauth/login-throttle.js';
+import { DEFAULT_LOGIN_THROTTLE_POLICY, LoginThrottle } from '../src/oauth/browser/login-throttle.js';
 import { TEST_ISSUER } from './support/runtime.js';
 import { loadConfig } from '../src/config.js';
 import { openRuntime, type Runtime } from '../src/runtime.js';

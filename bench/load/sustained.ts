@@ -16,9 +16,9 @@
 import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { startServerProcess } from '../../test/support/processes.js';
-import { describeRun, prepareMixedLoad, runMixedLoad, rssMiB, verifyMixedLoad } from '../../test/reliability/support/mixed-load.js';
-import { createStorage, withSetupRuntime, type Kind } from '../../test/reliability/support/setup.js';
-import { sleep } from '../../test/reliability/support/http.js';
+import { describeRun, prepareMixedLoad, runMixedLoad, rssMiB, verifyMixedLoad } from '../../test/support/reliability/mixed-load.js';
+import { createStorage, withSetupRuntime, type Kind } from '../../test/support/reliability/setup.js';
+import { sleep } from '../../test/support/reliability/http.js';
 
 /**
  * RSS at the end of the run (after 2 s idle) may be at most this multiple of the highest RSS

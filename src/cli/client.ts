@@ -1,5 +1,5 @@
 import { CommandFailed, defineCommand, onePositional, parseDuration, print, UsageError, withRuntime, type CommandGroup } from './command.js';
-import type { RegisteredClient } from '../oauth/clients.js';
+import type { RegisteredClient } from '../oauth/stores/clients.js';
 
 function describe(client: RegisteredClient): string {
   return [

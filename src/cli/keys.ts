@@ -6,7 +6,7 @@ const rotate = defineCommand({
   options: {},
   async run({ io, values, config }) {
     const loaded = config();
-    const { rotateSigningKey } = await import('../oauth/keys.js');
+    const { rotateSigningKey } = await import('../tokens/signing-keys.js');
     await withRuntime(loaded, async (runtime) => {
       const rotated = await rotateSigningKey(runtime.db, loaded.accessTokenTtl);
       print(
@@ -25,7 +25,7 @@ const list = defineCommand({
   options: {},
   async run({ io, values, config }) {
     const loaded = config();
-    const { listSigningKeys } = await import('../oauth/keys.js');
+    const { listSigningKeys } = await import('../tokens/signing-keys.js');
     await withRuntime(loaded, async (runtime) => {
       const keys = await listSigningKeys(runtime.db, loaded.accessTokenTtl);
       print(
@@ -46,7 +46,7 @@ const retire = defineCommand({
   async run({ io, values, positionals, config }) {
     const kid = onePositional('keys retire', 'key id (see `fieldgate keys list`)', positionals);
     const loaded = config();
-    const { retireSigningKey } = await import('../oauth/keys.js');
+    const { retireSigningKey } = await import('../tokens/signing-keys.js');
     await withRuntime(loaded, async (runtime) => {
       const retired = await retireSigningKey(runtime.db, kid, loaded.accessTokenTtl);
       if (!retired) throw new CommandFailed(`no signing key ${kid}`);

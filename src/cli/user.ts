@@ -80,7 +80,7 @@ const unlock = defineCommand({
   takesArguments: true,
   async run({ io, values, positionals, config }) {
     const username = onlyUsername(positionals, 'unlock');
-    const { LoginThrottle } = await import('../oauth/login-throttle.js');
+    const { LoginThrottle } = await import('../oauth/browser/login-throttle.js');
     await withRuntime(config(), async (runtime) => {
       const unlocked = await new LoginThrottle(runtime.db).unlock(username);
       print(io, values.json, { unlocked: username, was_throttled: unlocked }, `Cleared the sign-in lock of ${username}${unlocked ? '' : ' (there was none)'}.`);

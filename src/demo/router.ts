@@ -5,7 +5,7 @@
 import express from 'express';
 import type { Runtime } from '../runtime.js';
 import { html } from '../http/html.js';
-import { layout, sendPage } from '../oauth/pages/layout.js';
+import { layout, sendPage } from '../oauth/browser/pages/layout.js';
 import { DEMO_CLIENT_ID, demoRedirectUri } from './seed.js';
 import { demoVerifiers } from './authorize-link.js';
 

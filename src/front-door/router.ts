@@ -7,7 +7,7 @@ import express from 'express';
 import type { Runtime } from '../runtime.js';
 import { html } from '../http/html.js';
 import { setToolPageSecurityHeaders } from '../http/security-headers.js';
-import { layout, sendPage } from '../oauth/pages/layout.js';
+import { layout, sendPage } from '../oauth/browser/pages/layout.js';
 import { demoAuthorizeLink } from '../demo/authorize-link.js';
 import { ASSETS_PATH, assetsRouter } from './assets.js';
 

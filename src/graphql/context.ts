@@ -5,7 +5,7 @@
 import type { Db } from '../db/database.js';
 import type { RelationalQueryCache } from '../db/relational-query-cache.js';
 import type { Logger } from '../logger.js';
-import type { Principal } from '../oauth/access-token.js';
+import type { Principal } from '../tokens/access-token.js';
 
 export interface GraphQLContext {
   principal: Principal;

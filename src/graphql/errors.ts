@@ -13,7 +13,7 @@
  */
 import { GraphQLError } from 'graphql';
 import { InsufficientScope, type InvalidToken } from '../oauth/errors.js';
-import { wwwAuthenticate } from '../oauth/bearer.js';
+import { wwwAuthenticate } from '../tokens/bearer.js';
 
 export type GqlErrorCode =
   | 'UNAUTHENTICATED'

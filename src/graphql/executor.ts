@@ -28,7 +28,7 @@ import {
 import type { Db } from '../db/database.js';
 import { RelationalQueryCache } from '../db/relational-query-cache.js';
 import type { Logger } from '../logger.js';
-import type { Principal } from '../oauth/access-token.js';
+import type { Principal } from '../tokens/access-token.js';
 import type { GraphQLContext } from './context.js';
 import { GqlError, GqlForbidden, GqlInternalServerError, GqlInvalidArgument, maskError, rejectRequest } from './errors.js';
 import { CostCheck, limitRules, parseWithLimits, type GraphQLLimits } from './limits.js';

@@ -8,7 +8,7 @@ import express from 'express';
 import type { ExecutionResult } from 'graphql';
 import { createYoga, type Plugin, type YogaLogger } from 'graphql-yoga';
 import type { Runtime } from '../runtime.js';
-import { authenticateBearer } from '../oauth/bearer.js';
+import { authenticateBearer } from '../tokens/bearer.js';
 import { InvalidToken } from '../oauth/errors.js';
 import { rejectRequest, GqlUnauthenticated, type RequestRejection } from './errors.js';
 import { GRAPHIQL_OPTIONS, renderGraphiQL } from '../front-door/graphiql.js';

@@ -10,7 +10,7 @@
 import type express from 'express';
 import type { DocumentNode, ExecutionResult, GraphQLSchema } from 'graphql';
 import type { Runtime } from '../runtime.js';
-import type { Principal } from '../oauth/access-token.js';
+import type { Principal } from '../tokens/access-token.js';
 import { Executor } from './executor.js';
 import { createGraphQLRouter } from './http.js';
 import type { GraphQLLimits } from './limits.js';

@@ -4,7 +4,7 @@
  * shown on our own page and never redirected, or the endpoint would be an open redirector —
  * then everything else, whose failures go back to the (now trusted) redirect URI.
  */
-import { redirectUriMatches, type Client } from './clients.js';
+import { redirectUriMatches, type Client } from './stores/clients.js';
 import { InvalidRequest, InvalidScope, OAuthError, UnauthorizedClient, UnsupportedResponseType } from './errors.js';
 import type { Parameters } from './params.js';
 import { isValidCodeChallenge, type CodeChallengeMethod } from './pkce.js';

@@ -10,7 +10,7 @@
  * as HMACs (see clients.ts), so authentication costs microseconds.
  */
 import type { Request, RequestHandler, Response } from 'express';
-import type { Client } from './clients.js';
+import type { Client } from './stores/clients.js';
 import type { OAuthContext } from './context.js';
 import { InvalidClient, InvalidRequest, OAuthError } from './errors.js';
 import { bodyParameters, type Parameters } from './params.js';

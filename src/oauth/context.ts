@@ -4,7 +4,7 @@
  */
 import type { Runtime } from '../runtime.js';
 import { securityEvents, type SecurityEvents } from './events.js';
-import { LoginThrottle } from './login-throttle.js';
+import { LoginThrottle } from './browser/login-throttle.js';
 import { ClientCache } from './stores/client-cache.js';
 import { AuthorizationCodeStore } from './stores/codes.js';
 import { ConsentStore } from './stores/consents.js';

@@ -23,7 +23,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens } from '../db/schema.js';
-import { DEFAULT_LOGIN_THROTTLE_POLICY } from './login-throttle.js';
+import { DEFAULT_LOGIN_THROTTLE_POLICY } from './browser/login-throttle.js';
 import { queryRows } from './stores/rows.js';
 
 /** Key of the advisory lock held by the batch being swept ("fiem", next to the migration lock's "fiel"). */

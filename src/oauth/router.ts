@@ -5,14 +5,14 @@
  */
 import express from 'express';
 import type { Runtime } from '../runtime.js';
-import { createAuthorizeRouter } from './authorize.js';
+import { createAuthorizeRouter } from './endpoints/authorize.js';
 import { createOAuthContext } from './context.js';
 import { oauthCors } from './cors.js';
-import { addIntrospectionEndpoint } from './introspect.js';
-import { addJwksEndpoint } from './jwks.js';
-import { addMetadataEndpoint } from './metadata.js';
-import { addRevocationEndpoint } from './revoke.js';
-import { addTokenEndpoint } from './token.js';
+import { addIntrospectionEndpoint } from './endpoints/introspect.js';
+import { addJwksEndpoint } from './endpoints/jwks.js';
+import { addMetadataEndpoint } from './endpoints/metadata.js';
+import { addRevocationEndpoint } from './endpoints/revoke.js';
+import { addTokenEndpoint } from './endpoints/token.js';
 
 /** The first path segments of every endpoint and page below. */
 export const OAUTH_PATHS = ['/authorize', '/token', '/revoke', '/introspect', '/.well-known'];

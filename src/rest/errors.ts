@@ -2,7 +2,7 @@ import type { GraphQLFormattedError } from 'graphql';
 import type { ErrorRequestHandler } from 'express';
 import type { GqlErrorCode } from '../graphql/errors.js';
 import type { Logger } from '../logger.js';
-import { wwwAuthenticate } from '../oauth/bearer.js';
+import { wwwAuthenticate } from '../tokens/bearer.js';
 import { InsufficientScope, InvalidToken, OAuthError } from '../oauth/errors.js';
 
 /**

@@ -4,7 +4,7 @@
  */
 import type { GraphQLSchema } from 'graphql';
 import type { GraphQLService } from '../graphql/index.js';
-import type { Principal } from '../oauth/access-token.js';
+import type { Principal } from '../tokens/access-token.js';
 import { fromGraphQLErrors, RestInternal } from './errors.js';
 import { OperationCache, type CompiledOperation, type OperationSpec } from './selection.js';
 

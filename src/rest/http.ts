@@ -5,8 +5,8 @@
  */
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import type { Runtime } from '../runtime.js';
-import type { Principal } from '../oauth/access-token.js';
-import { authenticateBearer } from '../oauth/bearer.js';
+import type { Principal } from '../tokens/access-token.js';
+import { authenticateBearer } from '../tokens/bearer.js';
 import { OAuthError } from '../oauth/errors.js';
 import type { Scope } from '../oauth/scopes.js';
 import { fromOAuthError, RestInvalidArgument } from './errors.js';

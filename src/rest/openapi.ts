@@ -19,7 +19,7 @@ import {
 import type { RequestHandler } from 'express';
 import type { Runtime } from '../runtime.js';
 import { SCOPES } from '../oauth/scopes.js';
-import { authorizationServerMetadata, METADATA_PATH } from '../oauth/metadata.js';
+import { authorizationServerMetadata, METADATA_PATH } from '../oauth/endpoints/metadata.js';
 import { MAX_FIELDS_DEPTH, MAX_FIELDS_LENGTH } from './fields.js';
 import type { RestExecutor } from './execute.js';
 import { MAX_BODY_BYTES, type QueryParameter, type RestRoute } from './http.js';

@@ -7,8 +7,8 @@
 import { coerceInputValue, getNamedType, isInputObjectType, type GraphQLSchema } from 'graphql';
 import type { Response } from 'express';
 import type { Runtime } from '../runtime.js';
-import type { Principal } from '../oauth/access-token.js';
-import { requireScope } from '../oauth/bearer.js';
+import type { Principal } from '../tokens/access-token.js';
+import { requireScope } from '../tokens/bearer.js';
 import { OAuthError } from '../oauth/errors.js';
 import { parseFields, WHOLE, type FieldTree, type ParsedFields } from './fields.js';
 import { RestFailedPrecondition, fromOAuthError, RestInvalidArgument, RestNotFound } from './errors.js';

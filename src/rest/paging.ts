@@ -4,7 +4,7 @@
  */
 import type { Request } from 'express';
 import type { Runtime } from '../runtime.js';
-import type { Principal } from '../oauth/access-token.js';
+import type { Principal } from '../tokens/access-token.js';
 import { RestInvalidArgument } from './errors.js';
 import type { RestExecutor } from './execute.js';
 import type { CompiledOperation } from './selection.js';

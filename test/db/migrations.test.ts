@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { openDatabase, type Database } from '../../src/db/database.js';
-import { ensureSigningKey } from '../../src/oauth/keys.js';
+import { ensureSigningKey } from '../../src/tokens/signing-keys.js';
 import { createTestDatabase, DATABASE_KINDS, TEST_DATABASE_URL } from '../support/databases.js';
 
 const EXPECTED_TABLES = [

@@ -12,8 +12,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { DATABASE_KINDS } from '../support/databases.js';
-import { authorizeParams, authorizePath, buildClient, buildUser, type TestClient, type TestUser } from '../oauth/support.js';
-import { freePort, startTestServer, type RunningTestServer } from './server.js';
+import { authorizeParams, authorizePath, buildClient, buildUser, type TestClient, type TestUser } from '../support/oauth.js';
+import { freePort, startTestServer, type RunningTestServer } from '../support/e2e-server.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const OUTPUT_DIR = path.resolve('test-output');

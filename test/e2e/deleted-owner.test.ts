@@ -9,10 +9,10 @@ import request from 'supertest';
 import { eq, sql } from 'drizzle-orm';
 import { grants, users } from '../../src/db/schema.js';
 import { ConsentStore } from '../../src/oauth/stores/consents.js';
-import { REVOCATION_CACHE_MS } from '../../src/oauth/revocation.js';
+import { REVOCATION_CACHE_MS } from '../../src/tokens/revocation.js';
 import { buildProduct } from '../support/factories.js';
 import { describeEachDatabase } from '../support/runtime.js';
-import { basic, buildClient, buildUser, obtainTokens, tokenRequest, type TestClient } from '../oauth/support.js';
+import { basic, buildClient, buildUser, obtainTokens, tokenRequest, type TestClient } from '../support/oauth.js';
 
 const SCOPE = 'products:read orders:read orders:write';
 

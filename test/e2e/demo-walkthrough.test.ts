@@ -9,8 +9,8 @@ import { promisify } from 'node:util';
 import { demoAuthorizeLink } from '../../src/demo/authorize-link.js';
 import { DEMO_PASSWORD, DEMO_USERNAME, seedDemo } from '../../src/demo/seed.js';
 import { DATABASE_KINDS } from '../support/databases.js';
-import { Browser, pathOf } from '../oauth/support.js';
-import { startTestServer, type RunningTestServer } from './server.js';
+import { Browser, pathOf } from '../support/oauth.js';
+import { startTestServer, type RunningTestServer } from '../support/e2e-server.js';
 
 const run = promisify(execFile);
 

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { seedDemo, type DemoSeedResult } from '../../src/demo/seed.js';
-import { startTestServer, type RunningTestServer } from './server.js';
+import { startTestServer, type RunningTestServer } from '../support/e2e-server.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const OUTPUT_DIR = path.resolve('test-output');

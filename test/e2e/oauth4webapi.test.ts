@@ -8,8 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as oauth from 'oauth4webapi';
 import { DATABASE_KINDS } from '../support/databases.js';
-import { Browser, buildClient, buildUser, type TestClient, type TestUser } from '../oauth/support.js';
-import { startTestServer, type RunningTestServer } from './server.js';
+import { Browser, buildClient, buildUser, type TestClient, type TestUser } from '../support/oauth.js';
+import { startTestServer, type RunningTestServer } from '../support/e2e-server.js';
 
 const insecure = { [oauth.allowInsecureRequests]: true } as const; // plain http on 127.0.0.1 only
 

@@ -7,7 +7,7 @@
 import { beforeAll, expect, it } from 'vitest';
 import request from 'supertest';
 import { describeEachDatabase } from '../support/runtime.js';
-import { basic, buildClient, buildUser, issueCode, obtainTokens, tokenRequest, type TestClient, type TestUser } from '../oauth/support.js';
+import { basic, buildClient, buildUser, issueCode, obtainTokens, tokenRequest, type TestClient, type TestUser } from '../support/oauth.js';
 
 describeEachDatabase('revoked families on the resource side', (context) => {
   let client: TestClient;

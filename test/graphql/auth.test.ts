@@ -4,8 +4,8 @@ import { getIntrospectionQuery } from 'graphql';
 import { describeEachDatabase } from '../support/runtime.js';
 import { issueTestToken, type TestToken } from '../support/tokens.js';
 import { buildOrder, buildProduct } from '../support/factories.js';
-import { captureSql, executeGraphQL, postGraphQL } from './support.js';
-import { AccessTokens } from '../../src/oauth/access-token.js';
+import { captureSql, executeGraphQL, postGraphQL } from '../support/graphql.js';
+import { AccessTokens } from '../../src/tokens/access-token.js';
 import { createGraphQL } from '../../src/graphql/index.js';
 
 const CHALLENGE = 'Bearer realm="fieldgate"';

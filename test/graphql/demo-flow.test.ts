@@ -1,8 +1,8 @@
 import { beforeAll, expect, it } from 'vitest';
 import { eq } from 'drizzle-orm';
 import { describeEachDatabase } from '../support/runtime.js';
-import { obtainTokens, type TestClient } from '../oauth/support.js';
-import { postGraphQL } from './support.js';
+import { obtainTokens, type TestClient } from '../support/oauth.js';
+import { postGraphQL } from '../support/graphql.js';
 import { DEMO_CLIENT_ID, DEMO_PASSWORD, DEMO_PRODUCT_COUNT, DEMO_USERNAME, seedDemo } from '../../src/demo/seed.js';
 import { users } from '../../src/db/schema.js';
 

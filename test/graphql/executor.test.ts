@@ -4,7 +4,7 @@ import { sql } from 'drizzle-orm';
 import { describeEachDatabase } from '../support/runtime.js';
 import { issueTestToken, type TestToken } from '../support/tokens.js';
 import { buildProduct } from '../support/factories.js';
-import { executeGraphQL, postGraphQL } from './support.js';
+import { executeGraphQL, postGraphQL } from '../support/graphql.js';
 import { Executor } from '../../src/graphql/executor.js';
 import { DEFAULT_LIMITS } from '../../src/graphql/limits.js';
 import { schema } from '../../src/graphql/schema/index.js';

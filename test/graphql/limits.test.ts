@@ -3,7 +3,7 @@ import request from 'supertest';
 import { describeEachDatabase } from '../support/runtime.js';
 import { issueTestToken, type TestToken } from '../support/tokens.js';
 import { buildProduct } from '../support/factories.js';
-import { captureSql, executeGraphQL, postGraphQL } from './support.js';
+import { captureSql, executeGraphQL, postGraphQL } from '../support/graphql.js';
 import { createGraphQL, type GraphQLService } from '../../src/graphql/index.js';
 import { DEFAULT_LIMITS, loadLimits } from '../../src/graphql/limits.js';
 import { ConfigError } from '../../src/config.js';

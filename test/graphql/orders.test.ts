@@ -3,7 +3,7 @@ import { eq } from 'drizzle-orm';
 import { describeEachDatabase } from '../support/runtime.js';
 import { issueTestToken, type TestToken } from '../support/tokens.js';
 import { buildOrder, buildProduct, type Product } from '../support/factories.js';
-import { captureSql, executeGraphQL } from './support.js';
+import { captureSql, executeGraphQL } from '../support/graphql.js';
 import { createGraphQL, type GraphQLService } from '../../src/graphql/index.js';
 import { orders } from '../../src/db/schema.js';
 import { STATUS_MOVES, type OrderStatusValue } from '../../src/graphql/schema/order.js';

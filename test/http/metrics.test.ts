@@ -2,7 +2,7 @@ import { expect, it } from 'vitest';
 import request from 'supertest';
 import { describeEachDatabase, createTestRuntime } from '../support/runtime.js';
 import { issueTestToken } from '../support/tokens.js';
-import { postGraphQL } from '../graphql/support.js';
+import { postGraphQL } from '../support/graphql.js';
 import { startServer } from '../../src/server.js';
 import { DATABASE_KINDS } from '../support/databases.js';
 

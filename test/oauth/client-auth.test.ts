@@ -8,7 +8,7 @@ import request from 'supertest';
 import { eq } from 'drizzle-orm';
 import { clients } from '../../src/db/schema.js';
 import { describeEachDatabase } from '../support/runtime.js';
-import { basic, buildClient, buildUser, issueCode, securityEvents, type TestClient, type TestUser } from './support.js';
+import { basic, buildClient, buildUser, issueCode, securityEvents, type TestClient, type TestUser } from '../support/oauth.js';
 
 describeEachDatabase('client authentication', (context) => {
   let client: TestClient;

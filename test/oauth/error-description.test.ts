@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
 import { InvalidRequest, safeDescription } from '../../src/oauth/errors.js';
 import { describeEachDatabase } from '../support/runtime.js';
-import { authorizeParams, authorizePath, basic, buildClient, buildUser, obtainTokens, type TestClient, type TestUser } from './support.js';
+import { authorizeParams, authorizePath, basic, buildClient, buildUser, obtainTokens, type TestClient, type TestUser } from '../support/oauth.js';
 
 const HOSTILE = ['say "hi"', 'back\\slash', 'non-ASCII é☃', '<script>alert(1)</script>', 'new\nline'];
 const CHARSET = /^[\x20\x21\x23-\x5B\x5D-\x7E]*$/;

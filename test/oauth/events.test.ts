@@ -6,7 +6,7 @@
 import { expect, it } from 'vitest';
 import request from 'supertest';
 import { describeEachDatabase } from '../support/runtime.js';
-import { authorizeParams, basic, Browser, buildClient, buildUser, formFields, redirectParams, securityEvents, tokenRequest } from './support.js';
+import { authorizeParams, basic, Browser, buildClient, buildUser, formFields, redirectParams, securityEvents, tokenRequest } from '../support/oauth.js';
 
 describeEachDatabase('security events', (context) => {
   it('are logged for a whole flow with ids, never with secrets', async () => {

@@ -13,7 +13,7 @@ import type { Db } from '../../src/db/database.js';
 import { TEST_DATABASE_URL } from '../support/databases.js';
 import { openDatabase } from '../../src/db/database.js';
 import { describeEachDatabase } from '../support/runtime.js';
-import { buildClient, buildUser, issueCode, obtainTokens, tokenRequest } from './support.js';
+import { buildClient, buildUser, issueCode, obtainTokens, tokenRequest } from '../support/oauth.js';
 
 const rows = async (db: Db, table: typeof grants | typeof authorizationCodes | typeof refreshTokens, clientId?: string) =>
   (await db.select({ n: count() }).from(table).where(clientId === undefined ? undefined : eq(table.clientId, clientId)))[0]!.n;

@@ -7,7 +7,7 @@
 import { beforeAll, expect, it } from 'vitest';
 import request from 'supertest';
 import { describeEachDatabase } from '../support/runtime.js';
-import { authorizeParams, authorizePath, Browser, buildClient, buildUser, redirectParams, tokenRequest, type TestClient, type TestUser } from './support.js';
+import { authorizeParams, authorizePath, Browser, buildClient, buildUser, redirectParams, tokenRequest, type TestClient, type TestUser } from '../support/oauth.js';
 
 describeEachDatabase('loopback redirect URIs of native apps', (context) => {
   let native: TestClient;

@@ -6,7 +6,7 @@ import { beforeAll, expect, it } from 'vitest';
 import request from 'supertest';
 import fc from 'fast-check';
 import { describeEachDatabase } from '../support/runtime.js';
-import { basic, buildClient, type TestClient } from './support.js';
+import { basic, buildClient, type TestClient } from '../support/oauth.js';
 
 const NAMES = ['response_type', 'client_id', 'redirect_uri', 'scope', 'state', 'code_challenge', 'code_challenge_method', 'token', 'token_type_hint', 'csrf_token', 'authorization_request', 'username', 'password', 'decision', 'x'];
 

@@ -10,9 +10,9 @@ import http from 'node:http';
 import { DATABASE_KINDS } from '../support/databases.js';
 import { startServerProcess, type ServerProcess } from '../support/processes.js';
 import { issueTestToken } from '../support/tokens.js';
-import { connectionRefused, eventually, keepAliveAgent, parseJson, send, sleep } from './support/http.js';
-import { OrderApi, type OrderView } from './support/orders.js';
-import { createStorage, seedProducts, withSetupRuntime, type Storage } from './support/setup.js';
+import { connectionRefused, eventually, keepAliveAgent, parseJson, send, sleep } from '../support/reliability/http.js';
+import { OrderApi, type OrderView } from '../support/reliability/orders.js';
+import { createStorage, seedProducts, withSetupRuntime, type Storage } from '../support/reliability/setup.js';
 
 const ISSUER = 'http://fieldgate.test';
 const WRITERS = 6;

@@ -23,9 +23,9 @@ import { DATABASE_KINDS } from '../support/databases.js';
 import { buildOrder } from '../support/factories.js';
 import { startServerProcess, type ServerProcess } from '../support/processes.js';
 import { issueTestToken } from '../support/tokens.js';
-import { announceBody, parseJson, rawExchange, rawStatus, send, type Reply, type SendOptions } from './support/http.js';
-import { basicAuthorization, pkcePair, type FlowClient } from './support/oauth.js';
-import { createStorage, registerClient, seedProducts, withSetupRuntime, type Storage } from './support/setup.js';
+import { announceBody, parseJson, rawExchange, rawStatus, send, type Reply, type SendOptions } from '../support/reliability/http.js';
+import { basicAuthorization, pkcePair, type FlowClient } from '../support/reliability/oauth.js';
+import { createStorage, registerClient, seedProducts, withSetupRuntime, type Storage } from '../support/reliability/setup.js';
 
 const ISSUER = 'http://fieldgate.test';
 /** Runs per property: enough to wander, small enough for two cores (each run is one request). */

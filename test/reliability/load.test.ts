@@ -8,8 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DATABASE_KINDS } from '../support/databases.js';
 import { startServerProcess, type ServerProcess } from '../support/processes.js';
-import { describeRun, prepareMixedLoad, runMixedLoad, verifyMixedLoad, type MixedLoadTarget, type Operation } from './support/mixed-load.js';
-import { createStorage, withSetupRuntime, type Storage } from './support/setup.js';
+import { describeRun, prepareMixedLoad, runMixedLoad, verifyMixedLoad, type MixedLoadTarget, type Operation } from '../support/reliability/mixed-load.js';
+import { createStorage, withSetupRuntime, type Storage } from '../support/reliability/setup.js';
 
 const ISSUER = 'http://fieldgate.test';
 const DURATION_MS = 5_000;

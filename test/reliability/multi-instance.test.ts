@@ -11,13 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readdirSync } from 'node:fs';
 import postgres from 'postgres';
 import { MIGRATIONS_FOLDER } from '../../src/db/database.js';
-import { DEFAULT_LOGIN_THROTTLE_POLICY } from '../../src/oauth/login-throttle.js';
+import { DEFAULT_LOGIN_THROTTLE_POLICY } from '../../src/oauth/browser/login-throttle.js';
 import { sha256 } from '../../src/crypto/secrets.js';
 import type { Runtime } from '../../src/runtime.js';
 import { createPostgresDatabase, TEST_DATABASE_URL } from '../support/databases.js';
 import { runCli, startServerProcess, type ServerProcess } from '../support/processes.js';
 import { issueTestToken } from '../support/tokens.js';
-import { eventually, parseJson, send } from './support/http.js';
+import { eventually, parseJson, send } from '../support/reliability/http.js';
 import {
   alternate,
   always,
@@ -30,8 +30,8 @@ import {
   resourceStatus,
   tokensOf,
   type FlowClient,
-} from './support/oauth.js';
-import { openSetupRuntime, registerClient, registerUser } from './support/setup.js';
+} from '../support/reliability/oauth.js';
+import { openSetupRuntime, registerClient, registerUser } from '../support/reliability/setup.js';
 
 const ISSUER = 'http://fieldgate.test';
 /** README: a revocation reaches the other instances within 1 s; the check allows generous slack. */

@@ -12,7 +12,7 @@ import { openDatabase } from '../../src/db/database.js';
 import { hmacSha256, sha256 } from '../../src/crypto/secrets.js';
 import { DATABASE_KINDS } from '../support/databases.js';
 import { startServerProcess, type ServerProcess } from '../support/processes.js';
-import { form, parseJson, send } from './support/http.js';
+import { form, parseJson, send } from '../support/reliability/http.js';
 import {
   always,
   authorize,
@@ -23,8 +23,8 @@ import {
   tokensOf,
   type FlowClient,
   type FlowUser,
-} from './support/oauth.js';
-import { createStorage, registerClient, registerUser, seedProducts, withSetupRuntime, type Storage } from './support/setup.js';
+} from '../support/reliability/oauth.js';
+import { createStorage, registerClient, registerUser, seedProducts, withSetupRuntime, type Storage } from '../support/reliability/setup.js';
 
 const ISSUER = 'http://fieldgate.test';
 

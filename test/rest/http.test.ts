@@ -6,7 +6,7 @@ import { describeEachDatabase } from '../support/runtime.js';
 import { issueTestToken, type TestToken } from '../support/tokens.js';
 import { buildOrder, buildProduct, type Product } from '../support/factories.js';
 import { orders } from '../../src/db/schema.js';
-import { ACCESS_TOKEN_TYP } from '../../src/oauth/access-token.js';
+import { ACCESS_TOKEN_TYP } from '../../src/tokens/access-token.js';
 
 /** Every REST operation, with a request that would succeed given the right token. */
 const OPERATIONS = (orderId: number, productId: number) =>

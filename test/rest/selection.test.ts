@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { print, validate } from 'graphql';
 import { parseFields } from '../../src/rest/fields.js';
 import { allowedFields, OperationCache, type OperationSpec } from '../../src/rest/selection.js';
-import { fixtureSchema } from './fixture-schema.js';
+import { fixtureSchema } from '../support/rest-fixture-schema.js';
 
 const product = fixtureSchema.getType('Product') as import('graphql').GraphQLObjectType;
 

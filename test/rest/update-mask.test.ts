@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { FieldsError } from '../../src/rest/fields.js';
 import { RestError } from '../../src/rest/errors.js';
 import { parseUpdateMask, planUpdate } from '../../src/rest/update-mask.js';
-import { fixtureSchema } from './fixture-schema.js';
+import { fixtureSchema } from '../support/rest-fixture-schema.js';
 
 const plan = (mask: string, body: Record<string, unknown>) => planUpdate(fixtureSchema, 'updateOrder', parseUpdateMask(mask), body);
 

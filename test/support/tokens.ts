@@ -9,7 +9,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { grants, users } from '../../src/db/schema.js';
-import type { Principal } from '../../src/oauth/access-token.js';
+import type { Principal } from '../../src/tokens/access-token.js';
 import { ALL_SCOPES } from '../../src/oauth/scopes.js';
 import type { Runtime } from '../../src/runtime.js';
 

@@ -9,7 +9,7 @@
 import { InvalidGrant } from '../errors.js';
 import { verifyCodeVerifier } from '../pkce.js';
 import type { NewRefreshToken, RedeemedCode } from '../stores/codes.js';
-import { redirectUriMatches, type Client } from '../clients.js';
+import { redirectUriMatches, type Client } from '../stores/clients.js';
 import { issuesRefreshTokens, tokenResponse, type GrantRequest, type TokenResponse } from './grant.js';
 
 export const grantType = 'authorization_code';

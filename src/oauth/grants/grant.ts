@@ -4,7 +4,7 @@
  * finds it by `grant_type`.
  */
 import type { Request } from 'express';
-import type { Client } from '../clients.js';
+import type { Client } from '../stores/clients.js';
 import type { OAuthContext } from '../context.js';
 import type { Parameters } from '../params.js';
 

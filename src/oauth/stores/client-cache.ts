@@ -5,7 +5,7 @@
  * client works at once.
  */
 import { LRUCache } from 'lru-cache';
-import type { Client, ClientStore } from '../clients.js';
+import type { Client, ClientStore } from './clients.js';
 
 export const CLIENT_CACHE_MS = 5_000;
 const MAX_CACHED_CLIENTS = 1_000;

@@ -7,7 +7,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { eq } from 'drizzle-orm';
 import { authorizationCodes, refreshTokens } from '../../../src/db/schema.js';
-import { authenticateBearer } from '../../../src/oauth/bearer.js';
+import { authenticateBearer } from '../../../src/tokens/bearer.js';
 import { sha256 } from '../../../src/crypto/secrets.js';
 import { describeEachDatabase } from '../../support/runtime.js';
 import {
@@ -21,7 +21,7 @@ import {
   tokenRequest,
   type TestClient,
   type TestUser,
-} from '../support.js';
+} from '../../support/oauth.js';
 
 describeEachDatabase('authorization_code grant', (context) => {
   let clientA: TestClient;

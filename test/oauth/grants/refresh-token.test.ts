@@ -6,10 +6,10 @@
 import { beforeAll, expect, it } from 'vitest';
 import { and, eq, isNull } from 'drizzle-orm';
 import { grants, refreshTokens } from '../../../src/db/schema.js';
-import { authenticateBearer } from '../../../src/oauth/bearer.js';
+import { authenticateBearer } from '../../../src/tokens/bearer.js';
 import { sha256 } from '../../../src/crypto/secrets.js';
 import { describeEachDatabase } from '../../support/runtime.js';
-import { buildClient, buildUser, obtainTokens, securityEvents, tokenRequest, type TestClient, type TestUser } from '../support.js';
+import { buildClient, buildUser, obtainTokens, securityEvents, tokenRequest, type TestClient, type TestUser } from '../../support/oauth.js';
 
 describeEachDatabase('refresh_token grant', (context) => {
   let client: TestClient;

@@ -1,0 +1,45 @@
+/**
+ * `POST /authorize/consent`: the consent form. Allow records the consent and sends the browser
+ * back to /authorize (303), which now issues the code; Deny answers the client with
+ * `access_denied` (303, in answer to the POST). Both need the CSRF token of this session.
+ */
+import type { Request, Response } from 'express';
+import { AuthorizationError, readAuthorizationRequest } from '../authorization-request.js';
+import { continueAuthorization, type BrowserContext } from './flow.js';
+import { AccessDenied } from '../errors.js';
+import { requireCsrf } from './login.js';
+import { bodyParameters, Parameters } from '../params.js';
+import { PageError } from './pages/error.js';
+
+export function consentHandler(browser: BrowserContext) {
+  const { oauth } = browser;
+  return async function decide(req: Request, res: Response): Promise<void> {
+    const params = bodyParameters(res);
+    requireCsrf(browser, req, 'consent');
+    const request = await readAuthorizationRequest(oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''));
+    const session = browser.sessions.current(req);
+    const user = session?.userId === undefined ? undefined : await oauth.consents.lookup(session.userId, request.client.id);
+    if (!user) {
+      // Signed out meanwhile: /authorize shows the login page again.
+      continueAuthorization(browser, res, request);
+      return;
+    }
+    const clientId = request.client.id;
+    const decision = params.get('decision');
+    if (decision === 'allow') {
+      // Not recorded when the account vanished meanwhile: /authorize then shows the login page.
+      if (!(await oauth.consents.grant(user.userId, clientId, request.scopes))) {
+        continueAuthorization(browser, res, request);
+        return;
+      }
+      oauth.events(req, 'consent_granted', { clientId, userId: user.userId });
+      continueAuthorization(browser, res, request);
+      return;
+    }
+    if (decision === 'deny') {
+      oauth.events(req, 'consent_denied', { clientId, userId: user.userId });
+      throw new AuthorizationError(new AccessDenied('the user denied the request'), request.redirectUri, request.state, clientId);
+    }
+    throw new PageError(400, 'Choose Allow or Deny', 'The form did not say whether you allow the application access.');
+  };
+}

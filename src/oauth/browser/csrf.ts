@@ -1,0 +1,52 @@
+/**
+ * CSRF protection of the login and consent forms (csrf-csrf, double-submit cookie). Tokens
+ * are HMACs bound to the browser session's id, so a token from one session — or from before
+ * sign-in, when the id changes — is refused in another. The token travels in the hidden
+ * `csrf_token` field.
+ */
+import { doubleCsrf } from 'csrf-csrf';
+import type { Request, Response } from 'express';
+import { bodyParameters } from '../params.js';
+import { hmacSha256 } from '../../crypto/secrets.js';
+import type { Sessions } from './session.js';
+
+export const CSRF_FIELD = 'csrf_token';
+
+function tokenFromBody(req: Request): string | undefined {
+  try {
+    return req.res ? bodyParameters(req.res).get(CSRF_FIELD) : undefined;
+  } catch {
+    return undefined; // repeated: refused like a missing one
+  }
+}
+
+export class CsrfProtection {
+  private readonly generate: (req: Request, res: Response) => string;
+  private readonly validate: (req: Request) => boolean;
+
+  constructor(
+    private readonly sessions: Sessions,
+    sessionSecret: string,
+  ) {
+    const secret = hmacSha256(sessionSecret, 'fieldgate csrf');
+    const { generateCsrfToken, validateRequest } = doubleCsrf({
+      getSecret: () => secret,
+      getSessionIdentifier: (req) => sessions.current(req)?.sid ?? '',
+      cookieName: sessions.isSecure ? '__Host-fieldgate-csrf' : 'fieldgate-csrf',
+      cookieOptions: { sameSite: 'strict', secure: sessions.isSecure, httpOnly: true, path: '/' },
+      getCsrfTokenFromRequest: tokenFromBody,
+    });
+    this.generate = (req, res) => generateCsrfToken(req, res);
+    this.validate = validateRequest;
+  }
+
+  /** A token for a form rendered in this response; the session must exist already. */
+  token(req: Request, res: Response): string {
+    return this.generate(req, res);
+  }
+
+  /** True when the form body carries the token that matches this session's CSRF cookie. */
+  isValid(req: Request): boolean {
+    return this.sessions.current(req) !== undefined && this.validate(req);
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * Failed-login throttling, counted in the database so every instance shares the counters.
+ * Two counters apply to each attempt: one per account name (against guessing one password)
+ * and one per client IP (against spraying many accounts). Each locks for a while after too
+ * many failures inside a window. Counters exist for unknown account names exactly as for real
+ * ones, so the lock itself reveals nothing about which accounts exist; account names are
+ * stored only as hashes (a password typed into the wrong field must not land in a table).
+ */
+import { eq, sql } from 'drizzle-orm';
+import type { Db } from '../../db/database.js';
+import { loginThrottle } from '../../db/schema.js';
+import { sha256 } from '../../crypto/secrets.js';
+import { queryRows } from '../stores/rows.js';
+
+export interface ThrottleRule {
+  maxFailures: number;
+  windowSeconds: number;
+  lockSeconds: number;
+}
+
+export interface LoginThrottlePolicy {
+  account: ThrottleRule;
+  ip: ThrottleRule;
+}
+
+export const DEFAULT_LOGIN_THROTTLE_POLICY: LoginThrottlePolicy = {
+  account: { maxFailures: 5, windowSeconds: 15 * 60, lockSeconds: 15 * 60 },
+  ip: { maxFailures: 20, windowSeconds: 15 * 60, lockSeconds: 15 * 60 },
+};
+
+export type ThrottleState = { locked: false } | { locked: true; retryAfterSeconds: number };
+
+/** Share of failures that also sweep out stale counters (keeps the table small without a job). */
+const PURGE_PROBABILITY = 0.01;
+
+function accountKey(username: string): string {
+  return `account:${sha256(username.trim().toLowerCase())}`;
+}
+
+function ipKey(ip: string | undefined): string {
+  return `ip:${ip ?? 'unknown'}`;
+}
+
+export class LoginThrottle {
+  constructor(
+    private readonly db: Db,
+    readonly policy: LoginThrottlePolicy = DEFAULT_LOGIN_THROTTLE_POLICY,
+  ) {}
+
+  /** Whether this account name or this IP is locked out right now. */
+  async check(username: string, ip: string | undefined): Promise<ThrottleState> {
+    const [row] = await queryRows<{ retry_after: number | null }>(
+      this.db,
+      sql`select ceil(extract(epoch from max(locked_until) - now()))::int as retry_after
+          from ${loginThrottle}
+          where key in (${accountKey(username)}, ${ipKey(ip)}) and locked_until > now()`,
+    );
+    const retryAfter = row?.retry_after;
+    return retryAfter ? { locked: true, retryAfterSeconds: Math.max(1, retryAfter) } : { locked: false };
+  }
+
+  /**
+   * Counts an attempt against the account name and the IP before its password is checked, each
+   * in one increment-and-return statement, so concurrent attempts (on any instance) cannot all
+   * slip past the limit: at most `maxFailures` passwords are checked per account and per IP in a
+   * window. Answers whether this attempt may go on to check its password.
+   */
+  async recordAttempt(username: string, ip: string | undefined): Promise<ThrottleState> {
+    const [account, address] = await Promise.all([
+      this.count(accountKey(username), this.policy.account),
+      this.count(ipKey(ip), this.policy.ip),
+    ]);
+    if (Math.random() < PURGE_PROBABILITY) await this.purge();
+    const refused = [account, address].filter((c) => !c.allowed);
+    if (refused.length === 0) return { locked: false };
+    return { locked: true, retryAfterSeconds: Math.max(1, ...refused.map((c) => c.retryAfter)) };
+  }
+
+  /** Counts a failed attempt not counted beforehand; answers whether the account or the IP is now locked. */
+  async recordFailure(username: string, ip: string | undefined): Promise<ThrottleState> {
+    const state = await this.recordAttempt(username, ip);
+    return state.locked ? state : this.check(username, ip);
+  }
+
+  /**
+   * A successful sign-in clears the account's counter and gives back the IP the attempt it used
+   * (not more: one good account must not unlock a spraying IP).
+   */
+  async recordSuccess(username: string, ip?: string | undefined): Promise<void> {
+    await this.db.delete(loginThrottle).where(eq(loginThrottle.key, accountKey(username)));
+    if (ip === undefined) return;
+    await this.db.execute(
+      sql`update ${loginThrottle} set failures = greatest(failures - 1, 0),
+            locked_until = case when failures - 1 >= ${this.policy.ip.maxFailures} then locked_until end
+          where key = ${ipKey(ip)}`,
+    );
+  }
+
+  /** Clears the account's counter and lock (an operator's `fieldgate user unlock`); IP counters stay. */
+  async unlock(username: string): Promise<boolean> {
+    const deleted = await this.db.delete(loginThrottle).where(eq(loginThrottle.key, accountKey(username))).returning({ key: loginThrottle.key });
+    return deleted.length > 0;
+  }
+
+  /**
+   * Adds one attempt and returns whether it is within the limit (and the seconds left of the lock
+   * otherwise). The lock starts with the attempt that reaches the limit; that attempt is still
+   * checked, later ones are not. A counter starts afresh when its window or its lock has passed.
+   */
+  private async count(key: string, rule: ThrottleRule): Promise<{ allowed: boolean; retryAfter: number }> {
+    const window = sql`make_interval(secs => ${rule.windowSeconds})`;
+    const lock = sql`make_interval(secs => ${rule.lockSeconds})`;
+    const stale = sql`(${loginThrottle.windowStartedAt} <= now() - ${window}
+                       or (${loginThrottle.lockedUntil} is not null and ${loginThrottle.lockedUntil} <= now()))`;
+    const attempts = sql`case when ${stale} then 1 else ${loginThrottle.failures} + 1 end`;
+    const [row] = await queryRows<{ failures: number; retry_after: number | null }>(
+      this.db,
+      sql`insert into ${loginThrottle} (key, failures, window_started_at, locked_until)
+          values (${key}, 1, now(), case when 1 >= ${rule.maxFailures} then now() + ${lock} end)
+          on conflict (key) do update set
+            failures = ${attempts},
+            window_started_at = case when ${stale} then now() else ${loginThrottle.windowStartedAt} end,
+            locked_until = case when ${stale} then (case when 1 >= ${rule.maxFailures} then now() + ${lock} end)
+                                when ${loginThrottle.lockedUntil} is not null then ${loginThrottle.lockedUntil}
+                                when ${attempts} >= ${rule.maxFailures} then now() + ${lock} end
+          returning failures, ceil(extract(epoch from locked_until - now()))::int as retry_after`,
+    );
+    return { allowed: (row?.failures ?? 0) <= rule.maxFailures, retryAfter: Math.max(0, row?.retry_after ?? 0) };
+  }
+
+  private async purge(): Promise<void> {
+    await this.db.execute(
+      sql`delete from ${loginThrottle}
+          where window_started_at < now() - interval '1 day' and (locked_until is null or locked_until < now())`,
+    );
+  }
+}

@@ -1,0 +1,35 @@
+/** The consent page: who asks, for what (in plain words), and where the answer goes. */
+import { html, type SafeHtml } from '../../../http/html.js';
+import { layout } from './layout.js';
+
+export interface ConsentPage {
+  clientName: string;
+  username: string;
+  /** Plain-language description of each requested scope. */
+  scopes: readonly { scope: string; description: string }[];
+  /** Origin of the redirect URI, shown so the user can tell where they will be sent. */
+  redirectOrigin: string;
+  action: string;
+  csrfToken: string;
+  authorizationRequest: string;
+}
+
+export function consentPage(page: ConsentPage): SafeHtml {
+  return layout(
+    'Allow access',
+    html`<h1>Allow ${page.clientName} to access your account?</h1>
+<p><strong>${page.clientName}</strong> would like to:</p>
+<ul class="scopes">
+${page.scopes.map(({ scope, description }) => html`<li title="${scope}">${description}</li>\n`)}
+</ul>
+<p class="muted">Signed in as <strong>${page.username}</strong>. You will be sent back to <code>${page.redirectOrigin}</code>.</p>
+<form method="post" action="${page.action}">
+<input type="hidden" name="csrf_token" value="${page.csrfToken}">
+<input type="hidden" name="authorization_request" value="${page.authorizationRequest}">
+<div class="actions">
+<button type="submit" name="decision" value="deny" class="secondary">Deny</button>
+<button type="submit" name="decision" value="allow">Allow</button>
+</div>
+</form>`,
+  );
+}

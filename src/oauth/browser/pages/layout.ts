@@ -1,0 +1,81 @@
+/**
+ * The frame every sign-in page shares, and the one way pages are sent: escaped through `html`,
+ * with the page security headers and a CSP that allows exactly this stylesheet (by hash).
+ */
+import { createHash } from 'node:crypto';
+import type { Response } from 'express';
+import { html, SafeHtml } from '../../../http/html.js';
+import { setPageSecurityHeaders } from '../../../http/security-headers.js';
+
+const STYLE = `
+*{box-sizing:border-box}
+body{margin:0;min-height:100vh;display:flex;align-items:center;justify-content:center;background:#f3f4f6;color:#111827;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
+main{width:100%;max-width:26rem;margin:1.5rem;padding:2rem;background:#fff;border-radius:.75rem;box-shadow:0 10px 30px rgba(0,0,0,.08)}
+.brand{margin:0 0 1.5rem;font-weight:700;letter-spacing:.02em;color:#1d4ed8}
+h1{margin:0 0 .75rem;font-size:1.4rem}
+p{margin:0 0 1rem}
+label{display:block;margin:0 0 1rem;font-weight:600}
+input{display:block;width:100%;margin-top:.35rem;padding:.6rem .7rem;border:1px solid #d1d5db;border-radius:.4rem;font:inherit}
+input:focus{outline:2px solid #93c5fd;border-color:#2563eb}
+button{padding:.65rem 1.1rem;border-radius:.4rem;border:1px solid #1d4ed8;background:#1d4ed8;color:#fff;font:inherit;font-weight:600;cursor:pointer}
+button.secondary{background:#fff;color:#1f2937;border-color:#d1d5db}
+.actions{display:flex;gap:.75rem;justify-content:flex-end;margin-top:1.5rem}
+.alert{padding:.7rem .9rem;border-radius:.4rem;background:#fef2f2;color:#991b1b;border:1px solid #fecaca}
+ul.scopes{margin:0 0 1rem;padding-left:1.2rem}
+ul.scopes li{margin:.3rem 0}
+.muted{color:#6b7280;font-size:.9rem}
+code{font-size:.85rem;word-break:break-all}
+main.wide{max-width:52rem}
+pre{margin:0 0 1rem;padding:.8rem;background:#f3f4f6;border-radius:.4rem;white-space:pre-wrap;word-break:break-all;font-size:.85rem}
+dl{margin:0 0 1rem}dt{font-weight:600}dd{margin:0 0 .6rem}
+ul.links{margin:0 0 1rem;padding:0;list-style:none}
+ul.links li{margin:.5rem 0}
+a{color:#1d4ed8}
+.copyable{display:flex;gap:.5rem;align-items:flex-start}.copyable>:first-child{flex:1;min-width:0}
+button.copy{padding:.3rem .6rem;font-size:.85rem}
+`;
+
+/** Our own constant stylesheet: the one value that skips escaping. */
+const TRUSTED_STYLE = new SafeHtml(STYLE);
+const STYLE_HASH = `sha256-${createHash('sha256').update(STYLE).digest('base64')}`;
+
+export interface SendPageOptions {
+  status?: number;
+  /** Origins a form on the page may be redirected to (see setPageSecurityHeaders). */
+  formActionOrigins?: readonly string[];
+  /** Allow the page's static scripts (`<script src="/assets/…">`) from this origin. */
+  selfScripts?: boolean;
+}
+
+export interface LayoutOptions {
+  /** A wider frame, for pages that show commands. */
+  wide?: boolean;
+  /** Static scripts (same origin) to load at the end of the body. */
+  scripts?: readonly string[];
+}
+
+export function layout(title: string, body: SafeHtml, options: LayoutOptions = {}): SafeHtml {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>${title} · Fieldgate</title>
+<style>${TRUSTED_STYLE}</style>
+</head>
+<body>
+<main${options.wide ? html` class="wide"` : ''}>
+<p class="brand">Fieldgate</p>
+${body}
+</main>
+${(options.scripts ?? []).map((src) => html`<script src="${src}"></script>`)}
+</body>
+</html>
+`;
+}
+
+export function sendPage(res: Response, page: SafeHtml, options: SendPageOptions = {}): void {
+  setPageSecurityHeaders(res, { styleHashes: [STYLE_HASH], formActionOrigins: options.formActionOrigins ?? [], selfScripts: options.selfScripts ?? false });
+  res.status(options.status ?? 200).type('html').send(page.value);
+}

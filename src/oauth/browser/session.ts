@@ -1,0 +1,91 @@
+/**
+ * The browser session of the sign-in pages: a stateless cookie signed with the deployment's
+ * session key (HMAC-SHA-256 via cookie-parser), HttpOnly, SameSite=Lax, and Secure with the
+ * `__Host-` prefix when the issuer is https. It holds a random session id (which the CSRF
+ * tokens are bound to), and after sign-in the user id and the time of sign-in. The id is
+ * replaced at sign-in, so a session planted before sign-in is worth nothing after it.
+ */
+import cookieParser from 'cookie-parser';
+import type { CookieOptions, Request, RequestHandler, Response } from 'express';
+import { randomToken } from '../../crypto/secrets.js';
+
+/** How long a sign-in lasts before the login page is shown again. */
+export const SESSION_TTL_SECONDS = 8 * 60 * 60;
+
+export interface BrowserSession {
+  /** Random id; CSRF tokens are bound to it. */
+  sid: string;
+  userId?: number;
+  /** Seconds since the epoch. */
+  authTime?: number;
+  /** Seconds since the epoch after which the session is void, whatever the cookie's Max-Age. */
+  expiresAt: number;
+}
+
+const sessions = new WeakMap<Request, BrowserSession>();
+
+function isSession(value: unknown): value is BrowserSession {
+  const v = value as Partial<BrowserSession> | null;
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof v.sid === 'string' &&
+    typeof v.expiresAt === 'number' &&
+    (v.userId === undefined || Number.isSafeInteger(v.userId))
+  );
+}
+
+export class Sessions {
+  readonly cookieName: string;
+  /** Parses (and checks the signature of) the cookies of the page routes. */
+  readonly cookies: RequestHandler;
+  private readonly secure: boolean;
+
+  constructor(issuer: string, secret: string) {
+    this.secure = issuer.startsWith('https:');
+    this.cookieName = this.secure ? '__Host-fieldgate-session' : 'fieldgate-session';
+    this.cookies = cookieParser(secret) as RequestHandler;
+  }
+
+  get isSecure(): boolean {
+    return this.secure;
+  }
+
+  private cookieOptions(): CookieOptions {
+    return { httpOnly: true, sameSite: 'lax', secure: this.secure, path: '/', signed: true, maxAge: SESSION_TTL_SECONDS * 1000 };
+  }
+
+  /** The request's valid session, if it has one. */
+  current(req: Request): BrowserSession | undefined {
+    const known = sessions.get(req);
+    if (known) return known;
+    const raw: unknown = req.signedCookies?.[this.cookieName];
+    if (typeof raw !== 'string') return undefined;
+    let session: unknown;
+    try {
+      session = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
+    } catch {
+      return undefined;
+    }
+    if (!isSession(session) || session.expiresAt <= Math.floor(Date.now() / 1000)) return undefined;
+    sessions.set(req, session);
+    return session;
+  }
+
+  /** The request's session, starting an anonymous one (for the login form's CSRF token) if needed. */
+  ensure(req: Request, res: Response): BrowserSession {
+    return this.current(req) ?? this.start(req, res, {});
+  }
+
+  /** Starts a new session (a new id) for `userId`, replacing any previous one. */
+  signIn(req: Request, res: Response, userId: number): BrowserSession {
+    return this.start(req, res, { userId, authTime: Math.floor(Date.now() / 1000) });
+  }
+
+  private start(req: Request, res: Response, fields: Pick<BrowserSession, 'userId' | 'authTime'>): BrowserSession {
+    const session: BrowserSession = { sid: randomToken(16), ...fields, expiresAt: Math.floor(Date.now() / 1000) + SESSION_TTL_SECONDS };
+    res.cookie(this.cookieName, Buffer.from(JSON.stringify(session)).toString('base64url'), this.cookieOptions());
+    sessions.set(req, session);
+    return session;
+  }
+}

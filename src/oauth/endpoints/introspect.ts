@@ -1,0 +1,81 @@
+/**
+ * The introspection endpoint, `POST /introspect` (RFC 7662). Only a confidential client that
+ * authenticates may call it (§2.1; a public client is 401 invalid_client), and it may
+ * introspect the tokens issued to it; anything else — expired, revoked, malformed, unknown, or
+ * another client's — is `{"active": false}` with nothing more, so the endpoint leaks nothing.
+ *
+ * `token_type` (§2.2) is the RFC 6749 §7.1 access token type: `Bearer` for access tokens, and
+ * absent for refresh tokens, which are not presented to resource servers and have no such type.
+ */
+import type express from 'express';
+import type { RequestHandler } from 'express';
+import type { Client } from '../stores/clients.js';
+import { authenticatedClient, clientAuthentication } from '../client-auth.js';
+import type { OAuthContext } from '../context.js';
+import { InvalidToken } from '../errors.js';
+import { jsonErrorHandler, onlyPost, sendJson } from '../json-response.js';
+import { bodyParameters, formBody } from '../params.js';
+import { looksLikeJwt, REVOKE_PARAMETERS } from './revoke.js';
+import { formatScope } from '../scopes.js';
+
+type Introspection = { active: false } | ({ active: true } & Record<string, unknown>);
+
+const INACTIVE = { active: false } as const;
+
+const seconds = (date: Date) => Math.floor(date.getTime() / 1000);
+
+async function introspectAccessToken(oauth: OAuthContext, client: Client, token: string): Promise<Introspection> {
+  try {
+    const principal = await oauth.runtime.accessTokens.verify(token);
+    if (principal.clientId !== client.id) return INACTIVE;
+    return {
+      active: true,
+      scope: formatScope(principal.scopes),
+      client_id: principal.clientId,
+      sub: String(principal.userId),
+      exp: seconds(principal.expiresAt),
+      iat: seconds(principal.issuedAt),
+      iss: oauth.issuer,
+      aud: oauth.issuer,
+      jti: principal.jti,
+      token_type: 'Bearer',
+    };
+  } catch (error) {
+    if (error instanceof InvalidToken) return INACTIVE;
+    throw error;
+  }
+}
+
+async function introspectRefreshToken(oauth: OAuthContext, client: Client, token: string): Promise<Introspection> {
+  const record = await oauth.refreshTokens.find(token);
+  if (!record || record.clientId !== client.id || record.consumed || record.expired || record.grantRevoked) return INACTIVE;
+  return {
+    active: true,
+    scope: record.scope,
+    client_id: record.clientId,
+    sub: String(record.userId),
+    exp: seconds(record.expiresAt),
+    iat: seconds(record.createdAt),
+    iss: oauth.issuer,
+  };
+}
+
+function introspectHandler(oauth: OAuthContext): RequestHandler {
+  return async function introspectToken(_req, res) {
+    const params = bodyParameters(res);
+    params.rejectRepeated(REVOKE_PARAMETERS);
+    const token = params.require('token');
+    const client = authenticatedClient(res);
+    const body = looksLikeJwt(token) ? await introspectAccessToken(oauth, client, token) : await introspectRefreshToken(oauth, client, token);
+    sendJson(res, 200, body);
+  };
+}
+
+export function addIntrospectionEndpoint(router: express.Router, oauth: OAuthContext, cors: RequestHandler): void {
+  router
+    .route('/introspect')
+    .options(cors)
+    .post(cors, ...formBody, clientAuthentication(oauth, { confidentialOnly: true }), introspectHandler(oauth))
+    .all(cors, onlyPost);
+  router.use('/introspect', jsonErrorHandler(oauth.runtime.logger));
+}

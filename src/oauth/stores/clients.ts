@@ -1,0 +1,250 @@
+/**
+ * Registered OAuth clients. Confidential clients get a generated 256-bit secret that is shown
+ * once and stored as HMAC-SHA-256 under a per-deployment key; public clients have none and
+ * must use PKCE.
+ */
+import { eq, sql } from 'drizzle-orm';
+import type { Db } from '../../db/database.js';
+import { clients } from '../../db/schema.js';
+import { ALL_SCOPES, isScope, parseScope } from '../scopes.js';
+import { constantTimeEqual, hmacSha256, randomToken } from '../../crypto/secrets.js';
+
+export type Client = typeof clients.$inferSelect;
+
+export const SUPPORTED_GRANT_TYPES = ['authorization_code', 'refresh_token'] as const;
+
+export class ClientRegistrationError extends Error {
+  override readonly name = 'ClientRegistrationError';
+}
+
+export interface NewClient {
+  name: string;
+  redirectUris: string[];
+  isPublic?: boolean;
+  /** Space-separated; defaults to every scope Fieldgate knows. */
+  scope?: string;
+  /** Fixed id (the demo client); a random one otherwise. */
+  id?: string;
+}
+
+export interface RegisteredClient {
+  client_id: string;
+  client_secret?: string;
+  client_name: string;
+  redirect_uris: string[];
+  scope: string;
+  grant_types: string[];
+  token_endpoint_auth_method: 'client_secret_basic' | 'none';
+}
+
+/**
+ * A loopback IP literal as the WHATWG URL parser writes a host: 127.0.0.0/8 (the parser has
+ * already turned `127.1`, `0x7f.1` … into dotted quads) or `[::1]`. A name that merely starts
+ * with `127.` (`127.evil.example`, `127.0.0.1.nip.io`) is not one.
+ */
+function isLoopbackIp(hostname: string): boolean {
+  return hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
+}
+
+function isLoopbackHost(hostname: string): boolean {
+  return hostname === 'localhost' || isLoopbackIp(hostname);
+}
+
+/**
+ * RFC 9700 §2.1 / §4.1.3: redirect URIs are registered in full, use https (or http on a
+ * loopback host — a loopback IP literal or `localhost` exactly — for native and development
+ * clients) and carry no fragment.
+ */
+export function validateRedirectUri(raw: string): string {
+  let uri: URL;
+  try {
+    uri = new URL(raw);
+  } catch {
+    throw new ClientRegistrationError(`redirect URI "${raw}" is not an absolute URI`);
+  }
+  if (raw.includes('#')) throw new ClientRegistrationError(`redirect URI "${raw}" must not contain a fragment`);
+  if (uri.protocol === 'http:' && !isLoopbackHost(uri.hostname)) {
+    throw new ClientRegistrationError(`redirect URI "${raw}" must use https (http is allowed only on localhost, 127.0.0.0/8 and [::1])`);
+  }
+  if (uri.protocol !== 'https:' && uri.protocol !== 'http:') {
+    throw new ClientRegistrationError(`redirect URI "${raw}" must use https (or http on a loopback host)`);
+  }
+  if (uri.username || uri.password) throw new ClientRegistrationError(`redirect URI "${raw}" must not contain credentials`);
+  return raw;
+}
+
+/** `http://` + a loopback IP literal + an optional port, at the start of a redirect URI. */
+const LOOPBACK_IP_ORIGIN = /^http:\/\/(\[::1\]|127\.\d{1,3}\.\d{1,3}\.\d{1,3})(?::\d{1,5})?(?=[/?]|$)/;
+
+/**
+ * Whether a presented redirect URI matches a registered one: simple string comparison
+ * (RFC 9700 §4.1.3), except that for an http loopback IP literal the port is ignored, since a
+ * native app listens on whatever port the OS gives it (RFC 8252 §7.3). Everything but the port
+ * — scheme, the literal itself, path and query — must still be identical; `localhost` is not
+ * relaxed (RFC 8252 §8.3 discourages it).
+ */
+export function redirectUriMatches(registered: string, presented: string): boolean {
+  if (registered === presented) return true;
+  const registeredOrigin = LOOPBACK_IP_ORIGIN.exec(registered);
+  const presentedOrigin = LOOPBACK_IP_ORIGIN.exec(presented);
+  if (!registeredOrigin || !presentedOrigin || registeredOrigin[1] !== presentedOrigin[1]) return false;
+  if (registered.slice(registeredOrigin[0].length) !== presented.slice(presentedOrigin[0].length)) return false;
+  try {
+    const uri = new URL(presented); // rejects a port above 65535
+    return isLoopbackIp(uri.hostname) && !presented.includes('#');
+  } catch {
+    return false;
+  }
+}
+
+export class ClientStore {
+  constructor(
+    private readonly db: Db,
+    private readonly secretKey: string,
+  ) {}
+
+  hashSecret(secret: string): string {
+    return hmacSha256(this.secretKey, secret);
+  }
+
+  /**
+   * Constant-time check of a presented secret against the client's stored hash, and against the
+   * secret before the last rotation while its overlap lasts.
+   */
+  verifySecret(client: Client, secret: string, now = new Date()): boolean {
+    if (!client.secretHash) return false;
+    const presented = this.hashSecret(secret);
+    const current = constantTimeEqual(presented, client.secretHash);
+    const previous =
+      client.previousSecretHash !== null &&
+      client.previousSecretExpiresAt !== null &&
+      client.previousSecretExpiresAt > now &&
+      constantTimeEqual(presented, client.previousSecretHash);
+    return current || previous;
+  }
+
+  async create(input: NewClient): Promise<RegisteredClient> {
+    const name = validateName(input.name);
+    if (input.redirectUris.length === 0) throw new ClientRegistrationError('a client needs at least one redirect URI');
+    const redirectUris = [...new Set(input.redirectUris.map(validateRedirectUri))];
+    const scopes = validateScopes(input.scope);
+    const secret = input.isPublic ? undefined : randomToken(32);
+    const [row] = await this.db
+      .insert(clients)
+      .values({
+        id: input.id ?? randomToken(16),
+        name,
+        secretHash: secret === undefined ? null : this.hashSecret(secret),
+        redirectUris,
+        scopes,
+        grantTypes: [...SUPPORTED_GRANT_TYPES],
+        isPublic: input.isPublic ?? false,
+      })
+      .returning();
+    return describeClient(row!, secret);
+  }
+
+  async find(id: string): Promise<Client | undefined> {
+    const [row] = await this.db.select().from(clients).where(eq(clients.id, id));
+    return row;
+  }
+
+  async list(): Promise<RegisteredClient[]> {
+    const rows = await this.db.select().from(clients).orderBy(clients.createdAt);
+    return rows.map((row) => describeClient(row));
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const deleted = await this.db.delete(clients).where(eq(clients.id, id)).returning({ id: clients.id });
+    return deleted.length > 0;
+  }
+
+  /** Changes a client's name, redirect URIs or scopes; undefined when there is no such client. */
+  async update(id: string, changes: ClientChanges): Promise<RegisteredClient | undefined> {
+    const set: Partial<typeof clients.$inferInsert> = {};
+    if (changes.name !== undefined) set.name = validateName(changes.name);
+    if (changes.redirectUris !== undefined) {
+      if (changes.redirectUris.length === 0) throw new ClientRegistrationError('a client needs at least one redirect URI');
+      set.redirectUris = [...new Set(changes.redirectUris.map(validateRedirectUri))];
+    }
+    if (changes.scope !== undefined) set.scopes = validateScopes(changes.scope);
+    if (Object.keys(set).length === 0) {
+      const row = await this.find(id);
+      return row && describeClient(row);
+    }
+    const [row] = await this.db.update(clients).set(set).where(eq(clients.id, id)).returning();
+    return row && describeClient(row);
+  }
+
+  /**
+   * Issues a new secret for a confidential client. The old one keeps working for
+   * `overlapSeconds` (0: stops at once), so deployed apps can switch without downtime.
+   */
+  async rotateSecret(id: string, overlapSeconds: number): Promise<{ secret: string; previousSecretExpiresAt: Date | null } | undefined> {
+    const client = await this.find(id);
+    if (!client) return undefined;
+    if (client.isPublic) throw new ClientRegistrationError(`client ${id} is public: it has no secret to rotate`);
+    const secret = randomToken(32);
+    const [row] = await this.db
+      .update(clients)
+      .set({
+        secretHash: this.hashSecret(secret),
+        previousSecretHash: overlapSeconds > 0 ? sql`${clients.secretHash}` : null,
+        previousSecretExpiresAt: overlapSeconds > 0 ? sql`now() + make_interval(secs => ${overlapSeconds})` : null,
+      })
+      .where(eq(clients.id, id))
+      .returning({ previousSecretExpiresAt: clients.previousSecretExpiresAt });
+    if (!row) return undefined;
+    return { secret, previousSecretExpiresAt: row.previousSecretExpiresAt };
+  }
+
+  /** Issues a new secret for a confidential client (the old one stops working at once). */
+  async resetSecret(id: string): Promise<string> {
+    const secret = randomToken(32);
+    const updated = await this.db
+      .update(clients)
+      .set({ secretHash: this.hashSecret(secret) })
+      .where(eq(clients.id, id))
+      .returning({ id: clients.id });
+    if (updated.length === 0) throw new ClientRegistrationError(`no client ${id}`);
+    return secret;
+  }
+
+  async setRedirectUris(id: string, redirectUris: string[]): Promise<void> {
+    await this.db.update(clients).set({ redirectUris: redirectUris.map(validateRedirectUri) }).where(eq(clients.id, id));
+  }
+}
+
+export interface ClientChanges {
+  name?: string;
+  /** Replaces every registered redirect URI. */
+  redirectUris?: string[];
+  /** Space-separated; replaces the scopes the client may request. */
+  scope?: string;
+}
+
+function validateName(raw: string): string {
+  const name = raw.trim();
+  if (!name) throw new ClientRegistrationError('a client needs a name');
+  return name;
+}
+
+function validateScopes(scope: string | undefined): string[] {
+  const scopes = scope === undefined ? ALL_SCOPES : parseScope(scope);
+  const unknown = scopes.filter((s) => !isScope(s));
+  if (unknown.length) throw new ClientRegistrationError(`unknown scope ${unknown.join(', ')}; known: ${ALL_SCOPES.join(' ')}`);
+  if (scopes.length === 0) throw new ClientRegistrationError('a client needs at least one scope');
+  return scopes;
+}
+
+export function describeClient(row: Client, secret?: string): RegisteredClient {
+  return {
+    client_id: row.id,
+    ...(secret === undefined ? {} : { client_secret: secret }),
+    client_name: row.name,
+    redirect_uris: row.redirectUris,
+    scope: row.scopes.join(' '),
+    grant_types: row.grantTypes,
+    token_endpoint_auth_method: row.isPublic ? 'none' : 'client_secret_basic',
+  };
+}

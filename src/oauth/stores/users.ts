@@ -1,0 +1,85 @@
+/** Resource owners: the people who sign in on the login page. */
+import { and, eq, isNull, sql } from 'drizzle-orm';
+import type { Db } from '../../db/database.js';
+import { grants, users } from '../../db/schema.js';
+import { dummyPasswordHash, hashPassword, verifyPassword } from '../../crypto/passwords.js';
+
+export type User = typeof users.$inferSelect;
+
+export class UserRegistrationError extends Error {
+  override readonly name = 'UserRegistrationError';
+}
+
+export const MAX_PASSWORD_LENGTH = 1024;
+/** Shortest password a new account (or a password change) may set. */
+export const MIN_PASSWORD_LENGTH = 8;
+
+function checkPassword(password: string, min = MIN_PASSWORD_LENGTH): void {
+  if (password.length < min || password.length > MAX_PASSWORD_LENGTH) {
+    throw new UserRegistrationError(`a password is ${min} to ${MAX_PASSWORD_LENGTH} characters`);
+  }
+}
+
+export class UserStore {
+  constructor(private readonly db: Db) {}
+
+  /** `allowShortPassword` is for the demo account only, whose password is public by design. */
+  async create(username: string, password: string, options: { allowShortPassword?: boolean } = {}): Promise<{ id: number; username: string }> {
+    const name = username.trim();
+    if (!/^[A-Za-z0-9._@-]{1,64}$/.test(name)) {
+      throw new UserRegistrationError('a username is 1 to 64 letters, digits or . _ @ -');
+    }
+    checkPassword(password, options.allowShortPassword ? 1 : MIN_PASSWORD_LENGTH);
+    const [row] = await this.db
+      .insert(users)
+      .values({ username: name, passwordHash: await hashPassword(password) })
+      .onConflictDoNothing()
+      .returning({ id: users.id, username: users.username });
+    if (!row) throw new UserRegistrationError(`the username ${name} is taken`);
+    return row;
+  }
+
+  async list(): Promise<{ id: number; username: string; createdAt: Date }[]> {
+    return this.db.select({ id: users.id, username: users.username, createdAt: users.createdAt }).from(users).orderBy(users.id);
+  }
+
+  /**
+   * Deletes the account; its grants, codes, refresh tokens, consents and orders go with it (the
+   * schema cascades), and a grant that no longer exists counts as revoked. False if unknown.
+   */
+  async delete(username: string): Promise<boolean> {
+    const deleted = await this.db.delete(users).where(eq(users.username, username.trim())).returning({ id: users.id });
+    return deleted.length > 0;
+  }
+
+  /**
+   * Sets a new password and revokes every grant of the user (a password is changed after a leak:
+   * what was obtained with the old one must end too). False if there is no such user.
+   */
+  async setPassword(username: string, password: string): Promise<boolean> {
+    checkPassword(password);
+    const passwordHash = await hashPassword(password);
+    return this.db.transaction(async (tx) => {
+      const [user] = await tx.update(users).set({ passwordHash }).where(eq(users.username, username.trim())).returning({ id: users.id });
+      if (!user) return false;
+      await tx.update(grants).set({ revokedAt: sql`now()` }).where(and(eq(grants.userId, user.id), isNull(grants.revokedAt)));
+      return true;
+    });
+  }
+
+  async find(id: number): Promise<User | undefined> {
+    const [row] = await this.db.select().from(users).where(eq(users.id, id));
+    return row;
+  }
+
+  /**
+   * The user whose username and password these are, or undefined. An unknown username costs
+   * the same KDF work as a wrong password, so timing does not reveal which accounts exist.
+   */
+  async authenticate(username: string, password: string): Promise<User | undefined> {
+    if (password.length > MAX_PASSWORD_LENGTH) return undefined;
+    const [user] = await this.db.select().from(users).where(eq(users.username, username.trim()));
+    const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyPasswordHash()));
+    return ok && user ? user : undefined;
+  }
+}

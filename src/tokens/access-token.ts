@@ -1,0 +1,149 @@
+/**
+ * Access tokens: JWTs per RFC 9068 (`typ: at+jwt`), signed ES256 with the current key from the
+ * KeyStore and verified locally on every resource request — signature, `typ`, issuer,
+ * audience, expiry — then checked against revocations.
+ */
+import { jwtVerify, decodeProtectedHeader, errors as joseErrors } from 'jose';
+import { randomUUID } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import type { KeyStore } from './signing-keys.js';
+import type { Revocations } from './revocation.js';
+import { InvalidToken } from '../oauth/errors.js';
+import { parseScope } from '../oauth/scopes.js';
+
+export const ACCESS_TOKEN_TYP = 'at+jwt';
+
+export interface AccessTokenGrant {
+  userId: number;
+  clientId: string;
+  scope: string;
+  grantId: string;
+}
+
+export interface IssuedAccessToken {
+  token: string;
+  jti: string;
+  expiresIn: number;
+  expiresAt: Date;
+}
+
+/** Who a valid access token speaks for. */
+export interface Principal {
+  userId: number;
+  clientId: string;
+  scopes: ReadonlySet<string>;
+  grantId: string;
+  jti: string;
+  issuedAt: Date;
+  expiresAt: Date;
+}
+
+export interface AccessTokenOptions {
+  issuer: string;
+  /** The `aud` of every token: this service's resource server (the issuer URL itself). */
+  audience: string;
+  ttlSeconds: number;
+}
+
+/** Tokens whose signature and claims were verified, remembered until they expire. */
+const VERIFIED_CACHE_SIZE = 10_000;
+
+export class AccessTokens {
+  /**
+   * Verifying an ES256 signature is the largest single cost of a resource request, and a client
+   * sends the same token many times. A token's signature and claims cannot change, so a verified
+   * one is remembered (by its exact text) until its `exp`; revocation is still checked on every
+   * request. Only tokens that passed verification are ever stored.
+   */
+  private readonly verified = new LRUCache<string, Principal>({ max: VERIFIED_CACHE_SIZE });
+
+  constructor(
+    private readonly keys: KeyStore,
+    private readonly revocations: Revocations,
+    private readonly options: AccessTokenOptions,
+  ) {}
+
+  async issue(grant: AccessTokenGrant): Promise<IssuedAccessToken> {
+    const key = await this.keys.signingKey();
+    const jti = randomUUID();
+    const now = Math.floor(Date.now() / 1000);
+    const exp = now + this.options.ttlSeconds;
+    const token = key.sign(
+      {
+        iss: this.options.issuer,
+        sub: String(grant.userId),
+        aud: this.options.audience,
+        jti,
+        iat: now,
+        exp,
+        client_id: grant.clientId,
+        scope: grant.scope,
+        grant_id: grant.grantId,
+      },
+      ACCESS_TOKEN_TYP,
+    );
+    return { token, jti, expiresIn: this.options.ttlSeconds, expiresAt: new Date(exp * 1000) };
+  }
+
+  /** Verifies signature and claims only, without the revocation lookup (for introspection of foreign tokens, etc.). */
+  async verifySignature(token: string): Promise<Principal> {
+    const cached = this.verified.get(token);
+    if (cached) {
+      if (cached.expiresAt.getTime() > Date.now()) return cached;
+      this.verified.delete(token);
+      throw new InvalidToken('the access token expired');
+    }
+    const principal = await this.verifyUncached(token);
+    this.verified.set(token, principal);
+    return principal;
+  }
+
+  private async verifyUncached(token: string): Promise<Principal> {
+    let kid: string | undefined;
+    try {
+      kid = decodeProtectedHeader(token).kid;
+    } catch {
+      throw new InvalidToken('the access token is malformed');
+    }
+    const key = await this.keys.verificationKey(kid);
+    if (!key) throw new InvalidToken('the access token was not signed by a key of this server');
+    try {
+      const { payload } = await jwtVerify(token, key, {
+        issuer: this.options.issuer,
+        audience: this.options.audience,
+        typ: ACCESS_TOKEN_TYP,
+        algorithms: [key.algorithm.name === 'ECDSA' ? 'ES256' : 'EdDSA'],
+        requiredClaims: ['sub', 'jti', 'exp', 'iat', 'client_id', 'scope', 'grant_id'],
+      });
+      const userId = Number(payload.sub);
+      if (!Number.isSafeInteger(userId) || typeof payload.client_id !== 'string' || typeof payload.grant_id !== 'string') {
+        throw new InvalidToken('the access token has malformed claims');
+      }
+      return {
+        userId,
+        clientId: payload.client_id,
+        scopes: new Set(parseScope(typeof payload.scope === 'string' ? payload.scope : '')),
+        grantId: payload.grant_id,
+        jti: payload.jti!,
+        issuedAt: new Date(payload.iat! * 1000),
+        expiresAt: new Date(payload.exp! * 1000),
+      };
+    } catch (error) {
+      if (error instanceof InvalidToken) throw error;
+      if (error instanceof joseErrors.JWTExpired) throw new InvalidToken('the access token expired', { cause: error });
+      if (error instanceof joseErrors.JWTClaimValidationFailed) {
+        throw new InvalidToken(`the access token is not valid here (${error.claim})`, { cause: error });
+      }
+      throw new InvalidToken('the access token is invalid', { cause: error });
+    }
+  }
+
+  /** Full resource-side check: signature, claims and revocation. */
+  async verify(token: string): Promise<Principal> {
+    const principal = await this.verifySignature(token);
+    if (await this.revocations.isRevoked(principal.grantId, principal.jti)) {
+      throw new InvalidToken('the access token has been revoked');
+    }
+    return principal;
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * The browser session cookie (issue 3 §4): signed, so a forged or edited cookie is no session;
+ * bounded in time by its own expiry, whatever the browser keeps.
+ */
+import { beforeAll, expect, it } from 'vitest';
+import { createHmac } from 'node:crypto';
+import request from 'supertest';
+import { SESSION_TTL_SECONDS } from '../../../src/oauth/browser/session.js';
+import { describeEachDatabase } from '../../support/runtime.js';
+import { authorizeParams, authorizePath, Browser, buildClient, buildUser, type TestClient, type TestUser } from '../../support/oauth.js';
+
+/** A cookie value in cookie-parser's signed format: `s:<value>.<base64 HMAC-SHA-256>`. */
+function signed(value: string, secret: string): string {
+  const mac = createHmac('sha256', secret).update(value).digest('base64').replace(/=+$/, '');
+  return encodeURIComponent(`s:${value}.${mac}`);
+}
+
+function sessionValue(session: object): string {
+  return Buffer.from(JSON.stringify(session)).toString('base64url');
+}
+
+describeEachDatabase('browser session', (context) => {
+  let client: TestClient;
+  let user: TestUser;
+
+  beforeAll(async () => {
+    client = await buildClient(context().runtime);
+    user = await buildUser(context().runtime);
+    // Consent given once, so a valid session for `user` goes straight to the client.
+    await new Browser(context().app).authorize(authorizeParams(client), user);
+  });
+
+  const now = () => Math.floor(Date.now() / 1000);
+  const open = (cookie: string) =>
+    request(context().app).get(authorizePath(authorizeParams(client))).set('Cookie', `fieldgate-session=${cookie}`).redirects(0);
+
+  it('a correctly signed session for the user is accepted (control)', async () => {
+    const cookie = signed(sessionValue({ sid: 'abc', userId: user.id, authTime: now(), expiresAt: now() + 60 }), context().runtime.sessionSecret);
+    expect((await open(cookie)).status).toBe(302);
+  });
+
+  it('a session forged without the key is ignored: the login page is shown', async () => {
+    const cookie = signed(sessionValue({ sid: 'abc', userId: user.id, authTime: now(), expiresAt: now() + 60 }), 'guessed-key');
+    const res = await open(cookie);
+    expect(res.status).toBe(200);
+    expect(res.text).toContain('name="password"');
+  });
+
+  it('an unsigned session is ignored', async () => {
+    const res = await open(encodeURIComponent(sessionValue({ sid: 'abc', userId: user.id, expiresAt: now() + 60 })));
+    expect(res.status).toBe(200);
+  });
+
+  it('an expired session is ignored even if the browser still sends it', async () => {
+    const cookie = signed(sessionValue({ sid: 'abc', userId: user.id, authTime: now() - 2 * SESSION_TTL_SECONDS, expiresAt: now() - 1 }), context().runtime.sessionSecret);
+    const res = await open(cookie);
+    expect(res.status).toBe(200);
+    expect(res.text).toContain('name="password"');
+  });
+
+  it('garbage in the cookie is no session, not an error', async () => {
+    const cookie = signed('not-json', context().runtime.sessionSecret);
+    expect((await open(cookie)).status).toBe(200);
+  });
+
+  it('a session whose account was deleted reads as signed out', async () => {
+    const gone = await buildUser(context().runtime);
+    const cookie = signed(sessionValue({ sid: 'x', userId: 987654, authTime: now(), expiresAt: now() + 60 }), context().runtime.sessionSecret);
+    expect(gone.id).not.toBe(987654);
+    expect((await open(cookie)).status).toBe(200);
+  });
+});

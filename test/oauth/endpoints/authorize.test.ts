@@ -1,0 +1,245 @@
+/**
+ * GET /authorize: parameters (issue 3 §1), the never-redirected errors (§2), the redirected
+ * errors (§3), the code redirect (§5) and default scopes (§17).
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import request from 'supertest';
+import { eq } from 'drizzle-orm';
+import { authorizationCodes, grants } from '../../../src/db/schema.js';
+import { sha256 } from '../../../src/crypto/secrets.js';
+import { describeEachDatabase } from '../../support/runtime.js';
+import {
+  authorizeParams,
+  authorizePath,
+  Browser,
+  buildClient,
+  buildUser,
+  redirectParams,
+  type TestClient,
+  type TestUser,
+} from '../../support/oauth.js';
+
+describeEachDatabase('GET /authorize', (context) => {
+  let client: TestClient;
+  let publicClient: TestClient;
+  let twoUris: TestClient;
+  let user: TestUser;
+
+  beforeAll(async () => {
+    const { runtime } = context();
+    client = await buildClient(runtime, { scope: 'products:read orders:read' });
+    publicClient = await buildClient(runtime, { isPublic: true });
+    twoUris = await buildClient(runtime, { redirectUris: ['https://two.example/a', 'https://two.example/b'] });
+    user = await buildUser(runtime);
+  });
+
+  const get = (params: Parameters<typeof authorizePath>[0]) => request(context().app).get(authorizePath(params)).redirects(0);
+
+  describe('errors shown on our own page, never redirected (§2)', () => {
+    const expectErrorPage = (res: request.Response, text: RegExp) => {
+      expect(res.status).toBe(400);
+      expect(res.headers.location).toBeUndefined();
+      expect(res.headers['content-type']).toMatch(/^text\/html/);
+      expect(res.text).toMatch(text);
+      expect(res.headers['cache-control']).toBe('no-store');
+      expect(res.headers['x-frame-options']).toBe('DENY');
+      expect(res.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+      expect(res.headers['referrer-policy']).toBe('no-referrer');
+    };
+
+    it('unknown client_id', async () => {
+      expectErrorPage(await get(authorizeParams(client, { client_id: 'no-such-client' })), /not registered/);
+    });
+
+    it('missing client_id', async () => {
+      expectErrorPage(await get(authorizeParams(client, { client_id: undefined })), /client_id is missing/);
+    });
+
+    it('repeated client_id', async () => {
+      const res = await request(context().app)
+        .get(`/authorize?response_type=code&client_id=${client.id}&client_id=${client.id}&redirect_uri=${encodeURIComponent(client.redirectUri)}`)
+        .redirects(0);
+      expectErrorPage(res, /repeated/);
+    });
+
+    it.each([
+      ['an unregistered host', 'https://attacker.example/callback'],
+      ['a prefix of the registered URI', 'PREFIX'],
+      ['the registered URI with a suffix', 'SUFFIX'],
+      ['the registered URI with an extra query', 'QUERY'],
+      ['the registered URI with a fragment', 'FRAGMENT'],
+      ['the registered URI in another case', 'CASE'],
+      ['the registered URI with a trailing slash', 'SLASH'],
+      ['a userinfo trick', 'USERINFO'],
+      ['a path traversal', 'TRAVERSAL'],
+    ])('redirect_uri mismatch: %s (open redirect attempt)', async (_name, kind) => {
+      const registered = client.redirectUri;
+      const variants: Record<string, string> = {
+        PREFIX: registered.slice(0, -3),
+        SUFFIX: `${registered}.attacker.example`,
+        QUERY: `${registered}?next=https://attacker.example`,
+        FRAGMENT: `${registered}#x`,
+        CASE: registered.toUpperCase(),
+        SLASH: `${registered}/`,
+        USERINFO: registered.replace('https://', 'https://attacker.example@'),
+        TRAVERSAL: `${registered}/../../attacker`,
+      };
+      const redirectUri = variants[kind] ?? kind;
+      const res = await get(authorizeParams(client, { redirect_uri: redirectUri }));
+      expectErrorPage(res, /not one this application registered/);
+      expect(res.text).not.toContain('attacker.example/callback"');
+    });
+
+    it('missing redirect_uri when the client registered more than one', async () => {
+      expectErrorPage(await get(authorizeParams(twoUris, { redirect_uri: undefined })), /registered more than one/);
+    });
+
+    it('repeated redirect_uri', async () => {
+      const path = `${authorizePath(authorizeParams(client))}&redirect_uri=${encodeURIComponent(client.redirectUri)}`;
+      expectErrorPage(await request(context().app).get(path).redirects(0), /repeated/);
+    });
+
+    it('even a bad response_type is not redirected when the redirect URI is untrusted', async () => {
+      const res = await get(authorizeParams(client, { response_type: 'token', redirect_uri: 'https://attacker.example/' }));
+      expectErrorPage(res, /not one this application registered/);
+    });
+  });
+
+  describe('errors redirected to the client with error, error_description, state and iss (§3)', () => {
+    const expectRedirectError = (res: request.Response, error: string, state: string | undefined, redirectUri = client.redirectUri) => {
+      expect(res.status).toBe(302);
+      const location = res.headers.location!;
+      expect(location.startsWith(`${redirectUri}?`)).toBe(true);
+      const params = redirectParams(res);
+      expect(params.get('error')).toBe(error);
+      expect(params.get('error_description')).toBeTruthy();
+      expect(params.get('state')).toBe(state ?? null);
+      expect(params.get('iss')).toBe(context().config.issuer);
+      expect(params.get('code')).toBeNull();
+    };
+
+    it('unsupported_response_type for response_type=token', async () => {
+      const params = authorizeParams(client, { response_type: 'token', state: 'a b&c=d/é' });
+      expectRedirectError(await get(params), 'unsupported_response_type', 'a b&c=d/é');
+    });
+
+    it('invalid_request for a missing response_type', async () => {
+      const params = authorizeParams(client, { response_type: undefined });
+      expectRedirectError(await get(params), 'invalid_request', params.state);
+    });
+
+    it('invalid_request for a repeated parameter', async () => {
+      const params = authorizeParams(client);
+      const res = await request(context().app).get(`${authorizePath(params)}&scope=products:read&scope=orders:read`).redirects(0);
+      expectRedirectError(res, 'invalid_request', params.state);
+    });
+
+    it('a repeated state is not echoed (no single value to echo)', async () => {
+      const params = authorizeParams(client);
+      const res = await request(context().app).get(`${authorizePath(params)}&state=other`).redirects(0);
+      expectRedirectError(res, 'invalid_request', undefined);
+    });
+
+    it('invalid_request when a public client sends no PKCE challenge', async () => {
+      const params = authorizeParams(publicClient, { code_challenge: undefined, code_challenge_method: undefined });
+      expectRedirectError(await get(params), 'invalid_request', params.state, publicClient.redirectUri);
+    });
+
+    it('invalid_request for code_challenge_method=plain', async () => {
+      const params = authorizeParams(client, { code_challenge: 'x'.repeat(43), code_challenge_method: 'plain' });
+      const res = await get(params);
+      expectRedirectError(res, 'invalid_request', params.state);
+      expect(redirectParams(res).get('error_description')).toMatch(/code_challenge_method is not supported; use S256/);
+    });
+
+    it('invalid_request for a challenge without a method (the default would be plain)', async () => {
+      expectRedirectError(await get(authorizeParams(client, { code_challenge_method: undefined, state: 's' })), 'invalid_request', 's');
+    });
+
+    it('invalid_request for a malformed code_challenge', async () => {
+      expectRedirectError(await get(authorizeParams(client, { code_challenge: 'short', state: 's' })), 'invalid_request', 's');
+    });
+
+    it('invalid_request for a method without a challenge', async () => {
+      expectRedirectError(await get(authorizeParams(client, { code_challenge: undefined, state: 's' })), 'invalid_request', 's');
+    });
+
+    it('invalid_scope for a scope the client is not registered for (§17)', async () => {
+      expectRedirectError(await get(authorizeParams(client, { scope: 'products:read orders:write', state: 's' })), 'invalid_scope', 's');
+    });
+
+    it('invalid_scope for an unknown scope', async () => {
+      expectRedirectError(await get(authorizeParams(client, { scope: 'admin', state: 's' })), 'invalid_scope', 's');
+    });
+
+    it('appends to a query the registered redirect URI already has', async () => {
+      const withQuery = await buildClient(context().runtime, { redirectUris: ['https://q.example/cb?tenant=7'] });
+      const res = await get(authorizeParams(withQuery, { response_type: 'token', state: 's' }));
+      expect(res.headers.location).toMatch(/^https:\/\/q\.example\/cb\?tenant=7&error=unsupported_response_type&/);
+    });
+  });
+
+  describe('a valid request', () => {
+    it('shows the login page to a browser without a session', async () => {
+      const res = await get(authorizeParams(client));
+      expect(res.status).toBe(200);
+      expect(res.text).toContain('name="username"');
+      expect(res.text).toContain('name="password"');
+    });
+
+    it('without redirect_uri uses the only registered one', async () => {
+      const browser = new Browser(context().app);
+      const res = await browser.authorize(authorizeParams(client, { redirect_uri: undefined }), user);
+      expect(res.status).toBe(302);
+      expect(res.headers.location!.startsWith(`${client.redirectUri}?`)).toBe(true);
+    });
+
+    it('redirects with code, the same state and iss after Allow; the code is opaque, random and stored only as a hash (§5)', async () => {
+      const { runtime } = context();
+      const browser = new Browser(context().app);
+      const params = authorizeParams(client, { state: 'xyz ~ 123' });
+      const res = await browser.authorize(params, user);
+      expect(res.status).toBe(302);
+      const query = redirectParams(res);
+      expect(query.get('state')).toBe('xyz ~ 123');
+      expect(query.get('iss')).toBe(context().config.issuer);
+      const code = query.get('code')!;
+      expect(code).toMatch(/^[A-Za-z0-9_-]{43}$/); // 256 bits
+      const [row] = await runtime.db.select().from(authorizationCodes).where(eq(authorizationCodes.codeHash, sha256(code)));
+      expect(row).toBeDefined();
+      expect(JSON.stringify(row)).not.toContain(code);
+      expect(row!.scope).toBe('products:read orders:read'); // no scope → the client's defaults (§17)
+      expect(row!.codeChallenge).toBe(params.code_challenge);
+      const lifetime = (row!.expiresAt.getTime() - row!.createdAt.getTime()) / 1000;
+      expect(lifetime).toBeCloseTo(context().config.authCodeTtl, 0);
+      const [grant] = await runtime.db.select().from(grants).where(eq(grants.id, row!.grantId));
+      expect(grant).toMatchObject({ clientId: client.id, userId: user.id, revokedAt: null });
+    });
+
+    it('issues a different code for every authorization', async () => {
+      const browser = new Browser(context().app);
+      const first = redirectParams(await browser.authorize(authorizeParams(client), user)).get('code');
+      const second = redirectParams(await browser.authorize(authorizeParams(client), user)).get('code');
+      expect(first).not.toBe(second);
+    });
+
+    it('omits state from the response when the request had none', async () => {
+      const browser = new Browser(context().app);
+      const res = await browser.authorize(authorizeParams(client, { state: undefined }), user);
+      expect(redirectParams(res).has('state')).toBe(false);
+      expect(redirectParams(res).get('code')).toBeTruthy();
+    });
+
+    it('ignores unknown parameters', async () => {
+      const browser = new Browser(context().app);
+      const res = await browser.authorize(authorizeParams(client, { nonce: 'n', prompt: 'whatever' }), user);
+      expect(redirectParams(res).get('code')).toBeTruthy();
+    });
+
+    it('answers other methods with 405 and no CORS headers', async () => {
+      const res = await request(context().app).post(authorizePath(authorizeParams(client))).set('Origin', 'https://spa.example');
+      expect(res.status).toBe(405);
+      expect(res.headers['access-control-allow-origin']).toBeUndefined();
+    });
+  });
+});

@@ -1,0 +1,40 @@
+/** Authorization server metadata (issue 3 §12, RFC 8414). */
+import { expect, it } from 'vitest';
+import request from 'supertest';
+import { describeEachDatabase } from '../../support/runtime.js';
+
+describeEachDatabase('GET /.well-known/oauth-authorization-server', (context) => {
+  it('describes every endpoint and capability', async () => {
+    const res = await request(context().app).get('/.well-known/oauth-authorization-server');
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    const issuer = context().config.issuer;
+    expect(res.body).toMatchObject({
+      issuer,
+      authorization_endpoint: `${issuer}/authorize`,
+      token_endpoint: `${issuer}/token`,
+      revocation_endpoint: `${issuer}/revoke`,
+      introspection_endpoint: `${issuer}/introspect`,
+      jwks_uri: `${issuer}/.well-known/jwks.json`,
+      response_types_supported: ['code'],
+      grant_types_supported: ['authorization_code', 'refresh_token'],
+      code_challenge_methods_supported: ['S256'],
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+      introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+      scopes_supported: ['products:read', 'orders:read', 'orders:write'],
+      authorization_response_iss_parameter_supported: true,
+    });
+  });
+
+  it('advertises endpoints that exist', async () => {
+    const { body } = await request(context().app).get('/.well-known/oauth-authorization-server');
+    const path = (url: string) => new URL(url).pathname;
+    expect((await request(context().app).get(path(body.jwks_uri))).status).toBe(200);
+    for (const endpoint of [body.token_endpoint, body.revocation_endpoint, body.introspection_endpoint]) {
+      const res = await request(context().app).post(path(endpoint)).type('form').send({});
+      // Answered by the endpoint itself, in OAuth JSON (introspection insists on authentication: 401).
+      expect(res.status).toBe(endpoint === body.introspection_endpoint ? 401 : 400);
+      expect(res.body.error).toMatch(/^invalid_/);
+    }
+  });
+});

@@ -1,0 +1,61 @@
+/**
+ * Client registration rules (issue 3 hardening): redirect URIs are https, or http on a
+ * loopback host, without fragments; secrets are high-entropy and stored as an HMAC.
+ */
+import { describe, expect, it } from 'vitest';
+import { eq } from 'drizzle-orm';
+import { clients } from '../../../src/db/schema.js';
+import { ClientRegistrationError, validateRedirectUri } from '../../../src/oauth/stores/clients.js';
+import { describeEachDatabase } from '../../support/runtime.js';
+
+describe('redirect URI registration', () => {
+  it.each([
+    'https://app.example/callback',
+    'https://app.example:8443/cb?tenant=1',
+    'http://localhost:8080/callback',
+    'http://127.0.0.1:9/cb',
+    'http://127.1.2.3/cb',
+    'http://[::1]:3000/cb',
+    'http://127.255.255.254/cb',
+    'http://[::1]/cb',
+  ])('accepts %s', (uri) => {
+    expect(validateRedirectUri(uri)).toBe(uri);
+  });
+
+  it.each([
+    ['plain http on a public host', 'http://app.example/callback', /must use https/],
+    ['a fragment', 'https://app.example/callback#frag', /fragment/],
+    ['a relative URI', '/callback', /absolute/],
+    ['a custom scheme', 'javascript:alert(1)', /https/],
+    ['credentials', 'https://user:pw@app.example/cb', /credentials/],
+    ['a localhost look-alike', 'http://localhost.attacker.example/cb', /must use https/],
+    ['a name starting with 127.', 'http://127.evil.example/cb', /must use https/],
+    ['a name ending in a loopback address', 'http://127.0.0.1.nip.io/cb', /must use https/],
+    ['a name starting with 127.0.0.1', 'http://127.0.0.1x/cb', /must use https/],
+    ['an IPv4-mapped IPv6 loopback', 'http://[::ffff:127.0.0.1]/cb', /must use https/],
+    ['another private address', 'http://10.0.0.1/cb', /must use https/],
+  ])('refuses %s with a clear message', (_name, uri, message) => {
+    expect(() => validateRedirectUri(uri)).toThrow(ClientRegistrationError);
+    expect(() => validateRedirectUri(uri)).toThrow(message);
+  });
+});
+
+describeEachDatabase('client registration', (context) => {
+  it('refuses a client with a bad redirect URI and stores nothing', async () => {
+    const { runtime } = context();
+    await expect(runtime.clients.create({ id: 'bad-client', name: 'Bad', redirectUris: ['http://evil.example/cb'] })).rejects.toThrow(
+      ClientRegistrationError,
+    );
+    expect(await runtime.clients.find('bad-client')).toBeUndefined();
+  });
+
+  it('generates a 256-bit secret and stores only its HMAC', async () => {
+    const { runtime } = context();
+    const registered = await runtime.clients.create({ name: 'Good', redirectUris: ['https://good.example/cb'] });
+    expect(registered.client_secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const [row] = await runtime.db.select().from(clients).where(eq(clients.id, registered.client_id));
+    expect(row!.secretHash).not.toContain(registered.client_secret);
+    expect(row!.secretHash).toBe(runtime.clients.hashSecret(registered.client_secret!));
+    expect(row!.secretHash).not.toMatch(/^scrypt\$/);
+  });
+});

@@ -1,0 +1,60 @@
+import { expect, it } from 'vitest';
+import { decodeProtectedHeader } from 'jose';
+import { describeEachDatabase } from '../support/runtime.js';
+import { issueTestToken } from '../support/tokens.js';
+import { KeyStore, rotateSigningKey } from '../../src/tokens/signing-keys.js';
+import { AccessTokens } from '../../src/tokens/access-token.js';
+import { InvalidToken } from '../../src/oauth/errors.js';
+
+describeEachDatabase('signing keys', (context) => {
+  const grant = { userId: 1, clientId: 'c1', scope: 'products:read', grantId: 'g1' };
+
+  it('publishes the current key and signs access tokens with its kid', async () => {
+    const { runtime } = context();
+    const jwks = await runtime.keys.jwks();
+    expect(jwks.keys).toHaveLength(1);
+    expect(jwks.keys[0]).toMatchObject({ kty: 'EC', crv: 'P-256', alg: 'ES256', use: 'sig' });
+    expect(jwks.keys[0]).not.toHaveProperty('d');
+    const issued = await runtime.accessTokens.issue(grant);
+    expect(decodeProtectedHeader(issued.token)).toEqual({ alg: 'ES256', typ: 'at+jwt', kid: jwks.keys[0]!.kid });
+  });
+
+  it('after a rotation elsewhere, verifies new tokens at once and keeps verifying old ones', async () => {
+    const { runtime, config } = context();
+    // Verification checks that the grant still exists, so these tokens need a real one.
+    const { userId, clientId, grantId } = await issueTestToken(runtime);
+    const live = { userId, clientId, scope: 'products:read', grantId };
+    const old = await runtime.accessTokens.issue(live);
+    const { kid } = await rotateSigningKey(runtime.db, config.accessTokenTtl);
+
+    // Another instance, which already knows the new key, signs with it.
+    const otherKeys = new KeyStore(runtime.db, config.accessTokenTtl);
+    const other = new AccessTokens(otherKeys, runtime.revocations, { issuer: config.issuer, audience: config.issuer, ttlSeconds: 60 });
+    const fresh = await other.issue(live);
+    expect(decodeProtectedHeader(fresh.token).kid).toBe(kid);
+
+    // This instance has the old key set cached: the unknown kid triggers a reload.
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    await expect(runtime.accessTokens.verify(fresh.token)).resolves.toMatchObject({ userId });
+    await expect(runtime.accessTokens.verify(old.token)).resolves.toMatchObject({ userId });
+    const published = (await runtime.keys.jwks()).keys.map((k) => k.kid);
+    expect(published).toContain(kid);
+    expect(published).toContain(decodeProtectedHeader(old.token).kid);
+  });
+
+  it('refuses a token signed by a key it does not know', async () => {
+    const { runtime, config } = context();
+    const { generateKeyPair, SignJWT } = await import('jose');
+    const { privateKey } = await generateKeyPair('ES256');
+    const forged = await new SignJWT({ client_id: 'c1', scope: 'products:read', grant_id: 'g1' })
+      .setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: 'not-ours' })
+      .setIssuer(config.issuer)
+      .setAudience(config.issuer)
+      .setSubject('1')
+      .setJti('j')
+      .setIssuedAt()
+      .setExpirationTime('5m')
+      .sign(privateKey);
+    await expect(runtime.accessTokens.verify(forged)).rejects.toBeInstanceOf(InvalidToken);
+  });
+});
