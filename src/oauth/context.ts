@@ -1,36 +1,56 @@
 /**
- * What every endpoint of the authorization server shares: the runtime, the small storage
- * modules and the security-event log. Built once per app by `createOAuthRouter`.
+ * What the endpoints of the authorization server may touch, member by member (no runtime
+ * handle: a reader sees here every service and setting a handler can reach). Built once per
+ * app by `createOAuthRouter`.
  */
+import type { Logger } from '../logger.js';
 import type { Runtime } from '../runtime.js';
+import type { AccessTokens } from '../tokens/access-token.js';
+import type { Revocations } from '../tokens/revocation.js';
+import type { KeyStore } from '../tokens/signing-keys.js';
 import { securityEvents, type SecurityEvents } from './events.js';
 import { LoginThrottle } from './browser/login-throttle.js';
 import { ClientCache } from './stores/client-cache.js';
 import { AuthorizationCodeStore } from './stores/codes.js';
 import { ConsentStore } from './stores/consents.js';
 import { RefreshTokenStore } from './stores/refresh-tokens.js';
+import type { UserStore } from './stores/users.js';
 
 export interface OAuthContext {
-  runtime: Runtime;
   issuer: string;
+  logger: Logger;
+  events: SecurityEvents;
   clients: ClientCache;
+  users: UserStore;
   codes: AuthorizationCodeStore;
   refreshTokens: RefreshTokenStore;
   consents: ConsentStore;
   loginThrottle: LoginThrottle;
-  events: SecurityEvents;
+  keys: KeyStore;
+  accessTokens: AccessTokens;
+  revocations: Revocations;
+  /** Key that signs browser-session cookies and CSRF tokens. */
+  sessionSecret: string;
+  /** Seconds a rotated refresh token may come back (a lost response) before it counts as reuse. */
+  refreshTokenReuseGrace: number;
 }
 
 export function createOAuthContext(runtime: Runtime): OAuthContext {
   const { config, db } = runtime;
   return {
-    runtime,
     issuer: config.issuer,
+    logger: runtime.logger,
+    events: securityEvents(runtime.logger),
     clients: new ClientCache(runtime.clients),
+    users: runtime.users,
     codes: new AuthorizationCodeStore(db, config.authCodeTtl),
     refreshTokens: new RefreshTokenStore(db, config.refreshTokenTtl, runtime.refreshTokenSecret),
     consents: new ConsentStore(db),
     loginThrottle: new LoginThrottle(db),
-    events: securityEvents(runtime.logger),
+    keys: runtime.keys,
+    accessTokens: runtime.accessTokens,
+    revocations: runtime.revocations,
+    sessionSecret: runtime.sessionSecret,
+    refreshTokenReuseGrace: config.refreshTokenReuseGrace,
   };
 }

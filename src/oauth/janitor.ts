@@ -111,9 +111,9 @@ const TARGETS: Target[] = [
 /** One batch under the advisory lock: the rows deleted, or undefined when another sweep holds the lock. */
 async function deleteBatch(db: Db, statement: SQL): Promise<number | undefined> {
   return db.transaction(async (tx) => {
-    const [lock] = await queryRows<{ locked: boolean }>(tx as unknown as Db, sql`select pg_try_advisory_xact_lock(${JANITOR_LOCK_KEY}) as locked`);
+    const [lock] = await queryRows<{ locked: boolean }>(tx, sql`select pg_try_advisory_xact_lock(${JANITOR_LOCK_KEY}) as locked`);
     if (!lock?.locked) return undefined;
-    return (await queryRows<unknown>(tx as unknown as Db, statement)).length;
+    return (await queryRows<unknown>(tx, statement)).length;
   });
 }
 

@@ -28,8 +28,8 @@ export interface BrowserContext {
 }
 
 export function createBrowserContext(oauth: OAuthContext): BrowserContext {
-  const sessions = new Sessions(oauth.issuer, oauth.runtime.sessionSecret);
-  return { oauth, sessions, csrf: new CsrfProtection(sessions, oauth.runtime.sessionSecret) };
+  const sessions = new Sessions(oauth.issuer, oauth.sessionSecret);
+  return { oauth, sessions, csrf: new CsrfProtection(sessions, oauth.sessionSecret) };
 }
 
 function redirectOrigin(request: AuthorizationRequest): string {

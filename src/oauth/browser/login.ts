@@ -52,7 +52,7 @@ export function loginHandler(browser: BrowserContext) {
       return;
     }
 
-    const user = await oauth.runtime.users.authenticate(username, password);
+    const user = await oauth.users.authenticate(username, password);
     if (!user) {
       const after = await oauth.loginThrottle.check(username, req.ip);
       oauth.events(req, 'login_failed', { clientId, reason: after.locked ? 'now_locked' : 'bad_credentials' });

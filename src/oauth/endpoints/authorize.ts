@@ -79,7 +79,7 @@ function authorizeErrorHandler(oauth: OAuthContext): ErrorRequestHandler {
       sendPage(res, errorPage('The form could not be read', requestError.description), { status: requestError.status });
       return;
     }
-    oauth.runtime.logger.error({ err: error, reqId: req.id }, 'authorization endpoint failed');
+    oauth.logger.error({ err: error, reqId: req.id }, 'authorization endpoint failed');
     sendPage(res, errorPage('Something went wrong', 'The server could not complete the sign-in. Please try again later.'), { status: 500 });
   };
 }

@@ -26,7 +26,7 @@ const seconds = (date: Date) => Math.floor(date.getTime() / 1000);
 
 async function introspectAccessToken(oauth: OAuthContext, client: Client, token: string): Promise<Introspection> {
   try {
-    const principal = await oauth.runtime.accessTokens.verify(token);
+    const principal = await oauth.accessTokens.verify(token);
     if (principal.clientId !== client.id) return INACTIVE;
     return {
       active: true,
@@ -77,5 +77,5 @@ export function addIntrospectionEndpoint(router: express.Router, oauth: OAuthCon
     .options(cors)
     .post(cors, ...formBody, clientAuthentication(oauth, { confidentialOnly: true }), introspectHandler(oauth))
     .all(cors, onlyPost);
-  router.use('/introspect', jsonErrorHandler(oauth.runtime.logger));
+  router.use('/introspect', jsonErrorHandler(oauth.logger));
 }

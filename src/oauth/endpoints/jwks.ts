@@ -6,7 +6,7 @@ import { JWKS_PATH } from './metadata.js';
 
 export function addJwksEndpoint(router: express.Router, oauth: OAuthContext, cors: RequestHandler): void {
   router.get(JWKS_PATH, cors, async function serveJwks(_req, res) {
-    const jwks = await oauth.runtime.keys.jwks();
+    const jwks = await oauth.keys.jwks();
     // Short: a client meeting an unknown kid refetches anyway, and a rotation must show quickly.
     res.setHeader('Cache-Control', 'public, max-age=60');
     res.setHeader('Content-Type', 'application/jwk-set+json;charset=UTF-8');

@@ -27,13 +27,13 @@ function notYours(): InvalidRequest {
 async function revokeAccessToken(oauth: OAuthContext, req: express.Request, client: Client, token: string): Promise<void> {
   let principal;
   try {
-    principal = await oauth.runtime.accessTokens.verifySignature(token);
+    principal = await oauth.accessTokens.verifySignature(token);
   } catch (error) {
     if (error instanceof InvalidToken) return; // expired, malformed or not ours: nothing to revoke
     throw error;
   }
   if (principal.clientId !== client.id) throw notYours();
-  await oauth.runtime.revocations.revokeAccessToken(principal.jti, principal.expiresAt);
+  await oauth.revocations.revokeAccessToken(principal.jti, principal.expiresAt);
   oauth.events(req, 'token_revoked', { clientId: client.id, userId: principal.userId, grantId: principal.grantId, tokenType: 'access_token' });
 }
 
@@ -41,7 +41,7 @@ async function revokeRefreshToken(oauth: OAuthContext, req: express.Request, cli
   const record = await oauth.refreshTokens.find(token);
   if (!record) return;
   if (record.clientId !== client.id) throw notYours();
-  await oauth.runtime.revocations.revokeGrant(record.grantId);
+  await oauth.revocations.revokeGrant(record.grantId);
   oauth.events(req, 'token_revoked', { clientId: client.id, userId: record.userId, grantId: record.grantId, tokenType: 'refresh_token' });
 }
 
@@ -65,5 +65,5 @@ export function addRevocationEndpoint(router: express.Router, oauth: OAuthContex
     .options(cors)
     .post(cors, ...formBody, clientAuthentication(oauth), revokeHandler(oauth))
     .all(cors, onlyPost);
-  router.use('/revoke', jsonErrorHandler(oauth.runtime.logger));
+  router.use('/revoke', jsonErrorHandler(oauth.logger));
 }

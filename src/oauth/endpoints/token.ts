@@ -61,5 +61,5 @@ export function addTokenEndpoint(router: express.Router, oauth: OAuthContext, co
     .options(cors)
     .post(cors, preventCaching, ...formBody, findGrantType, clientAuthentication(oauth), checkClientGrantType, callGrantHandler(oauth))
     .all(cors, onlyPost);
-  router.use('/token', jsonErrorHandler(oauth.runtime.logger));
+  router.use('/token', jsonErrorHandler(oauth.logger));
 }

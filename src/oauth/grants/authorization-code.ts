@@ -22,7 +22,7 @@ async function redeem({ oauth, client, req }: GrantRequest, code: string, refres
   const rejection = await oauth.codes.diagnose(code, client.id);
   switch (rejection.reason) {
     case 'replayed':
-      await oauth.runtime.revocations.revokeGrant(rejection.grantId);
+      await oauth.revocations.revokeGrant(rejection.grantId);
       oauth.events(req, 'code_replayed', { clientId: client.id, userId: rejection.userId, grantId: rejection.grantId });
       throw new InvalidGrant('the authorization code has already been used; the tokens issued from it are revoked');
     case 'client_mismatch':

@@ -36,7 +36,7 @@ export async function tokenResponse(
   grant: { grantId: string; userId: number; clientId: string; scope: string },
   refreshToken: string | undefined,
 ): Promise<TokenResponse> {
-  const accessToken = await oauth.runtime.accessTokens.issue(grant);
+  const accessToken = await oauth.accessTokens.issue(grant);
   return {
     access_token: accessToken.token,
     token_type: 'Bearer',

@@ -29,7 +29,7 @@ async function narrowedScope({ oauth, client }: GrantRequest, refreshToken: stri
 
 /** Explains (and reacts to) a token that could not be rotated. Always throws. */
 async function refuse({ oauth, client, req }: GrantRequest, refreshToken: string, scope: string | undefined): Promise<TokenResponse> {
-  const grace = oauth.runtime.config.refreshTokenReuseGrace;
+  const grace = oauth.refreshTokenReuseGrace;
   const record = await oauth.refreshTokens.find(refreshToken, grace);
   if (!record) throw new InvalidGrant('the refresh token is not valid');
   const fields = { clientId: client.id, userId: record.userId, grantId: record.grantId };
@@ -44,7 +44,7 @@ async function refuse({ oauth, client, req }: GrantRequest, refreshToken: string
       oauth.events(req, 'refresh_token_reuse_within_grace', fields);
       return tokenResponse(oauth, { ...record, scope: scope ?? record.scope }, successor);
     }
-    await oauth.runtime.revocations.revokeGrant(record.grantId);
+    await oauth.revocations.revokeGrant(record.grantId);
     oauth.events(req, 'refresh_token_reuse_detected', fields);
     throw new InvalidGrant('the refresh token has already been used; every token of its grant is now revoked');
   }

@@ -6,7 +6,7 @@ import type { Db } from '../../db/database.js';
  * Raw SQL is used only where the query builder cannot say it in one statement (data-modifying
  * CTEs); column names come back in snake_case.
  */
-export async function queryRows<T>(db: Db, statement: SQL): Promise<T[]> {
+export async function queryRows<T>(db: Pick<Db, 'execute'>, statement: SQL): Promise<T[]> {
   const result = await db.execute(statement);
   return ((result as { rows?: unknown }).rows ?? result) as T[];
 }
