@@ -5,6 +5,7 @@
  */
 import path from 'node:path';
 import { isIP } from 'node:net';
+import { POLICY, type Setting } from './policy.js';
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -22,42 +23,41 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 type Env = Record<string, string | undefined>;
 
 /** Most distinct SQL texts run as named prepared statements per process, unless configured. */
-export const DEFAULT_PREPARED_STATEMENTS = 256;
+export const DEFAULT_PREPARED_STATEMENTS = POLICY.databasePreparedStatements.default;
 
 // ---------------------------------------------------------------- GraphQL limits
 
+/** Abuse limits of one GraphQL operation; each is described in src/policy.ts (graphqlMax*). */
 export interface GraphQLLimits {
-  /** Lexical tokens in one document. */
   maxTokens: number;
-  /** Nesting of selections, counting leaf fields (`{ products { id } }` is 2). */
   maxDepth: number;
-  /** Aliased fields in one operation. */
   maxAliases: number;
-  /** Directives in one operation. */
   maxDirectives: number;
-  /**
-   * Cost: each field 1, list selections times the list's `limit` (nested lists too), so it also
-   * bounds the rows one request loads.
-   */
   maxCost: number;
 }
 
+const LIMIT_POLICY: Readonly<Record<keyof GraphQLLimits, Setting>> = {
+  maxTokens: POLICY.graphqlMaxTokens,
+  maxDepth: POLICY.graphqlMaxDepth,
+  maxAliases: POLICY.graphqlMaxAliases,
+  maxDirectives: POLICY.graphqlMaxDirectives,
+  maxCost: POLICY.graphqlMaxCost,
+};
+
 export const DEFAULT_LIMITS: Readonly<GraphQLLimits> = {
-  maxTokens: 1000,
-  maxDepth: 8,
-  maxAliases: 15,
-  maxDirectives: 10,
-  // Every Product field for 200 products (10 reviews each) costs 13 801; every Order field
-  // with its items (100 at most; product ids, not products) for 200 orders, about 61 600.
-  maxCost: 100_000,
+  maxTokens: LIMIT_POLICY.maxTokens.default,
+  maxDepth: LIMIT_POLICY.maxDepth.default,
+  maxAliases: LIMIT_POLICY.maxAliases.default,
+  maxDirectives: LIMIT_POLICY.maxDirectives.default,
+  maxCost: LIMIT_POLICY.maxCost.default,
 };
 
 export const LIMIT_VARIABLES: Readonly<Record<keyof GraphQLLimits, string>> = {
-  maxTokens: 'GRAPHQL_MAX_TOKENS',
-  maxDepth: 'GRAPHQL_MAX_DEPTH',
-  maxAliases: 'GRAPHQL_MAX_ALIASES',
-  maxDirectives: 'GRAPHQL_MAX_DIRECTIVES',
-  maxCost: 'GRAPHQL_MAX_COST',
+  maxTokens: LIMIT_POLICY.maxTokens.env,
+  maxDepth: LIMIT_POLICY.maxDepth.env,
+  maxAliases: LIMIT_POLICY.maxAliases.env,
+  maxDirectives: LIMIT_POLICY.maxDirectives.env,
+  maxCost: LIMIT_POLICY.maxCost.env,
 };
 
 /** The limits from the environment (GRAPHQL_MAX_*), over the defaults; a bad value throws ConfigError. */
@@ -131,6 +131,11 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   const value = Number(raw.trim());
   if (value < min || value > max) throw new ConfigError(name, `must be a whole number from ${min} to ${max}, got ${value}`);
   return value;
+}
+
+/** A policy setting (src/policy.ts) from its environment variable, validated against its bounds. */
+function setting(env: Env, entry: Setting): number {
+  return integer(env, entry.env, entry.default, entry.min, entry.max);
 }
 
 function url(name: string, raw: string, protocols: string[]): URL {
@@ -220,13 +225,13 @@ export function loadConfig(env: Env = process.env): Config {
     host,
     issuer,
     databaseUrl,
-    databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
-    databasePreparedStatements: integer(env, 'DATABASE_PREPARED_STATEMENTS', DEFAULT_PREPARED_STATEMENTS, 0, 10_000),
+    databasePoolSize: setting(env, POLICY.databasePoolSize),
+    databasePreparedStatements: setting(env, POLICY.databasePreparedStatements),
     dataDir,
-    accessTokenTtl: integer(env, 'ACCESS_TOKEN_TTL', 3600, 1, 86_400),
-    refreshTokenTtl: integer(env, 'REFRESH_TOKEN_TTL', 2_592_000, 1, 31_536_000),
-    authCodeTtl: integer(env, 'AUTH_CODE_TTL', 600, 1, 600),
-    refreshTokenReuseGrace: integer(env, 'REFRESH_TOKEN_REUSE_GRACE', 0, 0, 300),
+    accessTokenTtl: setting(env, POLICY.accessTokenTtl),
+    refreshTokenTtl: setting(env, POLICY.refreshTokenTtl),
+    authCodeTtl: setting(env, POLICY.authCodeTtl),
+    refreshTokenReuseGrace: setting(env, POLICY.refreshTokenReuseGrace),
     corsOrigins,
     logLevel,
     demo,
@@ -235,8 +240,8 @@ export function loadConfig(env: Env = process.env): Config {
     metricsPort: env.METRICS_PORT?.trim() ? integer(env, 'METRICS_PORT', 0, 0, 65535) : undefined,
     metricsToken: metricsToken(env),
     graphqlLimits: loadLimits(env),
-    janitorInterval: integer(env, 'JANITOR_INTERVAL', 300, 0, 86_400),
-    janitorRetention: integer(env, 'JANITOR_RETENTION', 86_400, 0, 31_536_000),
-    janitorBatchSize: integer(env, 'JANITOR_BATCH_SIZE', 1000, 1, 100_000),
+    janitorInterval: setting(env, POLICY.janitorInterval),
+    janitorRetention: setting(env, POLICY.janitorRetention),
+    janitorBatchSize: setting(env, POLICY.janitorBatchSize),
   };
 }

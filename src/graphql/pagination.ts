@@ -6,11 +6,12 @@
  * than GRAPHQL_MAX_COST.
  */
 import { sql } from 'drizzle-orm';
+import { POLICY, type NestedList } from '../policy.js';
 import { builder } from './builder.js';
 import { GqlInvalidArgument } from './errors.js';
 
-export const DEFAULT_PAGE_SIZE = 50;
-export const MAX_PAGE_SIZE = 200;
+export const DEFAULT_PAGE_SIZE = POLICY.pageSize.value.default;
+export const MAX_PAGE_SIZE = POLICY.pageSize.value.max;
 
 /** The `limit` and `offset` arguments every list field takes. */
 export const pageArgs = builder.args((t) => ({
@@ -51,12 +52,7 @@ export function pageCost(args: PageArgs): { field: number; multiplier: number } 
 }
 
 /** Default and maximum size of a nested list. */
-export interface NestedListBounds {
-  /** The field as clients write it (`reviews`), for error messages. */
-  field: string;
-  defaultSize: number;
-  maxSize: number;
-}
+export type NestedListBounds = NestedList;
 
 /** The `limit` argument of a nested list field. */
 export function nestedListArgs(bounds: NestedListBounds) {

@@ -23,7 +23,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
 import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens } from '../db/schema.js';
-import { DEFAULT_LOGIN_THROTTLE_POLICY } from './browser/login-throttle.js';
+import { POLICY } from '../policy.js';
 import { queryRows } from './stores/rows.js';
 
 /** Key of the advisory lock held by the batch being swept ("fiem", next to the migration lock's "fiel"). */
@@ -52,10 +52,7 @@ export interface SweepResult {
 }
 
 /** Stale counters restart on the next failure anyway, so deleting them changes nothing. */
-const THROTTLE_STALE_SECONDS = Math.max(
-  DEFAULT_LOGIN_THROTTLE_POLICY.account.windowSeconds,
-  DEFAULT_LOGIN_THROTTLE_POLICY.ip.windowSeconds,
-);
+const THROTTLE_STALE_SECONDS = Math.max(POLICY.loginThrottle.value.account.windowSeconds, POLICY.loginThrottle.value.ip.windowSeconds);
 
 interface Target {
   name: Exclude<keyof SweepResult, 'skipped'>;

@@ -3,6 +3,7 @@
  * page, and the `{id}` path segment.
  */
 import type { Request } from 'express';
+import { POLICY } from '../policy.js';
 import type { Runtime } from '../runtime.js';
 import type { Principal } from '../tokens/access-token.js';
 import { RestInvalidArgument } from './errors.js';
@@ -12,8 +13,8 @@ import { queryParameter } from './http.js';
 
 /** GraphQL's Int: ids and offsets beyond it cannot exist. */
 export const MAX_INT = 2_147_483_647;
-export const DEFAULT_LIMIT = 50;
-export const MAX_LIMIT = 200;
+export const DEFAULT_LIMIT = POLICY.pageSize.value.default;
+export const MAX_LIMIT = POLICY.pageSize.value.max;
 
 function integerParameter(req: Request, name: string, fallback: number, min: number, max: number): number {
   const raw = queryParameter(req, name);

@@ -10,6 +10,7 @@ import type { KeyStore } from './signing-keys.js';
 import type { Revocations } from './revocation.js';
 import { InvalidToken } from '../oauth/errors.js';
 import { parseScope } from '../oauth/scopes.js';
+import { POLICY } from '../policy.js';
 
 export const ACCESS_TOKEN_TYP = 'at+jwt';
 
@@ -45,8 +46,7 @@ export interface AccessTokenOptions {
   ttlSeconds: number;
 }
 
-/** Tokens whose signature and claims were verified, remembered until they expire. */
-const VERIFIED_CACHE_SIZE = 10_000;
+const VERIFIED_CACHE_SIZE = POLICY.verifiedTokenCacheEntries.value;
 
 export class AccessTokens {
   /**

@@ -14,9 +14,10 @@ import { and, eq, isNull, lt, sql } from 'drizzle-orm';
 import type { Db } from '../db/database.js';
 import { grants, revokedAccessTokens } from '../db/schema.js';
 import { queryRows } from '../oauth/stores/rows.js';
+import { POLICY } from '../policy.js';
 
-export const REVOCATION_CACHE_MS = 1_000;
-const MAX_CACHE_ENTRIES = 50_000;
+export const REVOCATION_CACHE_MS = POLICY.revocationCacheMs.value;
+const MAX_CACHE_ENTRIES = POLICY.revocationCacheEntries.value;
 
 export class Revocations {
   private readonly cache = new Map<string, { revoked: boolean; checkedAt: number }>();

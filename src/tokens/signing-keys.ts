@@ -13,10 +13,11 @@ import { createSigner } from 'fast-jwt';
 import { desc, gt, isNull, lt, or, sql } from 'drizzle-orm';
 import type { Db } from '../db/database.js';
 import { signingKeys } from '../db/schema.js';
+import { POLICY } from '../policy.js';
 
 export const SIGNING_ALG = 'ES256';
-const RELOAD_INTERVAL_MS = 30_000;
-const UNKNOWN_KID_RELOAD_MIN_MS = 1_000;
+const RELOAD_INTERVAL_MS = POLICY.signingKeyReloadMs.value;
+const UNKNOWN_KID_RELOAD_MIN_MS = POLICY.unknownKidReloadMinMs.value;
 /** Slack for instances that have not yet noticed a rotation and still sign with the old key. */
 const PUBLISH_MARGIN_SECONDS = 2 * (RELOAD_INTERVAL_MS / 1000);
 

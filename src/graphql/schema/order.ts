@@ -17,13 +17,14 @@ import { needsScope } from '../scopes.js';
 import { orderItems, orders, orderStatus, products } from '../../db/schema.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
 import { InvalidToken } from '../../oauth/errors.js';
+import { POLICY } from '../../policy.js';
 
 type OrderRow = typeof orders.$inferSelect;
 
 export type OrderStatusValue = (typeof orderStatus.enumValues)[number];
 
 export const MAX_MEMO_LENGTH = 1000;
-export const MAX_ORDER_ITEMS = 100;
+export const MAX_ORDER_ITEMS = POLICY.maxOrderItems.value;
 export const MAX_ITEM_QUANTITY = 1000;
 const MAX_TOTAL_CENTS = 2_147_483_647; // orders.total_cents is a PostgreSQL integer
 

@@ -3,9 +3,10 @@ import { products } from '../../db/schema.js';
 import { builder } from '../builder.js';
 import { needsScope } from '../scopes.js';
 import { nestedLimit, nestedListArgs, nestedListCost, page, pageArgs, pageCost, pagePlaceholders, type NestedListBounds } from '../pagination.js';
+import { POLICY } from '../../policy.js';
 
 /** A product's reviews, oldest first; a product can have any number of them. */
-export const REVIEWS: NestedListBounds = { field: 'reviews', defaultSize: 10, maxSize: 50 };
+export const REVIEWS: NestedListBounds = POLICY.reviewsList.value;
 
 type ProductRow = typeof products.$inferSelect;
 

@@ -10,23 +10,17 @@ import { eq, sql } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { loginThrottle } from '../../db/schema.js';
 import { sha256 } from '../../crypto/secrets.js';
+import { POLICY, type ThrottleRule } from '../../policy.js';
 import { queryRows } from '../stores/rows.js';
 
-export interface ThrottleRule {
-  maxFailures: number;
-  windowSeconds: number;
-  lockSeconds: number;
-}
+export type { ThrottleRule };
 
 export interface LoginThrottlePolicy {
   account: ThrottleRule;
   ip: ThrottleRule;
 }
 
-export const DEFAULT_LOGIN_THROTTLE_POLICY: LoginThrottlePolicy = {
-  account: { maxFailures: 5, windowSeconds: 15 * 60, lockSeconds: 15 * 60 },
-  ip: { maxFailures: 20, windowSeconds: 15 * 60, lockSeconds: 15 * 60 },
-};
+export const DEFAULT_LOGIN_THROTTLE_POLICY: LoginThrottlePolicy = POLICY.loginThrottle.value;
 
 export type ThrottleState = { locked: false } | { locked: true; retryAfterSeconds: number };
 

@@ -8,9 +8,10 @@
 import cookieParser from 'cookie-parser';
 import type { CookieOptions, Request, RequestHandler, Response } from 'express';
 import { randomToken } from '../../crypto/secrets.js';
+import { POLICY } from '../../policy.js';
 
 /** How long a sign-in lasts before the login page is shown again. */
-export const SESSION_TTL_SECONDS = 8 * 60 * 60;
+export const SESSION_TTL_SECONDS = POLICY.sessionTtlSeconds.value;
 
 export interface BrowserSession {
   /** Random id; CSRF tokens are bound to it. */

@@ -2,13 +2,13 @@
 import type express from 'express';
 import type { RequestHandler } from 'express';
 import type { OAuthContext } from '../context.js';
+import { POLICY } from '../../policy.js';
 import { JWKS_PATH } from './metadata.js';
 
 export function addJwksEndpoint(router: express.Router, oauth: OAuthContext, cors: RequestHandler): void {
   router.get(JWKS_PATH, cors, async function serveJwks(_req, res) {
     const jwks = await oauth.keys.jwks();
-    // Short: a client meeting an unknown kid refetches anyway, and a rotation must show quickly.
-    res.setHeader('Cache-Control', 'public, max-age=60');
+    res.setHeader('Cache-Control', `public, max-age=${POLICY.jwksMaxAgeSeconds.value}`);
     res.setHeader('Content-Type', 'application/jwk-set+json;charset=UTF-8');
     res.end(JSON.stringify(jwks));
   });

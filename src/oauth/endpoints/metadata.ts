@@ -5,7 +5,7 @@ import { CLIENT_AUTH_METHODS } from '../client-auth.js';
 import type { OAuthContext } from '../context.js';
 import { CODE_CHALLENGE_METHODS } from '../pkce.js';
 import { ALL_SCOPES } from '../scopes.js';
-import { GRANT_TYPES_SUPPORTED } from './token.js';
+import { GRANT_TYPES_SUPPORTED, POLICY } from '../../policy.js';
 
 export const METADATA_PATH = '/.well-known/oauth-authorization-server';
 export const JWKS_PATH = '/.well-known/jwks.json';
@@ -34,7 +34,7 @@ export function authorizationServerMetadata(issuer: string): Record<string, unkn
 export function addMetadataEndpoint(router: express.Router, oauth: OAuthContext, cors: RequestHandler): void {
   const body = JSON.stringify(authorizationServerMetadata(oauth.issuer));
   router.get(METADATA_PATH, cors, function serveMetadata(_req, res) {
-    res.setHeader('Cache-Control', 'public, max-age=300');
+    res.setHeader('Cache-Control', `public, max-age=${POLICY.metadataMaxAgeSeconds.value}`);
     res.setHeader('Content-Type', 'application/json;charset=UTF-8');
     res.end(body);
   });

@@ -13,12 +13,12 @@ import type { Grant } from '../grants/grant.js';
 import * as refreshToken from '../grants/refresh-token.js';
 import { jsonErrorHandler, noStore, onlyPost, sendJson } from '../json-response.js';
 import { bodyParameters, formBody } from '../params.js';
+import { GRANT_TYPES_SUPPORTED } from '../../policy.js';
 
-const GRANTS: ReadonlyMap<string, Grant> = new Map([authorizationCode, refreshToken].map((grant) => [grant.grantType, grant]));
-const GRANT_TYPES = [...GRANTS.keys()];
-
-/** The grant types this server supports, for the metadata document. */
-export const GRANT_TYPES_SUPPORTED: readonly string[] = [...GRANTS.keys()];
+/** One module per grant type; which of them are offered is policy (POLICY.grantTypes). */
+const GRANTS: ReadonlyMap<string, Grant> = new Map(
+  [authorizationCode, refreshToken].filter((grant) => GRANT_TYPES_SUPPORTED.includes(grant.grantType)).map((grant) => [grant.grantType, grant]),
+);
 
 function grantOf(res: Response): Grant {
   return res.locals.grant as Grant;
@@ -34,7 +34,7 @@ function findGrantType(_req: Request, res: Response, next: NextFunction): void {
   const grantType = params.get('grant_type');
   if (grantType === undefined) throw new InvalidRequest('the grant_type parameter is missing');
   const grant = GRANTS.get(grantType);
-  if (!grant) throw new UnsupportedGrantType(`this grant_type is not supported; use ${GRANT_TYPES.join(' or ')}`);
+  if (!grant) throw new UnsupportedGrantType(`this grant_type is not supported; use ${GRANT_TYPES_SUPPORTED.join(' or ')}`);
   params.rejectRepeated(grant.parameters);
   res.locals.grant = grant;
   next();

@@ -5,10 +5,11 @@
  * client works at once.
  */
 import { LRUCache } from 'lru-cache';
+import { POLICY } from '../../policy.js';
 import type { Client, ClientStore } from './clients.js';
 
-export const CLIENT_CACHE_MS = 5_000;
-const MAX_CACHED_CLIENTS = 1_000;
+export const CLIENT_CACHE_MS = POLICY.clientCacheMs.value;
+const MAX_CACHED_CLIENTS = POLICY.clientCacheEntries.value;
 /** Longer ids are not looked up at all: ours are 22 characters, the demo's 11. */
 const MAX_CLIENT_ID_LENGTH = 200;
 
