@@ -11,7 +11,7 @@ import { sql } from 'drizzle-orm';
 import type { PgAsyncDatabase } from 'drizzle-orm/pg-core/async/db';
 import { relations, type Relations } from './relations.js';
 import { DEFAULT_PREPARED_STATEMENTS } from '../config.js';
-import { PreparedStatementPolicy, withPreparedStatements } from './prepared-statements.js';
+import { PreparedStatementPolicy, withPreparedStatements } from './performance/prepared-statements.js';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -30,7 +30,7 @@ export interface DatabaseOptions {
   databaseUrl?: string | undefined;
   dataDir?: string;
   poolSize?: number;
-  /** Most statement texts run as named prepared statements (0: none); see prepared-statements.ts. */
+  /** Most statement texts run as named prepared statements (0: none); see docs/PERFORMANCE.md. */
   preparedStatements?: number;
 }
 

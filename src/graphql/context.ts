@@ -3,7 +3,7 @@
  * per operation — plugin-drizzle keys its per-request caches on it.
  */
 import type { Db } from '../db/database.js';
-import type { RelationalQueryCache } from '../db/relational-query-cache.js';
+import type { RelationalQueryCache } from '../db/performance/relational-query-cache.js';
 import type { Logger } from '../logger.js';
 import type { Principal } from '../tokens/access-token.js';
 

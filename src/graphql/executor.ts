@@ -26,7 +26,7 @@ import {
   type ValidationRule,
 } from 'graphql';
 import type { Db } from '../db/database.js';
-import { RelationalQueryCache } from '../db/relational-query-cache.js';
+import { RelationalQueryCache } from '../db/performance/relational-query-cache.js';
 import type { Logger } from '../logger.js';
 import type { Principal } from '../tokens/access-token.js';
 import type { GraphQLContext } from './context.js';

@@ -5,7 +5,7 @@
  * the one relational statement and costed the same way, so no accepted request loads more rows
  * than GRAPHQL_MAX_COST.
  */
-import { sql } from 'drizzle-orm';
+import { placeholder } from '../db/performance/relational-query-cache.js';
 import { POLICY, type NestedList } from '../policy.js';
 import { builder } from './builder.js';
 import { GqlInvalidArgument } from './errors.js';
@@ -40,7 +40,7 @@ export function page(args: PageArgs, context?: { pageLookahead?: boolean | undef
 }
 
 /** `limit` and `offset` of a relational query, bound per request from `page(args)`. */
-export const pagePlaceholders = { limit: sql.placeholder('limit'), offset: sql.placeholder('offset') };
+export const pagePlaceholders = { limit: placeholder('limit'), offset: placeholder('offset') };
 
 /**
  * Complexity of a list field: its own 1 plus `limit` times its selection. An out-of-range

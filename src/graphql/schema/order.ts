@@ -18,6 +18,7 @@ import { orderItems, orders, orderStatus, products } from '../../db/schema.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
 import { InvalidToken } from '../../oauth/errors.js';
 import { POLICY } from '../../policy.js';
+import { placeholder } from '../../db/performance/relational-query-cache.js';
 
 type OrderRow = typeof orders.$inferSelect;
 
@@ -129,7 +130,7 @@ builder.queryFields((t) => ({
     resolve: (query, _root, args, context) => {
       const { limit, offset } = page(args, context);
       const config = query({
-        where: { userId: sql.placeholder('userId') },
+        where: { userId: placeholder('userId') },
         orderBy: { id: 'desc' },
         ...pagePlaceholders,
       });
@@ -143,7 +144,7 @@ builder.queryFields((t) => ({
     extensions: needsScope('orders:read'),
     args: { id: t.arg.int({ required: true }) },
     resolve: (query, _root, args, context) =>
-      context.queries.findFirst<OrderRow>(context.db, 'orders', query({ where: { id: sql.placeholder('id'), userId: sql.placeholder('userId') } }), {
+      context.queries.findFirst<OrderRow>(context.db, 'orders', query({ where: { id: placeholder('id'), userId: placeholder('userId') } }), {
         id: args.id,
         userId: context.principal.userId,
       }),

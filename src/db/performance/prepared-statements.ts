@@ -1,19 +1,13 @@
 /**
- * Which SQL statements postgres.js runs as named prepared statements.
- *
- * Drizzle hands postgres.js every statement with `prepare: false`. For a statement with
- * parameters, postgres.js then asks the server to describe it first and only binds and executes
- * once the answer is back: two round trips, and two socket writes, per query. A named prepared
- * statement is described once per connection and afterwards costs one round trip.
- *
- * Prepared statements stay on their connection until it closes, on the server and in
- * postgres.js, so the set that may be prepared is bounded: a statement text qualifies the
- * second time it is seen (one-off texts, such as unusual GraphQL selections, never do), and
- * at most `capacity` texts ever qualify per process. Everything else runs unnamed, as before.
+ * Which SQL statements postgres.js runs as named prepared statements. Drizzle sends every
+ * statement with `prepare: false`, which costs a parameterized statement two round trips; a
+ * named one is described once per connection. A text qualifies on its second sighting, and at
+ * most `capacity` texts ever do, because prepared statements live as long as their connection.
+ * Measured gain, upstream report and removal condition: docs/PERFORMANCE.md.
  */
 import { LRUCache } from 'lru-cache';
 import type { Sql } from 'postgres';
-import { DEFAULT_PREPARED_STATEMENTS } from '../config.js';
+import { DEFAULT_PREPARED_STATEMENTS } from '../../config.js';
 
 export class PreparedStatementPolicy {
   private readonly chosen = new Set<string>();

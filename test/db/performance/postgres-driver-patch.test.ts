@@ -2,7 +2,8 @@
  * patches/postgres+3.4.9.patch (applied by `npm ci` through patch-package): postgres.js keeps its
  * pool's connections in queues that, under steady load, never run empty. Unpatched, each queue
  * keeps every spent slot and `remove` scans them all, so a busy server slows down with every
- * query it has run. These tests drive the installed queue the way the pool does.
+ * query it has run. These tests drive the installed queue the way the pool does; docs/PERFORMANCE.md
+ * says when the patch can go.
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eq, sql } from 'drizzle-orm';
-import { openDatabase, type Database } from '../../src/db/database.js';
-import { PreparedStatementPolicy } from '../../src/db/prepared-statements.js';
-import { products } from '../../src/db/schema.js';
-import { createPostgresDatabase, TEST_DATABASE_URL } from '../support/databases.js';
+import { openDatabase, type Database } from '../../../src/db/database.js';
+import { PreparedStatementPolicy } from '../../../src/db/performance/prepared-statements.js';
+import { products } from '../../../src/db/schema.js';
+import { createPostgresDatabase, TEST_DATABASE_URL } from '../../support/databases.js';
 
 describe('the prepared-statement policy', () => {
   it('prepares a statement text from its second use on', () => {

@@ -1,22 +1,32 @@
 /**
- * Keeps Drizzle relational queries built, so a GraphQL or REST request whose selection was seen
- * before skips Drizzle's SQL builder and only binds its arguments.
+ * Keeps Drizzle relational queries built across requests: the same selection gives the same
+ * query config, so the config is the key to a prepared query and a request only binds its
+ * arguments, given as `placeholder(name)`. A config holding anything else (an SQL expression,
+ * a column, a function, a placeholder not made here) is built as usual and never kept.
+ * Measured gain and removal condition: docs/PERFORMANCE.md.
  *
- * plugin-drizzle hands each resolver a fresh query config — columns, relations, nested
- * ordering — built from the request's selection. The same selection gives the same config, so
- * the config itself is the cache key. Arguments that differ per request (an id, a page) go in as
- * `sql.placeholder(name)` and are bound at execution. A config holding anything but plain data
- * and placeholders (an SQL expression, a column object, a function) gives no key: such a query
- * is built as usual and never cached.
- *
- *   const byId = { id: sql.placeholder('id') };
- *   cache.findFirst(db, 'products', query({ where: byId }), { id: args.id });
+ *   cache.findFirst(db, 'products', query({ where: { id: placeholder('id') } }), { id: args.id });
  */
-import { is, Placeholder } from 'drizzle-orm';
+import { is, Placeholder, sql } from 'drizzle-orm';
 import { LRUCache } from 'lru-cache';
-import type { Db } from './database.js';
+import type { Db } from '../database.js';
 
 type TableName = keyof Db['query'];
+
+/** Placeholders made here, by name: one object per name, so the cache key reads no Drizzle internals. */
+const placeholders = new Map<string, Placeholder>();
+const placeholderNames = new WeakMap<Placeholder, string>();
+
+/** A named argument of a kept query, bound per request (Drizzle's `sql.placeholder`). */
+export function placeholder(name: string): Placeholder {
+  let made = placeholders.get(name);
+  if (!made) {
+    made = sql.placeholder(name);
+    placeholders.set(name, made);
+    placeholderNames.set(made, name);
+  }
+  return made;
+}
 
 interface PreparedRelationalQuery {
   execute(placeholders: Record<string, unknown>): Promise<unknown>;
@@ -62,7 +72,10 @@ export function keyOf(value: unknown): string | undefined {
   if (typeof value === 'number') return Number.isFinite(value) ? String(value) : undefined;
   if (value === undefined) return 'undefined';
   if (typeof value !== 'object') return undefined;
-  if (is(value, Placeholder)) return `$${JSON.stringify((value as unknown as { name: string }).name)}`;
+  if (is(value, Placeholder)) {
+    const name = placeholderNames.get(value);
+    return name === undefined ? undefined : `$${JSON.stringify(name)}`;
+  }
   if (Array.isArray(value)) {
     const items: string[] = [];
     for (const item of value) {
