@@ -30,24 +30,15 @@ export interface ExecuteRequest {
 }
 
 export interface GraphQLService {
-  /** Mounts POST/GET /graphql. */
   router: express.Router;
-  /**
-   * Validates (cached by document) and executes in-process, with the same limits and
-   * authorization as /graphql. Errors come back in `errors` with `extensions.code`
-   * (UNAUTHENTICATED, FORBIDDEN with `extensions.requiredScope`, NOT_FOUND, INVALID_ARGUMENT,
-   * FAILED_PRECONDITION) exactly as an HTTP client of /graphql would see them; errors that
-   * fail the whole request also carry `extensions.http` ({ status, headers? }).
-   */
+  /** Executes in-process with the limits and authorization of /graphql; errors as an HTTP client sees them. */
   execute(request: ExecuteRequest): Promise<ExecutionResult>;
   /** The executable schema (printed into schema.graphql). */
   schema: GraphQLSchema;
-  /** The limits in force. */
   limits: Readonly<GraphQLLimits>;
 }
 
 export interface GraphQLOptions {
-  /** Overrides of the configured limits (config.graphqlLimits). */
   limits?: Partial<GraphQLLimits>;
 }
 

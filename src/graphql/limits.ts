@@ -1,18 +1,8 @@
 /**
- * Abuse limits. A request over any of them is refused with 400 INVALID_ARGUMENT (and an
- * `extensions.reason` naming the limit) before a resolver runs, so it never becomes a slow query.
- *
- * - tokens: counted while parsing (graphql-js' `maxTokens`, the check graphql-armor's max-tokens
- *   parser performs), so an oversized document is not even turned into an AST;
- * - depth, aliases, directives: graphql-armor's validation rules, cached with the validation;
- * - cost: @pothos/plugin-complexity, from the field costs declared in the schema and the
- *   request's variables (`products(limit: 200)` costs 200 times its selection), so it is
- *   computed per request;
- * - no field suggestions: graphql-js' `hideSuggestions`, in validation and in execution;
- * - batching is off and introspection needs a valid token like everything else (index.ts).
- *
- * Each limit has a default and an environment variable (GRAPHQL_MAX_*), validated with the rest
- * of the configuration in src/config.ts.
+ * Abuse limits, each refused with 400 INVALID_ARGUMENT (`extensions.reason` names it) before a
+ * resolver runs: tokens while parsing (graphql-js `maxTokens`), depth, aliases and directives by
+ * graphql-armor's rules (cached with the validation), cost by @pothos/plugin-complexity per
+ * request (it depends on variables), and no field suggestions. Values: src/policy.ts.
  */
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import type { GraphQLArmorConfig } from '@escape.tech/graphql-armor-types';

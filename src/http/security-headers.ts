@@ -8,11 +8,7 @@ import type { Response } from 'express';
 export interface PageSecurityOptions {
   /** `'sha256-…'` sources of the inline <style> blocks the page carries. */
   styleHashes?: readonly string[];
-  /**
-   * Origins, besides this one, that a form on the page may end up at. Browsers apply
-   * `form-action` to every redirect after the submission, and after sign-in or consent the
-   * redirect chain ends at the client's redirect URI.
-   */
+  /** Origins a form may end up at: browsers apply `form-action` to the redirects after a submission too. */
   formActionOrigins?: readonly string[];
   /** Allow scripts from this origin (static files only; never inline). */
   selfScripts?: boolean;

@@ -1,23 +1,10 @@
 /**
  * Deletes rows nothing needs any more, in bounded batches so no statement holds many locks or
- * runs long: expired authorization codes and refresh tokens (used or not) once `retentionSeconds`
- * have passed since they expired, grants left with neither, revoked grants once
- * `retentionSeconds` have passed since their revocation, revoked access tokens past their expiry
- * and stale login-throttle counters.
- *
- * What this keeps, and why:
- * - A used code is kept until it has expired (plus the retention): a replay until then is still
- *   recognised and revokes its grant.
- * - A rotated refresh token is kept until it has expired (plus the retention): presenting it
- *   again until then still counts as reuse and revokes its family.
- * - The retention is never less than ACCESS_TOKEN_TTL: access tokens carry their grant id, and a
- *   revoked grant's row is what makes them fail, so it must outlive every token issued under it;
- *   likewise a grant stays while an access token issued with its last code or refresh token may
- *   still be live, so revoking the consent still reaches it.
- *
- * Each batch runs in its own transaction holding a PostgreSQL advisory lock: of several
- * instances sweeping at once, one deletes and the others stop (`skipped`). Rows are also picked
- * with SKIP LOCKED, so a sweep never waits on rows a request is updating.
+ * runs long. Used codes and rotated refresh tokens stay until expiry plus the retention, so a
+ * replay is still recognised and revokes its grant; the retention is never below
+ * ACCESS_TOKEN_TTL, because a revoked grant's row is what makes its access tokens fail. Each
+ * batch holds an advisory lock (of several instances one sweeps, the others stop: `skipped`)
+ * and picks rows with SKIP LOCKED, so a sweep never waits on a request.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Config } from '../config.js';

@@ -1,5 +1,5 @@
 /**
- * A real browser (issue 3 §20): Debian's Chromium driven by playwright-core opens the
+ * A real browser: Debian's Chromium driven by playwright-core opens the
  * /authorize URL, signs in, allows, and lands on the client's redirect URI with a code; a
  * second client is denied and gets error=access_denied. The client is a separate origin (its
  * own little server), so the CSP form-action / redirect chain is exercised as in production.

@@ -1,5 +1,5 @@
 /**
- * The README demo walkthrough, as a newcomer does it (issue 3 "Done when"): open the printed
+ * The README demo walkthrough, as a newcomer does it: open the printed
  * /authorize link, sign in as demo/demo, allow, land on /demo/callback, and run the curl
  * command shown there (with CLIENT_SECRET set to the printed secret) to get tokens.
  */

@@ -1,5 +1,5 @@
 /**
- * End to end with an independent strict client library (issue 3 §19): oauth4webapi discovers
+ * End to end with an independent strict client library: oauth4webapi discovers
  * the metadata, builds the authorization URL with PKCE and state, (a scripted browser signs in
  * and allows), validates the authorization response (state and iss), exchanges the code,
  * validates the RFC 9068 access token as a resource server would, refreshes, introspects and

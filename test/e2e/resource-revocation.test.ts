@@ -1,5 +1,5 @@
 /**
- * Revocation reaches the resource side (issue 3 §16): after a family is revoked — through
+ * Revocation reaches the resource side: after a family is revoked — through
  * /revoke or by refresh-token reuse — its access tokens are refused by the GraphQL and REST
  * endpoints at once (this instance clears its revocation cache; other instances within
  * REVOCATION_CACHE_MS).

@@ -4,7 +4,8 @@ import { getIntrospectionQuery } from 'graphql';
 import { describeEachDatabase } from '../support/runtime.js';
 import { issueTestToken, type TestToken } from '../support/tokens.js';
 import { buildOrder, buildProduct } from '../support/factories.js';
-import { captureSql, executeGraphQL, postGraphQL } from '../support/graphql.js';
+import { executeGraphQL, postGraphQL } from '../support/graphql.js';
+import { captureSql } from '../support/sql.js';
 import { AccessTokens } from '../../src/tokens/access-token.js';
 import { createGraphQL } from '../../src/graphql/index.js';
 

@@ -2,7 +2,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { describeEachDatabase } from '../support/runtime.js';
 import { issueTestToken, type TestToken } from '../support/tokens.js';
 import { buildOrder, buildProduct, type Product } from '../support/factories.js';
-import { captureSql, executeGraphQL, postGraphQL } from '../support/graphql.js';
+import { executeGraphQL, postGraphQL } from '../support/graphql.js';
+import { captureSql } from '../support/sql.js';
 import { createGraphQL, type GraphQLService } from '../../src/graphql/index.js';
 import { reviews } from '../../src/db/schema.js';
 

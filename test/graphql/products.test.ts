@@ -2,7 +2,8 @@ import { beforeAll, expect, it } from 'vitest';
 import { describeEachDatabase } from '../support/runtime.js';
 import { issueTestToken, type TestToken } from '../support/tokens.js';
 import { buildProduct, buildSeller, type Product } from '../support/factories.js';
-import { captureSql, executeGraphQL, postGraphQL } from '../support/graphql.js';
+import { executeGraphQL, postGraphQL } from '../support/graphql.js';
+import { captureSql } from '../support/sql.js';
 import { createGraphQL, type GraphQLService } from '../../src/graphql/index.js';
 
 describeEachDatabase('GraphQL products', (context) => {
@@ -38,7 +39,11 @@ describeEachDatabase('GraphQL products', (context) => {
         { id: second.id, name: 'Camp Mug' },
       ],
     });
-    expect(sql).toEqual(['select "d0"."id" as "id", "d0"."name" as "name" from "products" as "d0" order by "d0"."id" asc limit $1 offset $2']);
+    expect(sql).toMatchInlineSnapshot(`
+      [
+        "select "d0"."id" as "id", "d0"."name" as "name" from "products" as "d0" order by "d0"."id" asc limit $1 offset $2",
+      ]
+    `);
   });
 
   it('scalars only: one statement naming the selected columns (and the key)', async () => {

@@ -1,5 +1,5 @@
 /**
- * Client authentication at the token endpoint (issue 3 §7): Basic with form-urlencoded halves,
+ * Client authentication at the token endpoint: Basic with form-urlencoded halves,
  * body credentials, public clients with client_id only, two methods at once, and the 401/400
  * split of invalid_client.
  */

@@ -1,5 +1,5 @@
 /**
- * CORS (issue 3 hardening): on the token, revocation, introspection, metadata and JWKS
+ * CORS: on the token, revocation, introspection, metadata and JWKS
  * endpoints for the configured origins; never on /authorize or the sign-in pages.
  */
 import { expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Security events (issue 3 hardening): every step of a whole flow — login, consent, code
+ * Security events: every step of a whole flow — login, consent, code
  * issued and redeemed, refresh, reuse, revocation — is one structured record with the event
  * name, client id, user id and request id, and no secret ever reaches the log.
  */

@@ -1,5 +1,5 @@
 /**
- * No acknowledged write is lost (issue 6 §2), on the embedded PGlite data directory and on
+ * No acknowledged write is lost, on the embedded PGlite data directory and on
  * PostgreSQL: a stream of order creations and PATCHes runs against a `fieldgate serve` process
  * that is killed with SIGKILL in the middle of it; after a restart every change that got a 2xx
  * is in the data. And a SIGTERM under load lets the requests already in the server finish with

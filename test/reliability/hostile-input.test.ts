@@ -1,5 +1,5 @@
 /**
- * Hostile input never gets a 5xx and never stops the process (issue 6 §3). A corpus of nasty
+ * Hostile input never gets a 5xx and never stops the process. A corpus of nasty
  * requests and fast-check properties run against a real `fieldgate serve` process, and every
  * answer must be a well-formed 4xx in the protocol of the endpoint that gave it:
  *

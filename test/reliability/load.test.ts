@@ -1,5 +1,5 @@
 /**
- * Sustained mixed load, CI-sized (issue 6 §4): a few seconds at concurrency 16 of code flows,
+ * Sustained mixed load, CI-sized: a few seconds at concurrency 16 of code flows,
  * refreshes, REST reads with `fields`, order creations, contended If-Match PATCHes and GraphQL
  * queries against a `fieldgate serve` process — no 5xx, no request left unanswered, and no
  * acknowledged change missing afterwards. No timing is asserted; the 30-second run with the

@@ -1,5 +1,5 @@
 /**
- * Several instances on one PostgreSQL database (issue 6 §1). Two `fieldgate serve` processes
+ * Several instances on one PostgreSQL database. Two `fieldgate serve` processes
  * on two ports share one database and one ISSUER, as they would behind a load balancer; every
  * flow here is real HTTP — /authorize, the login and consent pages, /token — against them.
  *

@@ -1,5 +1,5 @@
 /**
- * Secrets at rest and in the logs (issue 6 §5). A full run against a `fieldgate serve` process
+ * Secrets at rest and in the logs. A full run against a `fieldgate serve` process
  * — sign-in with a password, consent, codes, tokens, refresh, resource calls, introspection,
  * revocation, a failed sign-in with the password typed into the username field, a replayed
  * code — then every row of every table is dumped, and neither the dump nor anything the

@@ -34,7 +34,7 @@ describeEachDatabase('REST requests', (context) => {
   const memo = async () => (await context().runtime.db.select({ memo: orders.memo }).from(orders).where(eq(orders.id, orderId)))[0]!.memo;
   const send = (method: 'post' | 'patch', path: string) => request(context().app)[method](path).set('Authorization', owner.authorization);
 
-  describe('11. request bodies', () => {
+  describe('request bodies', () => {
     it.each([
       ['text/plain', 'memo=x'],
       ['application/x-www-form-urlencoded', 'memo=x'],
@@ -106,7 +106,7 @@ describeEachDatabase('REST requests', (context) => {
     });
   });
 
-  describe('12. authentication and scopes, as on GraphQL', () => {
+  describe('authentication and scopes, as on GraphQL', () => {
     const call = (operation: ReturnType<typeof OPERATIONS>[number], authorization?: string) => {
       let test = request(context().app)[operation.method](operation.path);
       if (authorization !== undefined) test = test.set('Authorization', authorization);

@@ -9,7 +9,7 @@ import { ALL_SCOPES } from '../../src/oauth/scopes.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-describeEachDatabase('13. GET /openapi.json', (context) => {
+describeEachDatabase('GET /openapi.json', (context) => {
   let doc: Json;
   let owner: TestToken;
   let ids: { product: number; order: number };

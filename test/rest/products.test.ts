@@ -3,6 +3,7 @@ import request from 'supertest';
 import fc from 'fast-check';
 import { describeEachDatabase } from '../support/runtime.js';
 import { issueTestToken } from '../support/tokens.js';
+import { captureSql } from '../support/sql.js';
 import { buildProduct, buildSeller, type Product } from '../support/factories.js';
 import { products } from '../../src/db/schema.js';
 
@@ -30,7 +31,7 @@ describeEachDatabase('REST products', (context) => {
 
   const get = (path: string) => request(context().app).get(path).set('Authorization', authorization);
 
-  describe('1. lists, single products, paging and Link', () => {
+  describe('lists, single products, paging and Link', () => {
     it('GET /products returns a JSON array of products in id order', async () => {
       const res = await get('/products');
       expect(res.status).toBe(200);
@@ -94,7 +95,7 @@ describeEachDatabase('REST products', (context) => {
     });
   });
 
-  describe('2. fields is a trimmed, de-duplicated, unordered list', () => {
+  describe('fields is a trimmed, de-duplicated, unordered list', () => {
     it('trims whitespace, collapses duplicates and ignores order', async () => {
       const a = await get(`/products/${full.id}?fields=${encodeURIComponent(' name ,id,name,\tid ')}`);
       const b = await get(`/products/${full.id}?fields=id,name`);
@@ -110,7 +111,7 @@ describeEachDatabase('REST products', (context) => {
     });
   });
 
-  describe('3. a non-empty fields gives exactly the named fields', () => {
+  describe('a non-empty fields gives exactly the named fields', () => {
     it('leaves unnamed keys out, not null', async () => {
       const res = await get(`/products/${full.id}?fields=priceCents`);
       expect(res.body).toStrictEqual({ priceCents: 4999 });
@@ -127,7 +128,7 @@ describeEachDatabase('REST products', (context) => {
     });
   });
 
-  describe('4. absent, empty or * fields gives every field', () => {
+  describe('absent, empty or * fields gives every field', () => {
     it.each(['', '?fields=', '?fields=*', '?fields=%20', '?fields=,'])('%s', async (query) => {
       const res = await get(`/products/${full.id}${query}`);
       expect(res.status).toBe(200);
@@ -139,7 +140,7 @@ describeEachDatabase('REST products', (context) => {
     });
   });
 
-  describe('5. nested selection, Google style and path form', () => {
+  describe('nested selection, Google style and path form', () => {
     it('seller(name,rating) and reviews(rating,author)', async () => {
       const res = await get(`/products/${full.id}?fields=seller(name,rating),reviews(rating,author)`);
       expect(Object.keys(res.body).sort()).toEqual(['reviews', 'seller']);
@@ -165,7 +166,7 @@ describeEachDatabase('REST products', (context) => {
     });
   });
 
-  describe('6. bad fields are a 400 naming the offending field', () => {
+  describe('bad fields are a 400 naming the offending field', () => {
     it.each([
       ['nope', "fields: 'nope' is not a field of Product"],
       ['rating', "fields: 'rating' is not a field of Product"],
@@ -199,28 +200,20 @@ describeEachDatabase('REST products', (context) => {
     });
   });
 
-  describe('7. translation: schema allow-list, AST, LRU, column-level SQL', () => {
+  describe('translation: schema allow-list, AST, LRU, column-level SQL', () => {
     it('GET /products?fields=id,name is one SQL statement reading only id and name', async () => {
-      const statements: string[] = [];
-      const stop = context().runtime.database.onQuery((query) => statements.push(query));
-      try {
-        const res = await get('/products?fields=id,name');
-        expect(res.status).toBe(200);
-      } finally {
-        stop();
-      }
-      expect(statements).toHaveLength(1);
-      expect(statements[0]).toBe('select "d0"."id" as "id", "d0"."name" as "name" from "products" as "d0" order by "d0"."id" asc limit $1 offset $2');
+      const statements = await captureSql(context().runtime, async () => {
+        expect((await get('/products?fields=id,name')).status).toBe(200);
+      });
+      expect(statements).toMatchInlineSnapshot(`
+        [
+          "select "d0"."id" as "id", "d0"."name" as "name" from "products" as "d0" order by "d0"."id" asc limit $1 offset $2",
+        ]
+      `);
     });
 
     it('reads the seller and reviews only when they are named, still in one statement', async () => {
-      const statements: string[] = [];
-      const stop = context().runtime.database.onQuery((query) => statements.push(query));
-      try {
-        await get('/products?fields=name,seller.name');
-      } finally {
-        stop();
-      }
+      const statements = await captureSql(context().runtime, () => get('/products?fields=name,seller.name'));
       expect(statements).toHaveLength(1);
       expect(statements[0]).toMatch(/"sellers"/);
       expect(statements[0]).not.toMatch(/"reviews"|"shipping_policies"|price_cents|description/);
@@ -233,7 +226,7 @@ describeEachDatabase('REST products', (context) => {
     });
   });
 
-  describe('8. the {id} path segment', () => {
+  describe('the {id} path segment', () => {
     it.each(['abc', '0', '-1', '1.0', '01', '1e3', '2147483648', '99999999999999999999'])('%s is a 400', async (id) => {
       const res = await get(`/products/${id}`);
       expect(res.status).toBe(400);
@@ -354,23 +347,18 @@ describeEachDatabase('REST products: the largest page', (context) => {
     const insert = (count: number, from: number) =>
       runtime.db.insert(products).values(Array.from({ length: count }, (_, i) => ({ name: `Bulk ${from + i}`, priceCents: 100, sellerId: seller.id })));
     await insert(200, 0);
-    const statements: string[] = [];
-    const stop = runtime.database.onQuery((query) => statements.push(query));
-    let full, firstPage;
-    try {
-      full = await request(app).get('/products?limit=200&fields=id').set('Authorization', authorization);
-      await insert(1, 200);
-      statements.length = 0;
+    const full = await request(app).get('/products?limit=200&fields=id').set('Authorization', authorization);
+    await insert(1, 200);
+    let firstPage: request.Response | undefined;
+    const statements = await captureSql(runtime, async () => {
       firstPage = await request(app).get('/products?limit=200&fields=id').set('Authorization', authorization);
-    } finally {
-      stop();
-    }
+    });
     expect(full.body).toHaveLength(200);
     expect(full.headers.link).toBeUndefined();
     // One statement, loading one row past the page, even at the largest page size.
     expect(statements).toEqual(['select "d0"."id" as "id" from "products" as "d0" order by "d0"."id" asc limit $1 offset $2']);
-    expect(firstPage.body).toHaveLength(200);
-    expect(firstPage.headers.link).toMatch(/offset=200/);
+    expect(firstPage!.body).toHaveLength(200);
+    expect(firstPage!.headers.link).toMatch(/offset=200/);
     const more = await request(app).get('/products?limit=200').set('Authorization', authorization);
     expect(more.status).toBe(200);
     expect(more.body).toHaveLength(200);

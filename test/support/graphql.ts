@@ -1,8 +1,7 @@
-/** Helpers for the GraphQL suites: POST /graphql with a token, run in-process, capture SQL. */
+/** Helpers for the GraphQL suites: POST /graphql with a token, or run in-process. */
 import request from 'supertest';
 import { parse, type ExecutionResult } from 'graphql';
 import type { Express } from 'express';
-import type { Runtime } from '../../src/runtime.js';
 import type { GraphQLService } from '../../src/graphql/index.js';
 import type { Principal } from '../../src/tokens/access-token.js';
 
@@ -34,16 +33,4 @@ export async function executeGraphQL(
   variables?: Record<string, unknown>,
 ): Promise<ExecutionResult> {
   return graphql.execute({ document: parse(query), variables, principal });
-}
-
-/** The SQL statements `run` sends, in order. */
-export async function captureSql(runtime: Runtime, run: () => Promise<unknown>): Promise<string[]> {
-  const statements: string[] = [];
-  const stop = runtime.database.onQuery((query) => statements.push(query));
-  try {
-    await run();
-  } finally {
-    stop();
-  }
-  return statements;
 }

@@ -1,5 +1,5 @@
 /**
- * A schema with the shape of the real one (issue 4), plus a cycle (Seller.products) and a field
+ * A schema with the shape of the real one, plus a cycle (Seller.products) and a field
  * with a required argument, for unit tests of the translation that need no database.
  */
 import { buildSchema } from 'graphql';

@@ -1,5 +1,5 @@
 /**
- * Access tokens (issue 3 §11): RFC 9068 JWTs — `typ: at+jwt`, ES256 by jose, `kid` of a key
+ * Access tokens: RFC 9068 JWTs — `typ: at+jwt`, ES256 by jose, `kid` of a key
  * published in the JWKS, and the claims iss, sub, aud, client_id, scope, jti, iat, exp.
  */
 import { beforeAll, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * The consent page (issue 3 §4, §3 access_denied, §6 headers): what it shows, Allow and Deny,
+ * The consent page: what it shows, Allow and Deny,
  * remembered consent, CSRF on the consent form, and the security events.
  */
 import { beforeAll, expect, it } from 'vitest';

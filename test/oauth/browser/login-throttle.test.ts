@@ -1,5 +1,5 @@
 /**
- * Login throttling (issue 3 §6): per account and per IP, counted in the database, with the
+ * Login throttling: per account and per IP, counted in the database, with the
  * same answer for unknown and real accounts, and a clear message.
  */
 import { beforeAll, beforeEach, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * The login page and the browser session (issue 3 §4, §6): form fields, CSRF, the session
+ * The login page and the browser session: form fields, CSRF, the session
  * cookie's flags, the 303 after the POST, no second sign-in, no account enumeration, page
  * security headers and escaping, and the security events.
  */

@@ -1,5 +1,5 @@
 /**
- * The browser session cookie (issue 3 §4): signed, so a forged or edited cookie is no session;
+ * The browser session cookie: signed, so a forged or edited cookie is no session;
  * bounded in time by its own expiry, whatever the browser keeps.
  */
 import { beforeAll, expect, it } from 'vitest';

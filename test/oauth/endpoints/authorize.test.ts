@@ -1,6 +1,6 @@
 /**
- * GET /authorize: parameters (issue 3 §1), the never-redirected errors (§2), the redirected
- * errors (§3), the code redirect (§5) and default scopes (§17).
+ * GET /authorize (RFC 6749 §4.1.1, §4.1.2): parameters, the never-redirected errors
+ * (§4.1.2.1), the redirected errors with iss (RFC 9207), the code redirect and default scopes (§3.3).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
@@ -35,7 +35,7 @@ describeEachDatabase('GET /authorize', (context) => {
 
   const get = (params: Parameters<typeof authorizePath>[0]) => request(context().app).get(authorizePath(params)).redirects(0);
 
-  describe('errors shown on our own page, never redirected (§2)', () => {
+  describe('errors shown on our own page, never redirected (RFC 6749 §4.1.2.1)', () => {
     const expectErrorPage = (res: request.Response, text: RegExp) => {
       expect(res.status).toBe(400);
       expect(res.headers.location).toBeUndefined();
@@ -105,7 +105,7 @@ describeEachDatabase('GET /authorize', (context) => {
     });
   });
 
-  describe('errors redirected to the client with error, error_description, state and iss (§3)', () => {
+  describe('errors redirected to the client with error, error_description, state and iss (RFC 6749 §4.1.2.1, RFC 9207)', () => {
     const expectRedirectError = (res: request.Response, error: string, state: string | undefined, redirectUri = client.redirectUri) => {
       expect(res.status).toBe(302);
       const location = res.headers.location!;
@@ -164,7 +164,7 @@ describeEachDatabase('GET /authorize', (context) => {
       expectRedirectError(await get(authorizeParams(client, { code_challenge: undefined, state: 's' })), 'invalid_request', 's');
     });
 
-    it('invalid_scope for a scope the client is not registered for (§17)', async () => {
+    it('invalid_scope for a scope the client is not registered for (RFC 6749 §3.3)', async () => {
       expectRedirectError(await get(authorizeParams(client, { scope: 'products:read orders:write', state: 's' })), 'invalid_scope', 's');
     });
 
@@ -194,7 +194,7 @@ describeEachDatabase('GET /authorize', (context) => {
       expect(res.headers.location!.startsWith(`${client.redirectUri}?`)).toBe(true);
     });
 
-    it('redirects with code, the same state and iss after Allow; the code is opaque, random and stored only as a hash (§5)', async () => {
+    it('redirects with code, the same state and iss after Allow; the code is opaque, random and stored only as a hash (RFC 6749 §4.1.2)', async () => {
       const { runtime } = context();
       const browser = new Browser(context().app);
       const params = authorizeParams(client, { state: 'xyz ~ 123' });
@@ -208,7 +208,7 @@ describeEachDatabase('GET /authorize', (context) => {
       const [row] = await runtime.db.select().from(authorizationCodes).where(eq(authorizationCodes.codeHash, sha256(code)));
       expect(row).toBeDefined();
       expect(JSON.stringify(row)).not.toContain(code);
-      expect(row!.scope).toBe('products:read orders:read'); // no scope → the client's defaults (§17)
+      expect(row!.scope).toBe('products:read orders:read'); // no scope → the client's defaults (RFC 6749 §3.3)
       expect(row!.codeChallenge).toBe(params.code_challenge);
       const lifetime = (row!.expiresAt.getTime() - row!.createdAt.getTime()) / 1000;
       expect(lifetime).toBeCloseTo(context().config.authCodeTtl, 0);

@@ -1,5 +1,5 @@
 /**
- * Introspection (issue 3 §15, RFC 7662): client-authenticated; `{"active": false}` and nothing
+ * Introspection (RFC 7662): client-authenticated; `{"active": false}` and nothing
  * else for expired, revoked, malformed or foreign tokens; the claims for active ones.
  */
 import { beforeAll, expect, it } from 'vitest';

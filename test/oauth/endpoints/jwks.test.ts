@@ -1,4 +1,4 @@
-/** The JWKS (issue 3 §13): the current key and retired keys whose tokens may still be live. */
+/** The JWKS: the current key and retired keys whose tokens may still be live. */
 import { beforeAll, expect, it } from 'vitest';
 import request from 'supertest';
 import { decodeProtectedHeader } from 'jose';

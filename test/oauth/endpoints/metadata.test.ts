@@ -1,4 +1,4 @@
-/** Authorization server metadata (issue 3 §12, RFC 8414). */
+/** Authorization server metadata (RFC 8414). */
 import { expect, it } from 'vitest';
 import request from 'supertest';
 import { describeEachDatabase } from '../../support/runtime.js';

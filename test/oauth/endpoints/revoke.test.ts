@@ -1,5 +1,5 @@
 /**
- * Revocation (issue 3 §14, §16, RFC 7009): client-authenticated; a refresh token takes its
+ * Revocation (RFC 7009): client-authenticated; a refresh token takes its
  * whole family with it, an access token goes alone; unknown tokens get 200; another client's
  * token is refused and left alone — and revocation reaches the resource side at once.
  */
@@ -31,7 +31,7 @@ describeEachDatabase('POST /revoke', (context) => {
   const accepts = (accessToken: string) => authenticateBearer(context().runtime.accessTokens, `Bearer ${accessToken}`);
   const refresh = (as: TestClient, refreshToken: string) => tokenRequest(context().app, { grant_type: 'refresh_token', refresh_token: refreshToken }, as);
 
-  it('revoking a refresh token revokes its family: refresh tokens and access tokens (§16: at once on the resource side)', async () => {
+  it('revoking a refresh token revokes its family: refresh tokens and access tokens (RFC 7009 §2.1: at once on the resource side)', async () => {
     const first = await obtainTokens(context().app, context().runtime, client, user);
     const rotated = await refresh(client, first.refresh_token);
     await accepts(rotated.body.access_token); // cached as valid on the resource side

@@ -1,5 +1,5 @@
 /**
- * The token endpoint as an endpoint (issue 3 §10): the response shape and its three headers on
+ * The token endpoint as an endpoint: the response shape and its three headers on
  * success and on every error, grant type dispatch, repeated and unknown parameters, non-form
  * and oversized bodies — and never a 500 for bad input.
  */

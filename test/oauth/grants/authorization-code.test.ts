@@ -1,5 +1,5 @@
 /**
- * grant_type=authorization_code (issue 3 §8 and the RFC 9700 hardening): redirect URI and
+ * grant_type=authorization_code (RFC 9700 hardening): redirect URI and
  * PKCE checks, single use with atomic redemption, replay revoking the family, codes bound to
  * their client, expiry — including the attacks: replay, client A's code redeemed by client B,
  * redirect URI tricks and the PKCE downgrade.

@@ -1,5 +1,5 @@
 /**
- * grant_type=refresh_token (issue 3 §9, §16 and the grace window): rotation, reuse detection
+ * grant_type=refresh_token: rotation, reuse detection
  * revoking the whole family (refresh and access tokens), client binding, scope narrowing,
  * lifetime, hashing, concurrency, and the optional REFRESH_TOKEN_REUSE_GRACE.
  */

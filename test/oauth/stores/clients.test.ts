@@ -1,5 +1,5 @@
 /**
- * Client registration rules (issue 3 hardening): redirect URIs are https, or http on a
+ * Client registration rules: redirect URIs are https, or http on a
  * loopback host, without fragments; secrets are high-entropy and stored as an HMAC.
  */
 import { describe, expect, it } from 'vitest';
