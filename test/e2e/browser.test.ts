@@ -7,25 +7,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
+import { launchChromium, screenshotPath, type Chromium } from '../support/browser.js';
 import { DATABASE_KINDS } from '../support/databases.js';
 import { authorizeParams, authorizePath, buildClient, buildUser, type TestClient, type TestUser } from '../support/oauth.js';
 import { freePort, startTestServer, type RunningTestServer } from '../support/e2e-server.js';
-
-const CHROMIUM = '/usr/bin/chromium';
-const OUTPUT_DIR = path.resolve('test-output');
-const ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-];
 
 /** The third-party application: a separate origin whose callback page just says "back". */
 async function startClientApp(): Promise<{ origin: string; close(): Promise<void> }> {
@@ -44,23 +30,21 @@ for (const kind of DATABASE_KINDS) {
   describe(`Chromium signs in and consents [${kind}]`, () => {
     let server: RunningTestServer;
     let clientApp: Awaited<ReturnType<typeof startClientApp>>;
+    let chromium: Chromium;
     let browser: BrowserContext;
-    let userDataDir: string;
     let user: TestUser;
     const cspViolations: string[] = [];
 
     beforeAll(async () => {
-      mkdirSync(OUTPUT_DIR, { recursive: true });
-      userDataDir = mkdtempSync(path.join(os.tmpdir(), 'fieldgate-chromium-'));
       [server, clientApp] = await Promise.all([startTestServer(kind), startClientApp()]);
       user = await buildUser(server.context.runtime, { username: `alice-${kind}`, password: 'correct horse battery staple' });
-      browser = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, args: ARGS, headless: true });
+      chromium = await launchChromium();
+      browser = chromium.context;
     });
 
     afterAll(async () => {
-      await browser?.close();
+      await chromium?.close();
       await Promise.all([server?.close(), clientApp?.close()]);
-      if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
     });
 
     async function newPage(): Promise<Page> {
@@ -82,7 +66,7 @@ for (const kind of DATABASE_KINDS) {
 
       await page.goto(`${server.baseUrl}${authorizePath(params)}`);
       expect(await page.locator('h1').textContent()).toBe('Sign in');
-      await page.screenshot({ path: path.join(OUTPUT_DIR, `login-page-${kind}.png`), fullPage: true });
+      await page.screenshot({ path: screenshotPath(`login-page-${kind}.png`), fullPage: true });
 
       await page.fill('input[name="username"]', user.username);
       await page.fill('input[name="password"]', user.password);
@@ -91,7 +75,7 @@ for (const kind of DATABASE_KINDS) {
       expect(await page.locator('h1').textContent()).toContain('Photo Printing Co.');
       const scopes = await page.locator('ul.scopes li').allTextContents();
       expect(scopes).toEqual(['See the product catalogue', 'See your orders']);
-      await page.screenshot({ path: path.join(OUTPUT_DIR, `consent-page-${kind}.png`), fullPage: true });
+      await page.screenshot({ path: screenshotPath(`consent-page-${kind}.png`), fullPage: true });
 
       await Promise.all([page.waitForURL((url) => url.origin === clientApp.origin), page.click('button[value="allow"]')]);
       const landed = new URL(page.url());
@@ -128,13 +112,9 @@ for (const kind of DATABASE_KINDS) {
 
     it('shows a wrong password as an error on the login page', async () => {
       const client = await registerClient('Another App');
-      const context = await chromium.launchPersistentContext(mkdtempSync(path.join(os.tmpdir(), 'fieldgate-chromium-')), {
-        executablePath: CHROMIUM,
-        args: ARGS,
-        headless: true,
-      });
+      const other = await launchChromium();
       try {
-        const page = await context.newPage();
+        const page = await other.context.newPage();
         await page.goto(`${server.baseUrl}${authorizePath(authorizeParams(client))}`);
         await page.fill('input[name="username"]', user.username);
         await page.fill('input[name="password"]', 'wrong password');
@@ -142,7 +122,7 @@ for (const kind of DATABASE_KINDS) {
         expect(await page.locator('[role="alert"]').textContent()).toBe('The username or password is incorrect.');
         expect(await page.inputValue('input[name="username"]')).toBe(user.username);
       } finally {
-        await context.close();
+        await other.close();
       }
     });
 

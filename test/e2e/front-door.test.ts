@@ -6,37 +6,29 @@
  * test-output/.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
+import { launchChromium, screenshotPath, type Chromium } from '../support/browser.js';
 import { seedDemo, type DemoSeedResult } from '../../src/demo/seed.js';
 import { startTestServer, type RunningTestServer } from '../support/e2e-server.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const OUTPUT_DIR = path.resolve('test-output');
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
-
 describe('the front door in Chromium', () => {
   let server: RunningTestServer;
+  let chromium: Chromium;
   let browser: BrowserContext;
-  let userDataDir: string;
   let demo: DemoSeedResult;
   let accessToken: string;
   const problems: string[] = [];
 
   beforeAll(async () => {
-    mkdirSync(OUTPUT_DIR, { recursive: true });
-    userDataDir = mkdtempSync(path.join(os.tmpdir(), 'fieldgate-chromium-'));
     server = await startTestServer('pglite', { DEMO: 'true' });
     demo = await seedDemo(server.context.runtime);
-    browser = await chromium.launchPersistentContext(userDataDir, { executablePath: CHROMIUM, args: ARGS, headless: true, viewport: { width: 1280, height: 900 } });
+    chromium = await launchChromium({ viewport: { width: 1280, height: 900 } });
+    browser = chromium.context;
   });
 
   afterAll(async () => {
-    await browser?.close();
+    await chromium?.close();
     await server?.close();
-    if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
   });
 
   async function newPage(): Promise<Page> {
@@ -57,7 +49,7 @@ describe('the front door in Chromium', () => {
     expect(await page.locator('h1').textContent()).toBe('Welcome');
     expect(await page.locator('#api-reference').getAttribute('href')).toBe('/api-reference');
     expect(await page.locator('#graphiql').getAttribute('href')).toBe('/graphql');
-    await page.screenshot({ path: path.join(OUTPUT_DIR, 'front-door-home.png'), fullPage: true });
+    await page.screenshot({ path: screenshotPath('front-door-home.png'), fullPage: true });
 
     await Promise.all([page.waitForURL((url) => url.pathname === '/authorize'), page.click('#sign-in')]);
     await page.fill('input[name="username"]', 'demo');
@@ -68,7 +60,7 @@ describe('the front door in Chromium', () => {
     const curl = (await page.locator('#curl').textContent())!;
     expect(code).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(await page.locator('button[data-copy="curl"]').isVisible()).toBe(true);
-    await page.screenshot({ path: path.join(OUTPUT_DIR, 'front-door-callback.png'), fullPage: true });
+    await page.screenshot({ path: screenshotPath('front-door-callback.png'), fullPage: true });
 
     // What the printed curl command does, with the demo client secret.
     const verifier = /code_verifier=(\S+)/.exec(curl)![1]!;
@@ -98,12 +90,12 @@ describe('the front door in Chromium', () => {
     await page.keyboard.press('ControlOrMeta+A');
     await page.keyboard.press('Delete');
     await page.keyboard.insertText(JSON.stringify({ Authorization: `Bearer ${accessToken}` }));
-    await page.screenshot({ path: path.join(OUTPUT_DIR, 'front-door-graphiql-headers.png') });
+    await page.screenshot({ path: screenshotPath('front-door-graphiql-headers.png') });
     await page.locator('.graphiql-execute-button').click();
     const response = page.locator('.graphiql-response');
     await expect.poll(async () => response.textContent(), { timeout: 30_000 }).toContain('priceCents');
     expect(await response.textContent()).not.toContain('UNAUTHENTICATED');
-    await page.screenshot({ path: path.join(OUTPUT_DIR, 'front-door-graphiql.png') });
+    await page.screenshot({ path: screenshotPath('front-door-graphiql.png') });
     await page.close();
   });
 
@@ -117,7 +109,7 @@ describe('the front door in Chromium', () => {
     const status = operation.locator('.live-responses-table .response .response-col_status').first();
     await expect.poll(async () => (await status.textContent())?.trim(), { timeout: 30_000 }).toBe('200');
     expect(await operation.locator('.live-responses-table .response .response-col_description').first().textContent()).toContain('"priceCents"');
-    await page.screenshot({ path: path.join(OUTPUT_DIR, 'front-door-api-reference.png'), fullPage: true });
+    await page.screenshot({ path: screenshotPath('front-door-api-reference.png'), fullPage: true });
     await page.close();
   });
 

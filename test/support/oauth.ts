@@ -49,6 +49,17 @@ export async function buildUser(runtime: Runtime, overrides: Partial<Omit<TestUs
   return { id, username, password };
 }
 
+/** Two confidential clients, a public one and a user: the cast of the token-endpoint suites. */
+export async function buildTokenCast(runtime: Runtime): Promise<{ client: TestClient; other: TestClient; publicClient: TestClient; user: TestUser }> {
+  const [client, other, publicClient, user] = await Promise.all([
+    buildClient(runtime),
+    buildClient(runtime),
+    buildClient(runtime, { isPublic: true }),
+    buildUser(runtime),
+  ]);
+  return { client, other, publicClient, user };
+}
+
 export function pkcePair(): { verifier: string; challenge: string } {
   const verifier = randomBytes(32).toString('base64url');
   return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };

@@ -13,8 +13,9 @@ import type { Client } from '../stores/clients.js';
 import { authenticatedClient, clientAuthentication } from '../client-auth.js';
 import type { OAuthContext } from '../context.js';
 import { InvalidToken } from '../errors.js';
-import { jsonErrorHandler, onlyPost, sendJson } from '../json-response.js';
-import { bodyParameters, formBody } from '../params.js';
+import { sendJson } from '../json-response.js';
+import { bodyParameters } from '../params.js';
+import { addPostEndpoint } from './post-endpoint.js';
 import { looksLikeJwt, REVOKE_PARAMETERS } from './revoke.js';
 import { formatScope } from '../scopes.js';
 
@@ -72,10 +73,10 @@ function introspectHandler(oauth: OAuthContext): RequestHandler {
 }
 
 export function addIntrospectionEndpoint(router: express.Router, oauth: OAuthContext, cors: RequestHandler): void {
-  router
-    .route('/introspect')
-    .options(cors)
-    .post(cors, ...formBody, clientAuthentication(oauth, { confidentialOnly: true }), introspectHandler(oauth))
-    .all(cors, onlyPost);
-  router.use('/introspect', jsonErrorHandler(oauth.logger));
+  addPostEndpoint(router, {
+    path: '/introspect',
+    cors,
+    logger: oauth.logger,
+    steps: [clientAuthentication(oauth, { confidentialOnly: true }), introspectHandler(oauth)],
+  });
 }

@@ -10,8 +10,9 @@ import type { Client } from '../stores/clients.js';
 import { authenticatedClient, clientAuthentication } from '../client-auth.js';
 import type { OAuthContext } from '../context.js';
 import { InvalidRequest, InvalidToken } from '../errors.js';
-import { jsonErrorHandler, noStore, onlyPost } from '../json-response.js';
-import { bodyParameters, formBody } from '../params.js';
+import { noStore } from '../json-response.js';
+import { bodyParameters } from '../params.js';
+import { addPostEndpoint } from './post-endpoint.js';
 
 export const REVOKE_PARAMETERS = ['token', 'token_type_hint'] as const;
 
@@ -60,10 +61,5 @@ function revokeHandler(oauth: OAuthContext): RequestHandler {
 }
 
 export function addRevocationEndpoint(router: express.Router, oauth: OAuthContext, cors: RequestHandler): void {
-  router
-    .route('/revoke')
-    .options(cors)
-    .post(cors, ...formBody, clientAuthentication(oauth), revokeHandler(oauth))
-    .all(cors, onlyPost);
-  router.use('/revoke', jsonErrorHandler(oauth.logger));
+  addPostEndpoint(router, { path: '/revoke', cors, logger: oauth.logger, steps: [clientAuthentication(oauth), revokeHandler(oauth)] });
 }

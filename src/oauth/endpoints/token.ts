@@ -11,8 +11,9 @@ import { InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from '../err
 import * as authorizationCode from '../grants/authorization-code.js';
 import type { Grant } from '../grants/grant.js';
 import * as refreshToken from '../grants/refresh-token.js';
-import { jsonErrorHandler, noStore, onlyPost, sendJson } from '../json-response.js';
-import { bodyParameters, formBody } from '../params.js';
+import { noStore, sendJson } from '../json-response.js';
+import { bodyParameters } from '../params.js';
+import { addPostEndpoint } from './post-endpoint.js';
 import { GRANT_TYPES_SUPPORTED } from '../../policy.js';
 
 /** One module per grant type; which of them are offered is policy (POLICY.grantTypes). */
@@ -56,10 +57,10 @@ function callGrantHandler(oauth: OAuthContext): RequestHandler {
 }
 
 export function addTokenEndpoint(router: express.Router, oauth: OAuthContext, cors: RequestHandler): void {
-  router
-    .route('/token')
-    .options(cors)
-    .post(cors, preventCaching, ...formBody, findGrantType, clientAuthentication(oauth), checkClientGrantType, callGrantHandler(oauth))
-    .all(cors, onlyPost);
-  router.use('/token', jsonErrorHandler(oauth.logger));
+  addPostEndpoint(router, {
+    path: '/token',
+    cors,
+    logger: oauth.logger,
+    steps: [preventCaching, findGrantType, clientAuthentication(oauth), checkClientGrantType, callGrantHandler(oauth)],
+  });
 }

@@ -7,6 +7,7 @@
 import { and, eq, gt, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { authorizationCodes, consents, grants, users } from '../../db/schema.js';
+import { consumeIfUnused } from './consumable.js';
 import { insertRefreshTokenFrom } from './refresh-tokens.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
 import { randomToken, sha256 } from '../../crypto/secrets.js';
@@ -130,13 +131,13 @@ export class AuthorizationCodeStore {
     }>(
       this.db,
       sql`
-        with redeemed as (
-          update ${authorizationCodes} set consumed_at = now()
-          where code_hash = ${sha256(code)} and client_id = ${clientId}
-            and consumed_at is null and expires_at > now()
-            and not exists (select 1 from ${grants} g where g.id = ${authorizationCodes.grantId} and g.revoked_at is not null)
-          returning grant_id, client_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method
-        )${refreshToken ? sql`, issued as (${insertRefreshTokenFrom(sql`redeemed`, refreshToken)})` : sql``}
+        with redeemed as (${consumeIfUnused({
+          table: authorizationCodes,
+          hashColumn: authorizationCodes.codeHash,
+          hash: sha256(code),
+          clientId,
+          returning: sql.raw('grant_id, client_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method'),
+        })})${refreshToken ? sql`, issued as (${insertRefreshTokenFrom(sql`redeemed`, refreshToken)})` : sql``}
         select grant_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method from redeemed`,
     );
     if (!row) return undefined;

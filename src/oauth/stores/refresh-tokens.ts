@@ -13,6 +13,7 @@ import type { Db } from '../../db/database.js';
 import { grants, refreshTokens } from '../../db/schema.js';
 import { hmacSha256, randomToken, sha256 } from '../../crypto/secrets.js';
 import { queryRows, toDate } from './rows.js';
+import { consumeIfUnused } from './consumable.js';
 
 export interface RefreshTokenFamily {
   grantId: string;
@@ -100,13 +101,13 @@ export class RefreshTokenStore {
     const [row] = await queryRows<{ grant_id: string; client_id: string; user_id: number; scope: string }>(
       this.db,
       sql`
-        with retired as (
-          update ${refreshTokens} set consumed_at = now()
-          where token_hash = ${sha256(token)} and client_id = ${clientId}
-            and consumed_at is null and expires_at > now()
-            and not exists (select 1 from ${grants} g where g.id = ${refreshTokens.grantId} and g.revoked_at is not null)
-          returning grant_id, client_id, user_id, scope
-        )
+        with retired as (${consumeIfUnused({
+          table: refreshTokens,
+          hashColumn: refreshTokens.tokenHash,
+          hash: sha256(token),
+          clientId,
+          returning: sql.raw('grant_id, client_id, user_id, scope'),
+        })})
         ${insertRefreshTokenFrom(sql`retired`, { tokenHash: sha256(successor), ttlSeconds: this.ttlSeconds })}
         returning grant_id, client_id, user_id, scope`,
     );

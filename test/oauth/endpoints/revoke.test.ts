@@ -7,7 +7,7 @@ import { beforeAll, expect, it } from 'vitest';
 import request from 'supertest';
 import { authenticateBearer } from '../../../src/tokens/bearer.js';
 import { describeEachDatabase } from '../../support/runtime.js';
-import { basic, buildClient, buildUser, obtainTokens, securityEvents, tokenRequest, type TestClient, type TestUser } from '../../support/oauth.js';
+import { basic, buildTokenCast, obtainTokens, securityEvents, tokenRequest, type TestClient, type TestUser } from '../../support/oauth.js';
 
 describeEachDatabase('POST /revoke', (context) => {
   let client: TestClient;
@@ -16,11 +16,7 @@ describeEachDatabase('POST /revoke', (context) => {
   let user: TestUser;
 
   beforeAll(async () => {
-    const { runtime } = context();
-    client = await buildClient(runtime);
-    other = await buildClient(runtime);
-    publicClient = await buildClient(runtime, { isPublic: true });
-    user = await buildUser(runtime);
+    ({ client, other, publicClient, user } = await buildTokenCast(context().runtime));
   });
 
   const revoke = (as: TestClient, fields: Record<string, string>) => {

@@ -13,8 +13,7 @@ import { describeEachDatabase } from '../../support/runtime.js';
 import {
   authorizeParams,
   Browser,
-  buildClient,
-  buildUser,
+  buildTokenCast,
   issueCode,
   redirectParams,
   securityEvents,
@@ -30,11 +29,7 @@ describeEachDatabase('authorization_code grant', (context) => {
   let user: TestUser;
 
   beforeAll(async () => {
-    const { runtime } = context();
-    clientA = await buildClient(runtime);
-    clientB = await buildClient(runtime);
-    publicClient = await buildClient(runtime, { isPublic: true });
-    user = await buildUser(runtime);
+    ({ client: clientA, other: clientB, publicClient, user } = await buildTokenCast(context().runtime));
   });
 
   const redeem = (client: TestClient, fields: Record<string, string | undefined>) =>

@@ -9,7 +9,7 @@ import { grants, refreshTokens } from '../../../src/db/schema.js';
 import { authenticateBearer } from '../../../src/tokens/bearer.js';
 import { sha256 } from '../../../src/crypto/secrets.js';
 import { describeEachDatabase } from '../../support/runtime.js';
-import { buildClient, buildUser, obtainTokens, securityEvents, tokenRequest, type TestClient, type TestUser } from '../../support/oauth.js';
+import { buildClient, buildTokenCast, buildUser, obtainTokens, securityEvents, tokenRequest, type TestClient, type TestUser } from '../../support/oauth.js';
 
 describeEachDatabase('refresh_token grant', (context) => {
   let client: TestClient;
@@ -18,11 +18,7 @@ describeEachDatabase('refresh_token grant', (context) => {
   let user: TestUser;
 
   beforeAll(async () => {
-    const { runtime } = context();
-    client = await buildClient(runtime);
-    other = await buildClient(runtime);
-    publicClient = await buildClient(runtime, { isPublic: true });
-    user = await buildUser(runtime);
+    ({ client, other, publicClient, user } = await buildTokenCast(context().runtime));
   });
 
   const refresh = (target: TestClient, refreshToken: string, scope?: string) =>
