@@ -212,6 +212,19 @@ describeEachDatabase('REST products', (context) => {
       `);
     });
 
+    it('GET /products/{id}?fields=id,name is one statement, as the README architecture section shows', async () => {
+      let body: unknown;
+      const statements = await captureSql(context().runtime, async () => {
+        body = (await get(`/products/${full.id}?fields=id,name`)).body;
+      });
+      expect(body).toEqual({ id: full.id, name: 'Trail Backpack' });
+      expect(statements).toMatchInlineSnapshot(`
+        [
+          "select "d0"."id" as "id", "d0"."name" as "name" from "products" as "d0" where "d0"."id" = $1 limit $2",
+        ]
+      `);
+    });
+
     it('reads the seller and reviews only when they are named, still in one statement', async () => {
       const statements = await captureSql(context().runtime, () => get('/products?fields=name,seller.name'));
       expect(statements).toHaveLength(1);
