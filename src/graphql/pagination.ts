@@ -5,8 +5,9 @@
  * the one relational statement and costed the same way, so no accepted request loads more rows
  * than GRAPHQL_MAX_COST.
  */
+import type { ObjectRef } from '@pothos/core';
 import { sql } from 'drizzle-orm';
-import { builder } from './builder.js';
+import { builder, type SchemaTypes } from './builder.js';
 import { GqlInvalidArgument } from './errors.js';
 
 export const DEFAULT_PAGE_SIZE = 50;
@@ -82,4 +83,68 @@ export function nestedListCost(bounds: NestedListBounds) {
     const limit = args.limit ?? bounds.defaultSize;
     return { field: 1, multiplier: Math.min(Math.max(limit, 1), bounds.maxSize) };
   };
+}
+
+// ---------------------------------------------------------------- cursor connections (Relay)
+
+/** `first` as a page size: absent or 0 is the default, above the maximum is the maximum (AIP-158), negative is refused. */
+export function connectionSize(first: number | null | undefined): number {
+  if (first === null || first === undefined || first === 0) return DEFAULT_PAGE_SIZE;
+  if (first < 0) throw new GqlInvalidArgument(`first must not be negative, got ${first}`, { extensions: { field: 'first' } });
+  return Math.min(first, MAX_PAGE_SIZE);
+}
+
+/** The arguments of every connection field. */
+export const connectionArgs = builder.args((t) => ({
+  first: t.int({ description: `Page size: absent or 0 means ${DEFAULT_PAGE_SIZE}; more than ${MAX_PAGE_SIZE} means ${MAX_PAGE_SIZE}.` }),
+  after: t.string({ description: 'The `endCursor` of the previous page; valid only with the same `filter` and `orderBy`.' }),
+  orderBy: t.string({ description: 'AIP-132 order, such as `priceCents desc, name`; `id` breaks ties.' }),
+  filter: t.string({ description: 'AIP-160 filter, such as `priceCents < 5000 AND seller.name = "Acme"`.' }),
+}));
+
+/** A connection costs its page size times its selection, like a list. */
+export function connectionCost(args: { first?: number | null }): { field: number; multiplier: number } {
+  const first = args.first ?? 0;
+  return { field: 1, multiplier: first <= 0 ? DEFAULT_PAGE_SIZE : Math.min(first, MAX_PAGE_SIZE) };
+}
+
+export interface PageInfoShape {
+  hasNextPage: boolean;
+  hasPreviousPage: boolean;
+  startCursor: string | null;
+  endCursor: string | null;
+}
+
+export const PageInfo = builder.objectRef<PageInfoShape>('PageInfo').implement({
+  description: 'Where a page of a connection stands (Relay cursor connections). Paging is forward only.',
+  fields: (t) => ({
+    hasNextPage: t.exposeBoolean('hasNextPage'),
+    hasPreviousPage: t.exposeBoolean('hasPreviousPage', { description: 'Always false: pages are read forward.' }),
+    startCursor: t.exposeString('startCursor', { nullable: true }),
+    endCursor: t.exposeString('endCursor', { nullable: true, description: 'Pass as `after` for the next page; null on an empty page.' }),
+  }),
+});
+
+/** One page of a connection: the rows and a lazily signed cursor per row. */
+export interface ConnectionShape<Row> {
+  nodes: Row[];
+  edges: { node: Row; cursor: () => string }[];
+  pageInfo: PageInfoShape;
+}
+
+/** `<Name>Connection { edges { cursor node } nodes pageInfo }` and `<Name>Edge` over a node type. */
+export function connectionType<Row>(name: string, node: ObjectRef<PothosSchemaTypes.ExtendDefaultTypes<SchemaTypes>, unknown>) {
+  const Edge = builder.objectRef<{ node: Row; cursor: () => string }>(`${name}Edge`).implement({
+    fields: (t) => ({
+      cursor: t.string({ resolve: (edge) => edge.cursor() }),
+      node: t.field({ type: node, resolve: (edge) => edge.node as never }),
+    }),
+  });
+  return builder.objectRef<ConnectionShape<Row>>(`${name}Connection`).implement({
+    fields: (t) => ({
+      edges: t.field({ type: [Edge], resolve: (connection) => connection.edges }),
+      nodes: t.field({ type: [node], resolve: (connection) => connection.nodes as never }),
+      pageInfo: t.field({ type: PageInfo, resolve: (connection) => connection.pageInfo }),
+    }),
+  });
 }

@@ -2,12 +2,53 @@ import { sql } from 'drizzle-orm';
 import { products } from '../../db/schema.js';
 import { builder } from '../builder.js';
 import { needsScope } from '../scopes.js';
-import { nestedLimit, nestedListArgs, nestedListCost, page, pageArgs, pageCost, pagePlaceholders, type NestedListBounds } from '../pagination.js';
+import {
+  connectionArgs,
+  connectionCost,
+  connectionType,
+  nestedLimit,
+  nestedListArgs,
+  nestedListCost,
+  page,
+  pageArgs,
+  pageCost,
+  pagePlaceholders,
+  type NestedListBounds,
+} from '../pagination.js';
+import { listArgs, listQuery, orderByOf, resolveConnection, type ListSpec } from '../listing.js';
 
 /** A product's reviews, oldest first; a product can have any number of them. */
 export const REVIEWS: NestedListBounds = { field: 'reviews', defaultSize: 10, maxSize: 50 };
 
 type ProductRow = typeof products.$inferSelect;
+
+/** What the catalogue may be filtered and sorted by; `price` is short for `priceCents`. */
+export const PRODUCT_LIST: ListSpec = {
+  name: 'products',
+  filter: {
+    id: { column: 'id', type: 'int' },
+    name: { column: 'name', type: 'string' },
+    description: { column: 'description', type: 'string' },
+    priceCents: { column: 'priceCents', type: 'int' },
+    price: { column: 'priceCents', type: 'int' },
+    currency: { column: 'currency', type: 'string' },
+    createdAt: { column: 'createdAt', type: 'timestamp' },
+    updatedAt: { column: 'updatedAt', type: 'timestamp' },
+    'seller.id': { relation: 'seller', column: 'id', type: 'int' },
+    'seller.name': { relation: 'seller', column: 'name', type: 'string' },
+    'seller.rating': { relation: 'seller', column: 'rating', type: 'float' },
+    'reviews.rating': { relation: 'reviews', column: 'rating', type: 'int' },
+    'reviews.author': { relation: 'reviews', column: 'author', type: 'string' },
+  },
+  sort: {
+    id: { column: 'id', type: 'int' },
+    name: { column: 'name', type: 'string' },
+    priceCents: { column: 'priceCents', type: 'int' },
+    price: { column: 'priceCents', type: 'int' },
+    createdAt: { column: 'createdAt', type: 'timestamp' },
+  },
+  defaultOrder: [{ field: 'id', direction: 'asc' }],
+};
 
 export const Product = builder.drizzleObject('products', {
   name: 'Product',
@@ -33,18 +74,29 @@ export const Product = builder.drizzleObject('products', {
   }),
 });
 
+const ProductConnection = connectionType<ProductRow>('Product', Product);
+
 builder.queryFields((t) => ({
   products: t.drizzleField({
     type: [Product],
     description: 'The catalogue, by id.',
     extensions: needsScope('products:read'),
-    args: pageArgs,
+    args: { ...pageArgs, ...listArgs },
     complexity: pageCost,
     resolve: (query, _root, args, context) => {
       const { limit, offset } = page(args, context);
-      const config = query({ orderBy: { id: 'asc' }, ...pagePlaceholders });
-      return context.queries.findMany<ProductRow>(context.db, 'products', config, { limit, offset });
+      const { filter, keys } = listQuery(PRODUCT_LIST, args);
+      const config = query({ ...(filter.where && { where: filter.where as never }), orderBy: orderByOf(keys), ...pagePlaceholders });
+      return context.queries.findMany<ProductRow>(context.db, 'products', config, { ...filter.values, limit, offset });
     },
+  }),
+  productsConnection: t.field({
+    type: ProductConnection,
+    description: 'The catalogue as a cursor connection: filtered (AIP-160), ordered (AIP-132, id by default) and paged by `after`.',
+    extensions: needsScope('products:read'),
+    args: connectionArgs,
+    complexity: connectionCost,
+    resolve: (_root, args, context, info) => resolveConnection<ProductRow>({ spec: PRODUCT_LIST, table: 'products', typeName: 'Product', args }, context, info),
   }),
   product: t.drizzleField({
     type: Product,
