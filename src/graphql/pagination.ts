@@ -125,6 +125,8 @@ export const PageInfo = builder.objectRef<PageInfoShape>('PageInfo').implement({
   }),
 });
 
+const PAGE_ITEMS = { field: 0, multiplier: 1 };
+
 /** One page of a connection: the rows and a lazily signed cursor per row. */
 export interface ConnectionShape<Row> {
   nodes: Row[];
@@ -142,8 +144,9 @@ export function connectionType<Row>(name: string, node: ObjectRef<PothosSchemaTy
   });
   return builder.objectRef<ConnectionShape<Row>>(`${name}Connection`).implement({
     fields: (t) => ({
-      edges: t.field({ type: [Edge], resolve: (connection) => connection.edges }),
-      nodes: t.field({ type: [node], resolve: (connection) => connection.nodes as never }),
+      // The connection field already multiplies by the page size: the lists inside count once.
+      edges: t.field({ type: [Edge], complexity: PAGE_ITEMS, resolve: (connection) => connection.edges }),
+      nodes: t.field({ type: [node], complexity: PAGE_ITEMS, resolve: (connection) => connection.nodes as never }),
       pageInfo: t.field({ type: PageInfo, resolve: (connection) => connection.pageInfo }),
     }),
   });
