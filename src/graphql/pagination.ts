@@ -9,6 +9,7 @@ import type { ObjectRef } from '@pothos/core';
 import { sql } from 'drizzle-orm';
 import { builder, type SchemaTypes } from './builder.js';
 import { GqlInvalidArgument } from './errors.js';
+import { OrderBySyntaxError, parseOrderBy } from '../api/order-by.js';
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
@@ -57,13 +58,31 @@ export interface NestedListBounds {
   field: string;
   defaultSize: number;
   maxSize: number;
+  /** Fields the list may be ordered by (`orderBy`, AIP-132), as clients write them → Drizzle columns; `id` breaks ties. */
+  sortable: Readonly<Record<string, string>>;
 }
 
-/** The `limit` argument of a nested list field. */
+/** The `limit` and `orderBy` arguments of a nested list field. */
 export function nestedListArgs(bounds: NestedListBounds) {
   return builder.args((t) => ({
     limit: t.int({ defaultValue: bounds.defaultSize, description: `From 1 to ${bounds.maxSize}.` }),
+    orderBy: t.string({ description: `AIP-132 order over ${Object.keys(bounds.sortable).join(', ')}; by id when absent.` }),
   }));
+}
+
+/** The relational `orderBy` of a nested list; INVALID_ARGUMENT naming `<field>.orderBy` for anything not sortable. */
+export function nestedOrder(bounds: NestedListBounds, args: { orderBy?: string | null }): Record<string, 'asc' | 'desc'> {
+  let terms;
+  try {
+    terms = parseOrderBy(args.orderBy ?? '', new Set(Object.keys(bounds.sortable)));
+  } catch (error) {
+    if (!(error instanceof OrderBySyntaxError)) throw error;
+    throw new GqlInvalidArgument(`${bounds.field} orderBy ${error.message}`, { extensions: { field: `${bounds.field}.orderBy` } });
+  }
+  const order: Record<string, 'asc' | 'desc'> = {};
+  for (const term of terms) order[bounds.sortable[term.field]!] = term.direction;
+  if (!('id' in order)) order.id = 'asc';
+  return order;
 }
 
 /** The size a nested list loads; INVALID_ARGUMENT outside 1..maxSize. */

@@ -108,6 +108,22 @@ describeEachDatabase('GraphQL cursor connections', (context) => {
     expect(sql).toEqual([]);
   });
 
+  it('orders and bounds each nested list on its own, in the same statement', async () => {
+    const ratings = async (reviewsField: string) => {
+      let result: Awaited<ReturnType<typeof run>> | undefined;
+      const sql = await captureSql(context().runtime, async () => {
+        result = await run(`{ productsConnection(first: 3) { nodes { ${reviewsField} { rating } } } }`);
+      });
+      expect(result!.errors).toBeUndefined();
+      expect(sql).toHaveLength(1);
+      return (result!.data as { productsConnection: { nodes: { reviews: { rating: number }[] }[] } }).productsConnection.nodes.map((node) => node.reviews.map((review) => review.rating));
+    };
+    expect(await ratings('reviews')).toEqual([[1, 2, 3], [1, 2, 3], [1, 2, 3]]);
+    expect(await ratings('reviews(limit: 2, orderBy: "rating desc")')).toEqual([[3, 2], [3, 2], [3, 2]]);
+    const refused = await run('{ productsConnection { nodes { reviews(orderBy: "body") { id } } } }');
+    expect(refused.errors?.[0]?.extensions).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'reviews.orderBy' });
+  });
+
   it("ordersConnection shows only the caller's orders", async () => {
     const { runtime } = context();
     const owner = await issueTestToken(runtime, { scope: 'orders:read' });

@@ -19,6 +19,7 @@ import {
   nestedLimit,
   nestedListArgs,
   nestedListCost,
+  nestedOrder,
   page,
   pageArgs,
   pageCost,
@@ -41,7 +42,7 @@ export const MAX_ITEM_QUANTITY = 1000;
 const MAX_TOTAL_CENTS = 2_147_483_647; // orders.total_cents is a PostgreSQL integer
 
 /** An order's items: by default all of them, since createOrder accepts at most MAX_ORDER_ITEMS. */
-export const ITEMS: NestedListBounds = { field: 'items', defaultSize: MAX_ORDER_ITEMS, maxSize: MAX_ORDER_ITEMS };
+export const ITEMS: NestedListBounds = { field: 'items', defaultSize: MAX_ORDER_ITEMS, maxSize: MAX_ORDER_ITEMS, sortable: { id: 'id', quantity: 'quantity' } };
 
 /** The status graph: where an order may move from each state. */
 export const STATUS_MOVES: Readonly<Record<OrderStatusValue, readonly OrderStatusValue[]>> = {
@@ -116,7 +117,7 @@ export const Order = builder.drizzleObject('orders', {
       description: `The order's items in the order they were given: the first \`limit\` (default and at most ${ITEMS.maxSize}, which is every item).`,
       args: nestedListArgs(ITEMS),
       complexity: nestedListCost(ITEMS),
-      query: (args) => ({ orderBy: { id: 'asc' }, limit: nestedLimit(ITEMS, args) }),
+      query: (args) => ({ orderBy: nestedOrder(ITEMS, args), limit: nestedLimit(ITEMS, args) }),
     }),
     totalCents: t.exposeInt('totalCents'),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),

@@ -9,6 +9,7 @@ import {
   nestedLimit,
   nestedListArgs,
   nestedListCost,
+  nestedOrder,
   page,
   pageArgs,
   pageCost,
@@ -18,7 +19,7 @@ import {
 import { listArgs, listQuery, orderByOf, resolveConnection, type ListSpec } from '../listing.js';
 
 /** A product's reviews, oldest first; a product can have any number of them. */
-export const REVIEWS: NestedListBounds = { field: 'reviews', defaultSize: 10, maxSize: 50 };
+export const REVIEWS: NestedListBounds = { field: 'reviews', defaultSize: 10, maxSize: 50, sortable: { id: 'id', rating: 'rating', createdAt: 'createdAt' } };
 
 type ProductRow = typeof products.$inferSelect;
 
@@ -64,10 +65,10 @@ export const Product = builder.drizzleObject('products', {
     seller: t.relation('seller'),
     shippingPolicy: t.relation('shippingPolicy', { nullable: true }),
     reviews: t.relation('reviews', {
-      description: `The product's reviews, oldest first: the first \`limit\` (default ${REVIEWS.defaultSize}, at most ${REVIEWS.maxSize}).`,
+      description: `The product's reviews, oldest first unless \`orderBy\` says otherwise: the first \`limit\` (default ${REVIEWS.defaultSize}, at most ${REVIEWS.maxSize}).`,
       args: nestedListArgs(REVIEWS),
       complexity: nestedListCost(REVIEWS),
-      query: (args) => ({ orderBy: { id: 'asc' }, limit: nestedLimit(REVIEWS, args) }),
+      query: (args) => ({ orderBy: nestedOrder(REVIEWS, args), limit: nestedLimit(REVIEWS, args) }),
     }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
