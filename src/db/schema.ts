@@ -184,6 +184,10 @@ export const products = pgTable(
   },
   (t) => [
     index('products_seller_idx').on(t.sellerId),
+    // Sortable list fields (order_by), each with id as the keyset tie-breaker.
+    index('products_name_id_idx').on(t.name, t.id),
+    index('products_price_id_idx').on(t.priceCents, t.id),
+    index('products_created_id_idx').on(t.createdAt, t.id),
     check('products_price_nonnegative', sql`${t.priceCents} >= 0`),
   ],
 );
@@ -218,7 +222,13 @@ export const orders = pgTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [index('orders_user_idx').on(t.userId)],
+  (t) => [
+    index('orders_user_idx').on(t.userId),
+    // Sortable list fields (order_by) within one user's orders, id as the keyset tie-breaker.
+    index('orders_user_id_idx').on(t.userId, t.id),
+    index('orders_user_created_id_idx').on(t.userId, t.createdAt, t.id),
+    index('orders_user_total_id_idx').on(t.userId, t.totalCents, t.id),
+  ],
 );
 
 export const orderItems = pgTable(

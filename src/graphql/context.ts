@@ -4,6 +4,7 @@
  */
 import type { Db } from '../db/database.js';
 import type { RelationalQueryCache } from '../db/performance/relational-query-cache.js';
+import type { PageTokens } from '../api/page-token.js';
 import type { Logger } from '../logger.js';
 import type { Principal } from '../tokens/access-token.js';
 
@@ -13,6 +14,8 @@ export interface GraphQLContext {
   /** Relational queries kept built across requests (see relational-query-cache.ts). */
   queries: RelationalQueryCache;
   logger: Logger;
+  /** Signs and checks list cursors / REST page tokens (see api/page-token.ts). */
+  pageTokens: PageTokens;
   /** Root lists load one row past `limit` (see pagination.ts `page`); only the REST layer asks. */
   pageLookahead?: boolean;
 }

@@ -28,6 +28,8 @@ import {
 import type { Db } from '../db/database.js';
 import { RelationalQueryCache } from '../db/performance/relational-query-cache.js';
 import type { Logger } from '../logger.js';
+import { PageTokens } from '../api/page-token.js';
+import { randomToken } from '../crypto/secrets.js';
 import type { Principal } from '../tokens/access-token.js';
 import type { GraphQLContext } from './context.js';
 import { GqlError, GqlForbidden, GqlInternalServerError, GqlInvalidArgument, maskError, rejectRequest } from './errors.js';
@@ -67,6 +69,8 @@ export interface ExecutorOptions {
   db: Db;
   logger: Logger;
   limits: GraphQLLimits;
+  /** Signs list cursors; a random per-process key when absent (tests), the deployment's key in production. */
+  pageTokens?: PageTokens;
   /** Characters of document text kept in the cache (each text counts its length). */
   cacheSize?: number;
 }
@@ -79,9 +83,11 @@ export class Executor {
   private readonly byText: LRUCache<string, PreparedDocument>;
   private readonly byNode = new WeakMap<DocumentNode, PreparedDocument>();
   private readonly queries = new RelationalQueryCache();
+  private readonly pageTokens: PageTokens;
 
   constructor(private readonly options: ExecutorOptions) {
     this.schema = options.schema;
+    this.pageTokens = options.pageTokens ?? new PageTokens(randomToken(32));
     this.rules = [...specifiedRules, ...limitRules(options.limits)];
     this.byText = new LRUCache({ maxSize: options.cacheSize ?? 4_000_000, sizeCalculation: (_value, key) => key.length + 1 });
   }
@@ -99,6 +105,7 @@ export class Executor {
         db: this.options.db,
         queries: this.queries,
         logger: this.options.logger,
+        pageTokens: this.pageTokens,
         ...(request.pageLookahead && { pageLookahead: true }),
       };
       const variables = request.variables ?? undefined;

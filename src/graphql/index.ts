@@ -11,6 +11,7 @@ import type express from 'express';
 import type { DocumentNode, ExecutionResult, GraphQLSchema } from 'graphql';
 import type { Runtime } from '../runtime.js';
 import type { Principal } from '../tokens/access-token.js';
+import { PageTokens } from '../api/page-token.js';
 import { Executor } from './executor.js';
 import { createGraphQLRouter } from './http.js';
 import type { GraphQLLimits } from './limits.js';
@@ -44,7 +45,7 @@ export interface GraphQLOptions {
 
 export function createGraphQL(runtime: Runtime, options: GraphQLOptions = {}): GraphQLService {
   const limits = { ...runtime.config.graphqlLimits, ...options.limits };
-  const executor = new Executor({ schema, db: runtime.db, logger: runtime.logger, limits });
+  const executor = new Executor({ schema, db: runtime.db, logger: runtime.logger, limits, pageTokens: new PageTokens(runtime.pageTokenSecret) });
   return {
     router: createGraphQLRouter(runtime, executor),
     execute: (request) => executor.run(request),

@@ -16,7 +16,7 @@ export const MAX_BODY_BYTES = 64 * 1024;
 /** Deepest accepted nesting of arrays and objects in a body; our bodies need three levels. */
 export const MAX_BODY_DEPTH = 16;
 
-export type QueryParameter = 'fields' | 'limit' | 'offset' | 'update_mask';
+export type QueryParameter = 'fields' | 'limit' | 'offset' | 'update_mask' | 'page_size' | 'page_token' | 'order_by' | 'filter';
 
 /** One REST operation: how to serve it, and what the OpenAPI document says about it. */
 export interface RestRoute {
@@ -31,7 +31,7 @@ export interface RestRoute {
   query: readonly QueryParameter[];
   /** The body, when there is one: JSON Schema as the OpenAPI document shows it. */
   requestBody?: { description: string; schema: Record<string, unknown> };
-  success: { status: 200 | 201; description: string; schema: Record<string, unknown>; headers: readonly ('ETag' | 'Link' | 'Location')[] };
+  success: { status: 200 | 201; description: string; schema: Record<string, unknown>; headers: readonly ('ETag' | 'Link' | 'Location' | 'Next-Page-Token')[] };
   /** Error statuses this operation can answer besides 400/401/403 (e.g. 404, 409, 412, 413, 415). */
   errors: readonly number[];
   handlers: RequestHandler[];

@@ -23,7 +23,10 @@ import { authorizationServerMetadata, METADATA_PATH } from '../oauth/endpoints/m
 import { MAX_FIELDS_DEPTH, MAX_FIELDS_LENGTH } from './fields.js';
 import type { RestExecutor } from './execute.js';
 import { MAX_BODY_BYTES, type QueryParameter, type RestRoute } from './http.js';
-import { DEFAULT_LIMIT, MAX_INT, MAX_LIMIT } from './paging.js';
+import { DEFAULT_LIMIT, DEFAULT_PAGE_SIZE, MAX_INT, MAX_LIMIT, MAX_PAGE_SIZE } from './paging.js';
+import { MAX_FILTER_DEPTH, MAX_FILTER_LENGTH, MAX_FILTER_TERMS } from '../api/filter.js';
+import { MAX_ORDER_BY_LENGTH } from '../api/order-by.js';
+import { MAX_PAGE_TOKEN_LENGTH } from '../api/page-token.js';
 import { allowedFields, rootFieldType } from './selection.js';
 import { fieldScopes } from '../graphql/scopes.js';
 
@@ -151,11 +154,50 @@ const PARAMETERS: Record<QueryParameter, JsonSchema> = {
       'a page of 200 orders does) is refused with 400: ask for fewer fields or a smaller page.',
     schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT },
   },
+  page_size: {
+    name: 'page_size',
+    in: 'query',
+    required: false,
+    description: `How many items a page holds (AIP-158): absent or 0 means ${DEFAULT_PAGE_SIZE}, more than ${MAX_PAGE_SIZE} means ${MAX_PAGE_SIZE}. The last page may hold fewer.`,
+    schema: { type: 'integer', minimum: 0, default: 0 },
+  },
+  page_token: {
+    name: 'page_token',
+    in: 'query',
+    required: false,
+    description:
+      'The `Next-Page-Token` of the previous page; absent or empty for the first page. Opaque and signed; valid only with the same `filter` and `order_by` ' +
+      '(and caller) as the request that returned it, otherwise 400. Pages read by token never repeat or skip an item, whatever is added or removed meanwhile.',
+    schema: { type: 'string', maxLength: MAX_PAGE_TOKEN_LENGTH },
+  },
+  order_by: {
+    name: 'order_by',
+    in: 'query',
+    required: false,
+    description:
+      'AIP-132 order: comma-separated sortable fields, each optionally followed by `asc` (the default) or `desc`; `id` breaks ties. ' +
+      'Products sort by id, name, priceCents (or price), createdAt; orders by id, createdAt, totalCents. Anything else is 400.',
+    schema: { type: 'string', maxLength: MAX_ORDER_BY_LENGTH },
+    example: 'price desc,name',
+  },
+  filter: {
+    name: 'filter',
+    in: 'query',
+    required: false,
+    description:
+      'AIP-160 filter: comparisons (`=`, `!=`, `<`, `<=`, `>`, `>=`), `:` (has: substring for text, any item for lists, `field:*` for present), ' +
+      '`AND`, `OR` (binds tighter than AND), `NOT` or `-`, parentheses; "strings", numbers, true/false, quoted RFC 3339 timestamps. ' +
+      'Products: id, name, description, priceCents (price), currency, createdAt, updatedAt, seller.id, seller.name, seller.rating, reviews.rating, reviews.author. ' +
+      'Orders: id, status, memo, totalCents, createdAt, updatedAt, items.productId, items.quantity. ' +
+      `Errors are 400 with the position. At most ${MAX_FILTER_LENGTH} characters, ${MAX_FILTER_DEPTH} levels of nesting and ${MAX_FILTER_TERMS} comparisons.`,
+    schema: { type: 'string', maxLength: MAX_FILTER_LENGTH },
+    example: 'price < 5000 AND seller.name = "Acme"',
+  },
   offset: {
     name: 'offset',
     in: 'query',
     required: false,
-    description: 'How many items to skip.',
+    description: 'How many items to skip (legacy, with `limit`: pages drift when items are added or removed; prefer page tokens).',
     schema: { type: 'integer', minimum: 0, maximum: MAX_INT, default: 0 },
   },
   update_mask: {
@@ -184,7 +226,8 @@ const ERROR_STATUS_TEXT: Record<number, string> = {
 
 const HEADERS: Record<string, JsonSchema> = {
   ETag: { description: 'The strong entity tag of the order; send it back in `If-Match`.', schema: { type: 'string' } },
-  Link: { description: 'RFC 8288 link to the next page (`rel="next"`), present only when there is one; it keeps `fields`.', schema: { type: 'string' } },
+  Link: { description: 'RFC 8288 link to the next page (`rel="next"`), present only when there is one; it keeps the other query parameters.', schema: { type: 'string' } },
+  'Next-Page-Token': { description: 'The `page_token` of the next page (AIP-158), present only when there is one.', schema: { type: 'string' } },
   Location: { description: 'The URL of the new order.', schema: { type: 'string', format: 'uri' } },
   'WWW-Authenticate': { description: 'RFC 6750 Bearer challenge.', schema: { type: 'string' } },
 };

@@ -11,10 +11,11 @@ import type { Principal } from '../tokens/access-token.js';
 import { requireScope } from '../tokens/bearer.js';
 import { OAuthError } from '../oauth/errors.js';
 import { parseFields, WHOLE, type FieldTree, type ParsedFields } from './fields.js';
-import { RestFailedPrecondition, fromOAuthError, RestInvalidArgument, RestNotFound } from './errors.js';
+import { RestFailedPrecondition, fromOAuthError, RestInvalidArgument } from './errors.js';
 import type { RestExecutor } from './execute.js';
 import { authenticate, jsonObjectBody, onlyQueryParameters, principalOf, queryParameter, type RestRoute } from './http.js';
-import { fetchPage, idOf, nextLink, pageOf } from './paging.js';
+import { idOf } from './paging.js';
+import { itemRoute, listRoute, readItem, type Collection } from './collection.js';
 import { allowedFields, rootField, rootFieldType, type CompiledOperation } from './selection.js';
 import { parseUpdateMask, planUpdate } from './update-mask.js';
 import { schemaRef } from './openapi.js';
@@ -95,11 +96,19 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
   const orderOperation = (route: string, operation: 'query' | 'mutation', field: string, args: string[], fields: ParsedFields): CompiledOperation =>
     rest.operation({ route, operation, field, args, fields, internal: internalFields(rest.schema, operation, field, ['id', 'etag']) });
 
+  const ORDERS: Collection = {
+    name: 'orders',
+    schemaName: 'Order',
+    scope: 'orders:read',
+    listField: 'orders',
+    connectionField: 'ordersConnection',
+    itemField: 'order',
+    itemInternal: () => internalFields(rest.schema, 'query', 'order', ['id', 'etag']),
+    decorateItem: setEtag,
+  };
   const readOrder = async (id: number, fields: ParsedFields, principal: Principal) => {
-    const operation = orderOperation('orders.get', 'query', 'order', ['id'], fields);
-    const order = await rest.run(operation, { id }, principal);
-    if (order === null) throw new RestNotFound(`no order ${id}`);
-    return { operation, order };
+    const { operation, item } = await readItem(rest, ORDERS, id, fields, principal);
+    return { operation, order: item };
   };
 
   return [
@@ -129,50 +138,16 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
         },
       ],
     },
-    {
-      method: 'get',
-      path: '/orders',
+    listRoute(runtime, rest, ORDERS, {
       operationId: 'listOrders',
       summary: "List the caller's orders",
-      description: 'The orders of the signed-in user, by id. Paged like /products.',
-      scope: 'orders:read',
-      query: ['fields', 'limit', 'offset'],
-      success: { status: 200, description: 'The page of orders.', schema: { type: 'array', items: schemaRef('Order') }, headers: ['Link'] },
-      errors: [],
-      handlers: [
-        authenticate(runtime),
-        onlyQueryParameters(['fields', 'limit', 'offset']),
-        async function listOrders(req, res) {
-          const page = pageOf(req);
-          const fields = parseFields(queryParameter(req, 'fields'));
-          const operation = rest.operation({ route: 'orders.list', operation: 'query', field: 'orders', args: ['limit', 'offset'], fields });
-          const { items, hasNext } = await fetchPage(rest, operation, page, principalOf(res));
-          if (hasNext) res.setHeader('Link', nextLink(runtime, req, page));
-          res.json(operation.project(items));
-        },
-      ],
-    },
-    {
-      method: 'get',
-      path: '/orders/:id',
+      description: 'The orders of the signed-in user, newest first unless `order_by` says otherwise. Filtered and paged like /products.',
+    }),
+    itemRoute(runtime, rest, ORDERS, {
       operationId: 'getOrder',
       summary: 'Get one of the caller’s orders',
       description: "Someone else's order is 404, exactly like a missing one.",
-      scope: 'orders:read',
-      query: ['fields'],
-      success: { status: 200, description: 'The order.', schema: schemaRef('Order'), headers: ['ETag'] },
-      errors: [404],
-      handlers: [
-        authenticate(runtime),
-        onlyQueryParameters(['fields']),
-        async function getOrder(req, res) {
-          const id = idOf(req);
-          const { operation, order } = await readOrder(id, parseFields(queryParameter(req, 'fields')), principalOf(res));
-          setEtag(res, order);
-          res.json(operation.project(order));
-        },
-      ],
-    },
+    }),
     {
       method: 'patch',
       path: '/orders/:id',

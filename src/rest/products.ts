@@ -1,72 +1,32 @@
 /**
  * GET /products and GET /products/{id}: the catalogue, with `fields` choosing what each
- * product carries. Each request becomes `Query.products` / `Query.product` with a selection
- * set built from `fields`.
+ * product carries, `filter` and `order_by` choosing which products and in what order. Each
+ * request becomes one GraphQL operation (`productsConnection`, `products` or `product`).
  */
 import type { Runtime } from '../runtime.js';
-import { parseFields } from './fields.js';
-import { RestNotFound } from './errors.js';
 import type { RestExecutor } from './execute.js';
-import { authenticate, onlyQueryParameters, principalOf, queryParameter, type RestRoute } from './http.js';
-import { fetchPage, idOf, nextLink, pageOf } from './paging.js';
-import { schemaRef } from './openapi.js';
+import type { RestRoute } from './http.js';
+import { itemRoute, listRoute, type Collection } from './collection.js';
+
+const PRODUCTS: Collection = {
+  name: 'products',
+  schemaName: 'Product',
+  scope: 'products:read',
+  listField: 'products',
+  connectionField: 'productsConnection',
+  itemField: 'product',
+};
 
 export function productRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
   return [
-    {
-      method: 'get',
-      path: '/products',
+    listRoute(runtime, rest, PRODUCTS, {
       operationId: 'listProducts',
       summary: 'List products',
-      description: 'Products by id. `limit`/`offset` page the list; a `Link: <…>; rel="next"` header points to the next page when there is one.',
-      scope: 'products:read',
-      query: ['fields', 'limit', 'offset'],
-      success: { status: 200, description: 'The page of products.', schema: { type: 'array', items: schemaRef('Product') }, headers: ['Link'] },
-      errors: [],
-      handlers: [
-        authenticate(runtime),
-        onlyQueryParameters(['fields', 'limit', 'offset']),
-        async function listProducts(req, res) {
-          const page = pageOf(req);
-          const operation = rest.operation({
-            route: 'products.list',
-            operation: 'query',
-            field: 'products',
-            args: ['limit', 'offset'],
-            fields: parseFields(queryParameter(req, 'fields')),
-          });
-          const { items, hasNext } = await fetchPage(rest, operation, page, principalOf(res));
-          if (hasNext) res.setHeader('Link', nextLink(runtime, req, page));
-          res.json(operation.project(items));
-        },
-      ],
-    },
-    {
-      method: 'get',
-      path: '/products/:id',
-      operationId: 'getProduct',
-      summary: 'Get one product',
-      scope: 'products:read',
-      query: ['fields'],
-      success: { status: 200, description: 'The product.', schema: schemaRef('Product'), headers: [] },
-      errors: [404],
-      handlers: [
-        authenticate(runtime),
-        onlyQueryParameters(['fields']),
-        async function getProduct(req, res) {
-          const id = idOf(req);
-          const operation = rest.operation({
-            route: 'products.get',
-            operation: 'query',
-            field: 'product',
-            args: ['id'],
-            fields: parseFields(queryParameter(req, 'fields')),
-          });
-          const product = await rest.run(operation, { id }, principalOf(res));
-          if (product === null) throw new RestNotFound(`no product ${id}`);
-          res.json(operation.project(product));
-        },
-      ],
-    },
+      description:
+        'Products, by id unless `order_by` says otherwise, restricted by `filter`. Paged by `page_size`/`page_token`: ' +
+        'the next page’s token is in `Next-Page-Token` and in `Link: <…>; rel="next"`, absent on the last page. ' +
+        '`limit`/`offset` still work (legacy: their pages drift when products are added or removed).',
+    }),
+    itemRoute(runtime, rest, PRODUCTS, { operationId: 'getProduct', summary: 'Get one product' }),
   ];
 }

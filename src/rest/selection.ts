@@ -219,6 +219,11 @@ export interface OperationSpec {
   fields: ParsedFields;
   /** Fields the layer needs for itself (e.g. `etag` for the ETag header), kept out of the response. */
   internal?: FieldTree;
+  /**
+   * The root field is a cursor connection: the fields select its `nodes`, and the operation
+   * also asks for `pageInfo { hasNextPage endCursor }`.
+   */
+  connection?: boolean;
 }
 
 export interface CompiledOperation {
@@ -247,9 +252,33 @@ export function rootFieldType(schema: GraphQLSchema, operation: 'query' | 'mutat
   return type;
 }
 
+/** The type `fields` selects from: the root field's, or its connection's `nodes`. */
+function itemType(spec: OperationSpec): GraphQLObjectType {
+  const type = rootFieldType(spec.schema, spec.operation, spec.field);
+  if (!spec.connection) return type;
+  const nodes = type.getFields().nodes;
+  const node = nodes && getNamedType(nodes.type);
+  if (!node || !isObjectType(node)) throw new Error(`${spec.field} is not a connection with nodes`);
+  return node;
+}
+
+const field = (name: string, selectionSet?: SelectionSetNode): FieldNode => ({
+  kind: Kind.FIELD,
+  name: { kind: Kind.NAME, value: name },
+  ...(selectionSet && { selectionSet }),
+});
+
+/** `{ nodes { … } pageInfo { endCursor hasNextPage } }` around a node selection. */
+function connectionSelection(nodes: SelectionSetNode): SelectionSetNode {
+  return {
+    kind: Kind.SELECTION_SET,
+    selections: [field('nodes', nodes), field('pageInfo', { kind: Kind.SELECTION_SET, selections: [field('endCursor'), field('hasNextPage')] })],
+  };
+}
+
 function compile(spec: OperationSpec): CompiledOperation {
   const root = rootField(spec.schema, spec.operation, spec.field);
-  const type = rootFieldType(spec.schema, spec.operation, spec.field);
+  const type = itemType(spec);
   // The resource's own scopes: what the root field and its type need anyway.
   const scopes = new Set([...fieldScopes(root)]);
   const requested = resolveSelection(type, spec.fields.tree, new Set(), scopes);
@@ -283,7 +312,7 @@ function compile(spec: OperationSpec): CompiledOperation {
                 name: { kind: Kind.NAME, value: name },
                 value: { kind: Kind.VARIABLE, name: { kind: Kind.NAME, value: name } },
               })),
-              selectionSet: selectionSetOf(selected),
+              selectionSet: spec.connection ? connectionSelection(selectionSetOf(selected)) : selectionSetOf(selected),
             },
           ],
         },
@@ -317,7 +346,7 @@ export class OperationCache {
    * object for the same text) is checked and printed once per root type.
    */
   get(spec: OperationSpec): CompiledOperation {
-    const type = rootFieldType(spec.schema, spec.operation, spec.field);
+    const type = itemType(spec);
     let checkedFor = this.checked.get(spec.fields);
     if (!checkedFor?.has(type)) {
       checkPaths(type, spec.fields.paths);
@@ -325,7 +354,7 @@ export class OperationCache {
       checkedFor.add(type);
     }
     const internal = spec.internal ? this.print(spec.internal) : '';
-    const key = [this.schemaKey(spec.schema), spec.route, spec.operation, spec.field, spec.args.join(','), internal, this.print(spec.fields.tree)].join('\u0000');
+    const key = [this.schemaKey(spec.schema), spec.route, spec.operation, spec.field, spec.args.join(','), internal, this.print(spec.fields.tree), spec.connection ? 'connection' : ''].join('\u0000');
     let compiled = this.cache.get(key);
     if (!compiled) {
       compiled = compile(spec);

@@ -45,7 +45,17 @@ describe('schema', () => {
       etag: 'String!',
     });
     expect(fields('OrderItem')).toEqual({ productId: 'Int!', product: 'Product!', quantity: 'Int!', unitPriceCents: 'Int!' });
-    expect(fields('Query')).toEqual({ products: '[Product!]!', product: 'Product', orders: '[Order!]!', order: 'Order' });
+    expect(fields('Query')).toEqual({
+      products: '[Product!]!',
+      productsConnection: 'ProductConnection!',
+      product: 'Product',
+      orders: '[Order!]!',
+      ordersConnection: 'OrderConnection!',
+      order: 'Order',
+    });
+    expect(fields('ProductConnection')).toEqual({ edges: '[ProductEdge!]!', nodes: '[Product!]!', pageInfo: 'PageInfo!' });
+    expect(fields('ProductEdge')).toEqual({ cursor: 'String!', node: 'Product!' });
+    expect(fields('PageInfo')).toEqual({ hasNextPage: 'Boolean!', hasPreviousPage: 'Boolean!', startCursor: 'String', endCursor: 'String' });
     expect(fields('Mutation')).toEqual({ createOrder: 'Order', updateOrder: 'Order' });
 
     const status = schema.getType('OrderStatus');
@@ -60,7 +70,11 @@ describe('schema', () => {
     expect(products.args.map((arg) => `${arg.name}: ${String(arg.type)} = ${String(arg.defaultValue)}`)).toEqual([
       'limit: Int = 50',
       'offset: Int = 0',
+      'orderBy: String = undefined',
+      'filter: String = undefined',
     ]);
+    const connection = schema.getQueryType()!.getFields().productsConnection!;
+    expect(connection.args.map((arg) => `${arg.name}: ${String(arg.type)}`)).toEqual(['first: Int', 'after: String', 'orderBy: String', 'filter: String']);
     const updateOrder = schema.getMutationType()!.getFields().updateOrder!;
     expect(updateOrder.args.map((arg) => `${arg.name}: ${String(arg.type)}`)).toEqual(['id: Int!', 'input: UpdateOrderInput!', 'etag: String']);
     const input = schema.getType('UpdateOrderInput');

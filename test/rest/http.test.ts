@@ -196,7 +196,7 @@ describeEachDatabase('REST requests', (context) => {
 
     it.each([
       ['/products?field=id', 'field'],
-      ['/products?order_by=name', 'order_by'],
+      ['/products/1?order_by=name', 'order_by'],
       [`/products/1?limit=1`, 'limit'],
       ['/orders?fields=id&update_mask=memo', 'update_mask'],
       ['/orders?fields[]=id', 'fields[]'],

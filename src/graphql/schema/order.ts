@@ -12,7 +12,21 @@ import { and, eq, inArray, or, sql, type SQL } from 'drizzle-orm';
 import { builder } from '../builder.js';
 import type { GraphQLContext } from '../context.js';
 import { GqlFailedPrecondition, GqlInvalidArgument, GqlNotFound, GqlUnauthenticated } from '../errors.js';
-import { nestedLimit, nestedListArgs, nestedListCost, page, pageArgs, pageCost, pagePlaceholders, type NestedListBounds } from '../pagination.js';
+import {
+  connectionArgs,
+  connectionCost,
+  connectionType,
+  nestedLimit,
+  nestedListArgs,
+  nestedListCost,
+  nestedOrder,
+  page,
+  pageArgs,
+  pageCost,
+  pagePlaceholders,
+  type NestedListBounds,
+} from '../pagination.js';
+import { allOf, listArgs, listQuery, orderByOf, resolveConnection, type ListSpec } from '../listing.js';
 import { needsScope } from '../scopes.js';
 import { orderItems, orders, orderStatus, products } from '../../db/schema.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
@@ -30,7 +44,7 @@ export const MAX_ITEM_QUANTITY = 1000;
 const MAX_TOTAL_CENTS = 2_147_483_647; // orders.total_cents is a PostgreSQL integer
 
 /** An order's items: by default all of them, since createOrder accepts at most MAX_ORDER_ITEMS. */
-export const ITEMS: NestedListBounds = { field: 'items', defaultSize: MAX_ORDER_ITEMS, maxSize: MAX_ORDER_ITEMS };
+export const ITEMS: NestedListBounds = { field: 'items', defaultSize: MAX_ORDER_ITEMS, maxSize: MAX_ORDER_ITEMS, sortable: { id: 'id', quantity: 'quantity' } };
 
 /** The status graph: where an order may move from each state. */
 export const STATUS_MOVES: Readonly<Record<OrderStatusValue, readonly OrderStatusValue[]>> = {
@@ -105,7 +119,7 @@ export const Order = builder.drizzleObject('orders', {
       description: `The order's items in the order they were given: the first \`limit\` (default and at most ${ITEMS.maxSize}, which is every item).`,
       args: nestedListArgs(ITEMS),
       complexity: nestedListCost(ITEMS),
-      query: (args) => ({ orderBy: { id: 'asc' }, limit: nestedLimit(ITEMS, args) }),
+      query: (args) => ({ orderBy: nestedOrder(ITEMS, args), limit: nestedLimit(ITEMS, args) }),
     }),
     totalCents: t.exposeInt('totalCents'),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
@@ -120,22 +134,61 @@ export const Order = builder.drizzleObject('orders', {
 
 // ---------------------------------------------------------------- Queries
 
+/** What the caller's orders may be filtered and sorted by; newest first by default. */
+export const ORDER_LIST: ListSpec = {
+  name: 'orders',
+  filter: {
+    id: { column: 'id', type: 'int' },
+    status: { column: 'status', type: 'enum', values: orderStatus.enumValues },
+    memo: { column: 'memo', type: 'string' },
+    totalCents: { column: 'totalCents', type: 'int' },
+    createdAt: { column: 'createdAt', type: 'timestamp' },
+    updatedAt: { column: 'updatedAt', type: 'timestamp' },
+    'items.productId': { relation: 'items', column: 'productId', type: 'int' },
+    'items.quantity': { relation: 'items', column: 'quantity', type: 'int' },
+  },
+  sort: {
+    id: { column: 'id', type: 'int' },
+    createdAt: { column: 'createdAt', type: 'timestamp' },
+    totalCents: { column: 'totalCents', type: 'int' },
+  },
+  defaultOrder: [{ field: 'id', direction: 'desc' }],
+};
+
+const ownOrders = { userId: placeholder('userId') };
+
+const OrderConnection = connectionType<OrderRow>('Order', Order);
+
 builder.queryFields((t) => ({
   orders: t.drizzleField({
     type: [Order],
     description: "The caller's orders, newest first.",
     extensions: needsScope('orders:read'),
-    args: pageArgs,
+    args: { ...pageArgs, ...listArgs },
     complexity: pageCost,
     resolve: (query, _root, args, context) => {
       const { limit, offset } = page(args, context);
+      const { filter, keys } = listQuery(ORDER_LIST, args);
       const config = query({
-        where: { userId: placeholder('userId') },
-        orderBy: { id: 'desc' },
+        where: allOf(ownOrders, filter.where) as never,
+        orderBy: orderByOf(keys),
         ...pagePlaceholders,
       });
-      return context.queries.findMany<OrderRow>(context.db, 'orders', config, { userId: context.principal.userId, limit, offset });
+      return context.queries.findMany<OrderRow>(context.db, 'orders', config, { ...filter.values, userId: context.principal.userId, limit, offset });
     },
+  }),
+  ordersConnection: t.field({
+    type: OrderConnection,
+    description: "The caller's orders as a cursor connection: filtered (AIP-160), ordered (AIP-132, newest first by default) and paged by `after`.",
+    extensions: needsScope('orders:read'),
+    args: connectionArgs,
+    complexity: connectionCost,
+    resolve: (_root, args, context, info) =>
+      resolveConnection<OrderRow>(
+        { spec: ORDER_LIST, table: 'orders', typeName: 'Order', args, scope: { where: ownOrders, values: { userId: context.principal.userId } } },
+        context,
+        info,
+      ),
   }),
   order: t.drizzleField({
     type: Order,

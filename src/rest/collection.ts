@@ -1,0 +1,153 @@
+/**
+ * The two read routes every collection has, `GET /<name>` and `GET /<name>/{id}`, built from one
+ * description of the collection, so products and orders page, filter, sort and address alike.
+ *
+ * A list runs the GraphQL connection (`productsConnection`) when paged by token and the plain
+ * list field (`products`) when paged by `limit`/`offset`; either way one operation, one SQL
+ * statement, and the body is a JSON array.
+ */
+import type { Response } from 'express';
+import type { GraphQLFormattedError } from 'graphql';
+import type { Runtime } from '../runtime.js';
+import type { Scope } from '../oauth/scopes.js';
+import type { Principal } from '../tokens/access-token.js';
+import { parseFields, type FieldTree, type ParsedFields } from './fields.js';
+import { RestError, RestInvalidArgument, RestNotFound } from './errors.js';
+import type { RestExecutor } from './execute.js';
+import { authenticate, onlyQueryParameters, principalOf, queryParameter, type QueryParameter, type RestRoute } from './http.js';
+import { fetchPage, idOf, nextLink, pagingOf } from './paging.js';
+import { schemaRef } from './openapi.js';
+import type { CompiledOperation } from './selection.js';
+
+export interface Collection {
+  /** The first path segment and route prefix: `products`. */
+  name: string;
+  /** The OpenAPI schema of one item. */
+  schemaName: string;
+  scope: Scope;
+  /** GraphQL root fields: the list, its connection, and the one-item field. */
+  listField: string;
+  connectionField: string;
+  itemField: string;
+  /** Fields the layer selects for itself on a single item (e.g. `etag`), kept out of the body. */
+  itemInternal?: () => FieldTree;
+  /** Sets headers from a single item (e.g. its ETag). */
+  decorateItem?: (res: Response, item: unknown) => void;
+}
+
+export const LIST_PARAMETERS: readonly QueryParameter[] = ['fields', 'page_size', 'page_token', 'order_by', 'filter', 'limit', 'offset'];
+
+/** REST parameter names for the GraphQL arguments a list error can name. */
+const REST_PARAMETER: Readonly<Record<string, string>> = { after: 'page_token', orderBy: 'order_by', filter: 'filter', first: 'page_size' };
+
+/** A GraphQL argument error in REST terms: `orderBy …` becomes `order_by …`, `after: …` becomes `page_token: …`. */
+function inRestTerms(error: unknown): unknown {
+  if (!(error instanceof RestError) || error.status !== 'INVALID_ARGUMENT') return error;
+  const field = ((error.cause as GraphQLFormattedError | undefined)?.extensions as { field?: unknown } | undefined)?.field;
+  const parameter = typeof field === 'string' && Object.hasOwn(REST_PARAMETER, field) ? REST_PARAMETER[field]! : undefined;
+  if (!parameter || typeof field !== 'string' || !error.message.startsWith(field)) return error;
+  return new RestInvalidArgument(`${parameter}${error.message.slice(field.length)}`, { cause: error.cause });
+}
+
+async function runList(rest: RestExecutor, operation: CompiledOperation, variables: Record<string, unknown>, principal: Principal, lookahead = false) {
+  try {
+    return await rest.run(operation, variables, principal, lookahead ? { pageLookahead: true } : {});
+  } catch (error) {
+    throw inRestTerms(error);
+  }
+}
+
+/** `GET /<name>`: a page of the collection as a JSON array. */
+export function listRoute(runtime: Runtime, rest: RestExecutor, collection: Collection, doc: { operationId: string; summary: string; description: string }): RestRoute {
+  const listOperation = (fields: ParsedFields, connection: boolean) =>
+    rest.operation({
+      route: `${collection.name}.list${connection ? '' : '.offset'}`,
+      operation: 'query',
+      field: connection ? collection.connectionField : collection.listField,
+      args: connection ? ['first', 'after', 'orderBy', 'filter'] : ['limit', 'offset', 'orderBy', 'filter'],
+      fields,
+      connection,
+    });
+
+  return {
+    method: 'get',
+    path: `/${collection.name}`,
+    ...doc,
+    scope: collection.scope,
+    query: LIST_PARAMETERS,
+    success: {
+      status: 200,
+      description: 'The page, as a JSON array.',
+      schema: { type: 'array', items: schemaRef(collection.schemaName) },
+      headers: ['Link', 'Next-Page-Token'],
+    },
+    errors: [],
+    handlers: [
+      authenticate(runtime),
+      onlyQueryParameters(LIST_PARAMETERS),
+      async function listCollection(req, res) {
+        const paging = pagingOf(req);
+        const fields = parseFields(queryParameter(req, 'fields'));
+        const query = { filter: queryParameter(req, 'filter'), orderBy: queryParameter(req, 'order_by') };
+        const principal = principalOf(res);
+        if (paging.kind === 'offset') {
+          const operation = listOperation(fields, false);
+          const { items, hasNext } = await fetchPage(rest, operation, paging, query, principal).catch((error: unknown) => {
+            throw inRestTerms(error);
+          });
+          if (hasNext) res.setHeader('Link', nextLink(runtime, req, { limit: String(paging.limit), offset: String(paging.offset + paging.limit) }));
+          res.json(operation.project(items));
+          return;
+        }
+        const operation = listOperation(fields, true);
+        const page = (await runList(rest, operation, { ...query, first: paging.pageSize, after: paging.pageToken }, principal)) as {
+          nodes: unknown[];
+          pageInfo: { hasNextPage: boolean; endCursor: string | null };
+        };
+        const next = page.pageInfo.hasNextPage ? page.pageInfo.endCursor : null;
+        if (next) {
+          res.setHeader('Next-Page-Token', next);
+          res.setHeader('Link', nextLink(runtime, req, { page_token: next }));
+        }
+        res.json(operation.project(page.nodes));
+      },
+    ],
+  };
+}
+
+/** Reads one item with `fields`; 404 when there is none (or it is not the caller's). */
+export async function readItem(rest: RestExecutor, collection: Collection, id: number, fields: ParsedFields, principal: Principal) {
+  const operation = rest.operation({
+    route: `${collection.name}.get`,
+    operation: 'query',
+    field: collection.itemField,
+    args: ['id'],
+    fields,
+    ...(collection.itemInternal && { internal: collection.itemInternal() }),
+  });
+  const item = await rest.run(operation, { id }, principal);
+  if (item === null) throw new RestNotFound(`no ${collection.itemField} ${id}`);
+  return { operation, item };
+}
+
+/** `GET /<name>/{id}`. */
+export function itemRoute(runtime: Runtime, rest: RestExecutor, collection: Collection, doc: { operationId: string; summary: string; description?: string }): RestRoute {
+  return {
+    method: 'get',
+    path: `/${collection.name}/:id`,
+    ...doc,
+    scope: collection.scope,
+    query: ['fields'],
+    success: { status: 200, description: `The ${collection.itemField}.`, schema: schemaRef(collection.schemaName), headers: collection.decorateItem ? ['ETag'] : [] },
+    errors: [404],
+    handlers: [
+      authenticate(runtime),
+      onlyQueryParameters(['fields']),
+      async function getItem(req, res) {
+        const { operation, item } = await readItem(rest, collection, idOf(req), parseFields(queryParameter(req, 'fields')), principalOf(res));
+        collection.decorateItem?.(res, item);
+        res.json(operation.project(item));
+      },
+    ],
+  };
+}
