@@ -6,6 +6,7 @@ import type { OAuthContext } from '../context.js';
 import { CODE_CHALLENGE_METHODS } from '../pkce.js';
 import { ALL_SCOPES } from '../scopes.js';
 import { GRANT_TYPES_SUPPORTED } from './token.js';
+import { DPOP_ALGORITHMS } from '../../tokens/dpop.js';
 
 export const METADATA_PATH = '/.well-known/oauth-authorization-server';
 export const JWKS_PATH = '/.well-known/jwks.json';
@@ -28,6 +29,7 @@ export function authorizationServerMetadata(issuer: string): Record<string, unkn
     // RFC 7662 §2.1: only an authenticated (confidential) client may introspect.
     introspection_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS.filter((method) => method !== 'none'),
     authorization_response_iss_parameter_supported: true,
+    dpop_signing_alg_values_supported: DPOP_ALGORITHMS,
   };
 }
 

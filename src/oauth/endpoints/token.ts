@@ -7,12 +7,13 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { authenticatedClient, clientAuthentication } from '../client-auth.js';
 import type { OAuthContext } from '../context.js';
-import { InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from '../errors.js';
+import { InvalidDpopProof, InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from '../errors.js';
 import * as authorizationCode from '../grants/authorization-code.js';
 import type { Grant } from '../grants/grant.js';
 import * as refreshToken from '../grants/refresh-token.js';
 import { jsonErrorHandler, noStore, onlyPost, sendJson } from '../json-response.js';
 import { bodyParameters, formBody } from '../params.js';
+import type { DpopProof } from '../../tokens/dpop.js';
 
 const GRANTS: ReadonlyMap<string, Grant> = new Map([authorizationCode, refreshToken].map((grant) => [grant.grantType, grant]));
 const GRANT_TYPES = [...GRANTS.keys()];
@@ -48,9 +49,38 @@ function checkClientGrantType(_req: Request, res: Response, next: NextFunction):
   next();
 }
 
+/**
+ * RFC 9449 §5: a `DPoP` header is verified before any grant runs, so a proof refused for its
+ * nonce leaves the code or refresh token unused for the retry. Every answer to a request with a
+ * proof carries a fresh `DPoP-Nonce`.
+ */
+function checkDpopProof(oauth: OAuthContext): RequestHandler {
+  return async function verifyDpopProof(req, res, next) {
+    const { dpop, config } = oauth.runtime;
+    if (req.headers.dpop !== undefined && config.dpopNonce !== 'off') res.setHeader('DPoP-Nonce', dpop.currentNonce());
+    const proof = await dpop.verify({
+      header: req.headers.dpop,
+      method: 'POST',
+      url: `${oauth.issuer}/token`,
+      requireNonce: config.dpopNonce !== 'off',
+    });
+    if (!proof && authenticatedClient(res).dpopBoundAccessTokens) {
+      throw new InvalidDpopProof('this client must send a DPoP proof: its access tokens are DPoP-bound');
+    }
+    res.locals.dpop = proof;
+    next();
+  };
+}
+
 function callGrantHandler(oauth: OAuthContext): RequestHandler {
   return async function callTokenHandler(req, res) {
-    const body = await grantOf(res).handler({ oauth, client: authenticatedClient(res), params: bodyParameters(res), req });
+    const body = await grantOf(res).handler({
+      oauth,
+      client: authenticatedClient(res),
+      params: bodyParameters(res),
+      req,
+      dpop: res.locals.dpop as DpopProof | undefined,
+    });
     sendJson(res, 200, body);
   };
 }
@@ -59,7 +89,7 @@ export function addTokenEndpoint(router: express.Router, oauth: OAuthContext, co
   router
     .route('/token')
     .options(cors)
-    .post(cors, preventCaching, ...formBody, findGrantType, clientAuthentication(oauth), checkClientGrantType, callGrantHandler(oauth))
+    .post(cors, preventCaching, ...formBody, findGrantType, clientAuthentication(oauth), checkClientGrantType, checkDpopProof(oauth), callGrantHandler(oauth))
     .all(cors, onlyPost);
   router.use('/token', jsonErrorHandler(oauth.runtime.logger));
 }

@@ -22,6 +22,8 @@ export interface NewAuthorizationCode {
   redirectUri: string | null;
   codeChallenge: string | null;
   codeChallengeMethod: 'S256' | null;
+  /** RFC 9449 §10: the `dpop_jkt` of the authorization request, if it sent one. */
+  dpopJkt?: string | null;
 }
 
 export interface RedeemedCode {
@@ -31,6 +33,7 @@ export interface RedeemedCode {
   redirectUri: string | null;
   codeChallenge: string | null;
   codeChallengeMethod: string | null;
+  dpopJkt: string | null;
 }
 
 /** Why a code could not be redeemed, for the error and the security log. */
@@ -38,6 +41,8 @@ export interface RedeemedCode {
 export interface NewRefreshToken {
   tokenHash: string;
   ttlSeconds: number;
+  /** The DPoP key thumbprint the refresh token is bound to (RFC 9449 §5), or null. */
+  dpopJkt: string | null;
 }
 
 export type CodeRejection =
@@ -64,9 +69,9 @@ export class AuthorizationCodeStore {
         returning id
       )
       insert into ${authorizationCodes}
-        (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, code_challenge_method, expires_at)
+        (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, code_challenge_method, dpop_jkt, expires_at)
       select ${sha256(code)}, new_grant.id, ${input.clientId}, ${input.userId}, ${input.redirectUri}, ${input.scope},
-             ${input.codeChallenge}, ${input.codeChallengeMethod}, now() + make_interval(secs => ${this.ttlSeconds})
+             ${input.codeChallenge}, ${input.codeChallengeMethod}, ${input.dpopJkt ?? null}, now() + make_interval(secs => ${this.ttlSeconds})
       from new_grant`);
     return { code, grantId };
   }
@@ -102,9 +107,9 @@ export class AuthorizationCodeStore {
           returning id
         ), new_code as (
           insert into ${authorizationCodes}
-            (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, code_challenge_method, expires_at)
+            (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, code_challenge_method, dpop_jkt, expires_at)
           select ${sha256(code)}, new_grant.id, ${input.clientId}, ${input.userId}, ${input.redirectUri}, ${input.scope},
-                 ${input.codeChallenge}, ${input.codeChallengeMethod}, now() + make_interval(secs => ${this.ttlSeconds})
+                 ${input.codeChallenge}, ${input.codeChallengeMethod}, ${input.dpopJkt ?? null}, now() + make_interval(secs => ${this.ttlSeconds})
           from new_grant
           returning 1
         )
@@ -127,6 +132,7 @@ export class AuthorizationCodeStore {
       redirect_uri: string | null;
       code_challenge: string | null;
       code_challenge_method: string | null;
+      dpop_jkt: string | null;
     }>(
       this.db,
       sql`
@@ -135,9 +141,9 @@ export class AuthorizationCodeStore {
           where code_hash = ${sha256(code)} and client_id = ${clientId}
             and consumed_at is null and expires_at > now()
             and not exists (select 1 from ${grants} g where g.id = ${authorizationCodes.grantId} and g.revoked_at is not null)
-          returning grant_id, client_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method
+          returning grant_id, client_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method, dpop_jkt
         )${refreshToken ? sql`, issued as (${insertRefreshTokenFrom(sql`redeemed`, refreshToken)})` : sql``}
-        select grant_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method from redeemed`,
+        select grant_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method, dpop_jkt from redeemed`,
     );
     if (!row) return undefined;
     return {
@@ -147,6 +153,7 @@ export class AuthorizationCodeStore {
       redirectUri: row.redirect_uri,
       codeChallenge: row.code_challenge,
       codeChallengeMethod: row.code_challenge_method,
+      dpopJkt: row.dpop_jkt,
     };
   }
 
