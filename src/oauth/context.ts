@@ -9,6 +9,7 @@ import { ClientCache } from './stores/client-cache.js';
 import { AuthorizationCodeStore } from './stores/codes.js';
 import { ConsentStore } from './stores/consents.js';
 import { RefreshTokenStore } from './stores/refresh-tokens.js';
+import { ClientAssertions } from './client-assertion.js';
 
 export interface OAuthContext {
   runtime: Runtime;
@@ -17,6 +18,8 @@ export interface OAuthContext {
   codes: AuthorizationCodeStore;
   refreshTokens: RefreshTokenStore;
   consents: ConsentStore;
+  /** private_key_jwt assertions and the clients' key sets. */
+  assertions: ClientAssertions;
   loginThrottle: LoginThrottle;
   events: SecurityEvents;
 }
@@ -30,6 +33,7 @@ export function createOAuthContext(runtime: Runtime): OAuthContext {
     codes: new AuthorizationCodeStore(db, config.authCodeTtl),
     refreshTokens: new RefreshTokenStore(db, config.refreshTokenTtl, runtime.refreshTokenSecret),
     consents: new ConsentStore(db),
+    assertions: new ClientAssertions({ issuer: config.issuer, replay: runtime.usedJtis, allowPrivateJwksUri: config.clientJwksAllowPrivate }),
     loginThrottle: new LoginThrottle(db),
     events: securityEvents(runtime.logger),
   };
