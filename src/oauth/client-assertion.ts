@@ -18,7 +18,7 @@ import { fetchJwks } from './jwks-fetch.js';
 export const CLIENT_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 
 /** `token_endpoint_auth_signing_alg_values_supported`. */
-export const ASSERTION_ALGORITHMS = ['ES256', 'ES384', 'EdDSA', 'PS256', 'RS256'] as const;
+export const ASSERTION_ALGORITHMS = ['ES256', 'ES384', 'EdDSA', 'Ed25519', 'PS256', 'RS256'] as const;
 
 /** Furthest in the future an assertion's `exp` may be. */
 export const MAX_ASSERTION_LIFETIME_SECONDS = 300;

@@ -16,8 +16,11 @@ import { constantTimeEqual, hmacSha256 } from '../crypto/secrets.js';
 import { InvalidDpopProof, UseDpopNonce } from '../oauth/errors.js';
 import type { JtiReplayStore } from './jti-replay.js';
 
-/** Asymmetric algorithms accepted for proofs (`dpop_signing_alg_values_supported`); HS* and none never are. */
-export const DPOP_ALGORITHMS = ['ES256', 'EdDSA', 'RS256'] as const;
+/**
+ * Asymmetric algorithms accepted for proofs (`dpop_signing_alg_values_supported`); HS* and none
+ * never are. `Ed25519` is the fully-specified name of EdDSA over Ed25519 (RFC 9864) some clients use.
+ */
+export const DPOP_ALGORITHMS = ['ES256', 'EdDSA', 'Ed25519', 'RS256'] as const;
 
 /** Longest `DPoP` header accepted: a proof with a 4096-bit RSA key is under 2 KiB. */
 const MAX_PROOF_LENGTH = 8192;
@@ -139,7 +142,7 @@ export class DpopVerifier {
 }
 
 function proofFailure(error: unknown, header: string): string {
-  if (error instanceof joseErrors.JOSEAlgNotAllowed) return 'the DPoP proof must be signed with ES256, EdDSA or RS256';
+  if (error instanceof joseErrors.JOSEAlgNotAllowed) return `the DPoP proof must be signed with ${DPOP_ALGORITHMS.join(', ')}`;
   if (error instanceof joseErrors.JWTClaimValidationFailed && error.claim === 'typ') return 'the DPoP proof must have typ dpop+jwt';
   if (error instanceof joseErrors.JWSSignatureVerificationFailed) return 'the DPoP proof signature does not verify';
   if (error instanceof joseErrors.JWSInvalid && /"jwk"|Embedded JWK/.test(error.message)) {

@@ -85,8 +85,8 @@ describeEachDatabase('DPoP (RFC 9449)', (context) => {
       ['a proof for another method (htm)', (key) => dpopProof(key, { htm: 'GET', htu: TOKEN_URL, nonce: nonce() }), /htm/],
       ['a stale iat', (key) => dpopProof(key, { htu: TOKEN_URL, nonce: nonce(), iat: Math.floor(Date.now() / 1000) - 600 }), /iat/],
       ['an iat in the future', (key) => dpopProof(key, { htu: TOKEN_URL, nonce: nonce(), iat: Math.floor(Date.now() / 1000) + 600 }), /iat/],
-      ['a proof signed with HS256', () => symmetricProof(TOKEN_URL), /ES256, EdDSA or RS256/],
-      ['an unsigned (alg none) proof', async (key) => unsignedProof(key, TOKEN_URL), /ES256, EdDSA or RS256|not a valid/],
+      ['a proof signed with HS256', () => symmetricProof(TOKEN_URL), /ES256, EdDSA, Ed25519, RS256/],
+      ['an unsigned (alg none) proof', async (key) => unsignedProof(key, TOKEN_URL), /ES256, EdDSA, Ed25519, RS256|not a valid/],
       ['a private key in jwk', (key) => dpopProof(key, { htu: TOKEN_URL, nonce: nonce(), jwk: key.privateJwk }), /public key/],
       ['a jwk other than the signing key', async (key) => dpopProof(key, { htu: TOKEN_URL, nonce: nonce(), jwk: (await dpopKey()).publicJwk }), /signature/],
       ['a wrong typ', (key) => dpopProof(key, { htu: TOKEN_URL, nonce: nonce(), typ: 'JWT' }), /typ/],
@@ -210,7 +210,7 @@ describeEachDatabase('DPoP (RFC 9449)', (context) => {
       const token = await boundToken(await dpopKey());
       const res = await request(app).get('/products').set('Authorization', `Bearer ${token}`);
       expect(res.status).toBe(401);
-      expect(res.headers['www-authenticate']).toMatch(/^DPoP realm="fieldgate", algs="ES256 EdDSA RS256", error="invalid_token"/);
+      expect(res.headers['www-authenticate']).toMatch(/^DPoP realm="fieldgate", algs="ES256 EdDSA Ed25519 RS256", error="invalid_token"/);
       expect(res.body.error.status).toBe('UNAUTHENTICATED');
     });
 
@@ -245,7 +245,7 @@ describeEachDatabase('DPoP (RFC 9449)', (context) => {
         if (proof !== undefined) req.set('DPoP', proof);
         const res = await req;
         expect(res.status).toBe(401);
-        expect(res.headers['www-authenticate']).toMatch(/^DPoP realm="fieldgate", algs="ES256 EdDSA RS256", error="invalid_dpop_proof", error_description="[^"]+"$/);
+        expect(res.headers['www-authenticate']).toMatch(/^DPoP realm="fieldgate", algs="ES256 EdDSA Ed25519 RS256", error="invalid_dpop_proof", error_description="[^"]+"$/);
       });
     }
 
