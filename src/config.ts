@@ -122,6 +122,28 @@ export interface Config {
   janitorRetention: number;
   /** Most rows one cleanup statement deletes. */
   janitorBatchSize: number;
+
+  // ---- DPoP and private_key_jwt (RFC 9449, RFC 7523)
+  /** Seconds a DPoP proof's `iat` may lie before or after the server's clock (DPOP_PROOF_MAX_AGE). */
+  dpopProofMaxAge: number;
+  /** Where DPoP proofs must carry a server nonce: `token` endpoint only, `all` (resources too), or `off` (DPOP_NONCE). */
+  dpopNonce: DpopNoncePolicy;
+  /**
+   * Let client `jwks_uri`s use plain http and loopback or private addresses (CLIENT_JWKS_ALLOW_PRIVATE).
+   * For development and tests only: otherwise they are an SSRF path into the internal network.
+   */
+  clientJwksAllowPrivate: boolean;
+}
+
+export const DPOP_NONCE_POLICIES = ['token', 'all', 'off'] as const;
+export type DpopNoncePolicy = (typeof DPOP_NONCE_POLICIES)[number];
+
+function dpopNonce(env: Env): DpopNoncePolicy {
+  const raw = env.DPOP_NONCE?.trim().toLowerCase() || 'token';
+  if (!(DPOP_NONCE_POLICIES as readonly string[]).includes(raw)) {
+    throw new ConfigError('DPOP_NONCE', `must be one of ${DPOP_NONCE_POLICIES.join(', ')}, got "${env.DPOP_NONCE}"`);
+  }
+  return raw as DpopNoncePolicy;
 }
 
 function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
@@ -243,5 +265,8 @@ export function loadConfig(env: Env = process.env): Config {
     janitorInterval: setting(env, POLICY.janitorInterval),
     janitorRetention: setting(env, POLICY.janitorRetention),
     janitorBatchSize: setting(env, POLICY.janitorBatchSize),
+    dpopProofMaxAge: integer(env, 'DPOP_PROOF_MAX_AGE', 60, 1, 300),
+    dpopNonce: dpopNonce(env),
+    clientJwksAllowPrivate: flag(env, 'CLIENT_JWKS_ALLOW_PRIVATE', false),
   };
 }

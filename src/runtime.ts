@@ -11,6 +11,8 @@ import { ClientStore } from './oauth/stores/clients.js';
 import { ensureSigningKey, KeyStore } from './tokens/signing-keys.js';
 import { Revocations } from './tokens/revocation.js';
 import { UserStore } from './oauth/stores/users.js';
+import { DpopVerifier } from './tokens/dpop.js';
+import { JtiReplayStore } from './tokens/jti-replay.js';
 
 export interface Runtime {
   config: Config;
@@ -22,6 +24,9 @@ export interface Runtime {
   accessTokens: AccessTokens;
   clients: ClientStore;
   users: UserStore;
+  /** Single use of DPoP proof and client assertion `jti`s, across instances. */
+  usedJtis: JtiReplayStore;
+  dpop: DpopVerifier;
   /** Key that signs browser-session cookies, shared by every instance. */
   sessionSecret: string;
   /** Key that derives a refresh token's successor from it (see stores/refresh-tokens.ts). */
@@ -57,12 +62,14 @@ async function wireRuntime(config: Config, logger: Logger, database: Database): 
     audience: config.issuer,
     ttlSeconds: config.accessTokenTtl,
   });
-  const [clientSecretKey, sessionSecret, refreshTokenSecret, pageTokenSecret] = await Promise.all([
+  const [clientSecretKey, sessionSecret, refreshTokenSecret, pageTokenSecret, dpopNonceKey] = await Promise.all([
     instanceSecret(db, 'client-secret-hmac'),
     instanceSecret(db, 'session-cookie'),
     instanceSecret(db, 'refresh-token-successor'),
     instanceSecret(db, 'page-token'),
+    instanceSecret(db, 'dpop-nonce'),
   ]);
+  const usedJtis = new JtiReplayStore(db);
   return {
     config,
     database,
@@ -73,6 +80,8 @@ async function wireRuntime(config: Config, logger: Logger, database: Database): 
     accessTokens,
     clients: new ClientStore(db, clientSecretKey),
     users: new UserStore(db),
+    usedJtis,
+    dpop: new DpopVerifier(usedJtis, { proofMaxAge: config.dpopProofMaxAge, nonceKey: dpopNonceKey }),
     sessionSecret,
     refreshTokenSecret,
     pageTokenSecret,

@@ -7,6 +7,7 @@ import { eq, sql } from 'drizzle-orm';
 import { runCli, startServerProcess } from './support/processes.js';
 import { createPostgresDatabase, DATABASE_KINDS, type DatabaseKind } from './support/databases.js';
 import { randomUUID } from 'node:crypto';
+import { exportJWK, generateKeyPair } from 'jose';
 import type { Express } from 'express';
 import { DEFAULT_LOGIN_THROTTLE_POLICY, LoginThrottle } from '../src/oauth/browser/login-throttle.js';
 import { TEST_ISSUER } from './support/runtime.js';
@@ -99,6 +100,27 @@ for (const kind of DATABASE_KINDS) {
       expect(result.code).not.toBe(0);
       expect(result.stdout).toBe('');
       expect(result.stderr).toMatch(message);
+    });
+
+    it('client create --auth-method private_key_jwt --jwks-file --require-dpop registers keys and no secret (RFC 7523, RFC 9449 §5.2)', async () => {
+      const { publicKey } = await generateKeyPair('ES256', { extractable: true });
+      const file = path.join(mkdtempSync(path.join(tmpdir(), 'fieldgate-jwks-')), 'jwks.json');
+      writeFileSync(file, JSON.stringify({ keys: [await exportJWK(publicKey)] }));
+      const result = await runCli(
+        ['client', 'create', '--name', 'Service', '--redirect-uri', 'https://svc.example/cb', '--auth-method', 'private_key_jwt', '--jwks-file', file, '--require-dpop', '--json'],
+        env,
+      );
+      expect(result.stderr).toBe('');
+      const client = json(result.stdout);
+      expect(client).not.toHaveProperty('client_secret');
+      expect(client).toMatchObject({ token_endpoint_auth_method: 'private_key_jwt', dpop_bound_access_tokens: true });
+
+      const noKeys = await runCli(['client', 'create', '--name', 'Bad', '--redirect-uri', 'https://svc.example/cb', '--auth-method', 'private_key_jwt', '--json'], env);
+      expect(noKeys.code).not.toBe(0);
+      expect(noKeys.stderr).toMatch(/exactly one of jwks or jwks_uri/);
+      writeFileSync(file, JSON.stringify({ keys: [await exportJWK((await generateKeyPair('ES256', { extractable: true })).privateKey)] }));
+      const privateKey = await runCli(['client', 'create', '--name', 'Bad', '--redirect-uri', 'https://svc.example/cb', '--auth-method', 'private_key_jwt', '--jwks-file', file, '--json'], env);
+      expect(privateKey.stderr).toMatch(/public keys only/);
     });
 
     it('client delete removes a client, and says so when there is none', async () => {

@@ -19,6 +19,9 @@ describe('configuration from the environment', () => {
       refreshTokenReuseGrace: 0,
       logLevel: 'info',
       demo: true,
+      dpopProofMaxAge: 60,
+      dpopNonce: 'token',
+      clientJwksAllowPrivate: false,
     });
   });
 
@@ -68,6 +71,9 @@ describe('configuration from the environment', () => {
     ['TRUST_PROXY', 'my-proxy', /TRUST_PROXY: must be true, false, a hop count/],
     ['TRUST_PROXY', '10.0.0.0/99', /TRUST_PROXY/],
     ['GRAPHQL_MAX_COST', '0', /GRAPHQL_MAX_COST: must be a whole number of at least 1/],
+    ['DPOP_PROOF_MAX_AGE', '0', /DPOP_PROOF_MAX_AGE: must be a whole number from 1 to 300/],
+    ['DPOP_NONCE', 'sometimes', /DPOP_NONCE: must be one of token, all, off/],
+    ['CLIENT_JWKS_ALLOW_PRIVATE', 'maybe', /CLIENT_JWKS_ALLOW_PRIVATE: must be true or false/],
   ];
 
   it.each(badValues)('refuses %s=%s with a message naming the variable', (name, value, message) => {

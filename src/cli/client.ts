@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { CommandFailed, defineCommand, onePositional, parseDuration, print, UsageError, withRuntime, type CommandGroup } from './command.js';
 import type { RegisteredClient } from '../oauth/stores/clients.js';
 
@@ -8,33 +9,71 @@ function describe(client: RegisteredClient): string {
     `redirect_uris: ${client.redirect_uris.join(' ')}`,
     `scope:         ${client.scope}`,
     `auth method:   ${client.token_endpoint_auth_method}`,
+    ...(client.jwks_uri ? [`jwks_uri:      ${client.jwks_uri}`] : []),
+    ...(client.dpop_bound_access_tokens ? ['DPoP:          required (dpop_bound_access_tokens)'] : []),
   ].join('\n');
+}
+
+/** The JWK Set in `file`, for --jwks-file. */
+function readJwksFile(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new UsageError(`--jwks-file: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new UsageError(`--jwks-file: ${file} is not JSON`);
+  }
 }
 
 const create = defineCommand({
   summary: 'register a client (a confidential one gets a secret, shown once)',
-  synopsis: 'client create --name NAME --redirect-uri URI [--redirect-uri URI …] [--public] [--scope "products:read orders:read orders:write"]',
+  synopsis:
+    'client create --name NAME --redirect-uri URI [--redirect-uri URI …] [--public] [--scope "products:read orders:read orders:write"] ' +
+    '[--auth-method private_key_jwt (--jwks-uri URL | --jwks-file FILE)] [--require-dpop]',
   details: [
     '--name NAME          shown on the consent page',
     '--redirect-uri URI   https, or http on a loopback host; repeat for several',
     '--public             a public client: no secret, PKCE required',
     '--scope "…"          scopes it may request (default: all)',
+    '--auth-method private_key_jwt   no secret: the client signs JWT assertions (RFC 7523) with a key of',
+    '                     --jwks-uri URL (https; fetched and cached) or --jwks-file FILE (a JWK Set of public keys)',
+    '--require-dpop       every token request must carry a DPoP proof (dpop_bound_access_tokens, RFC 9449)',
   ],
   options: {
     name: { type: 'string' },
     'redirect-uri': { type: 'string', multiple: true },
     public: { type: 'boolean' },
     scope: { type: 'string' },
+    'auth-method': { type: 'string' },
+    'jwks-uri': { type: 'string' },
+    'jwks-file': { type: 'string' },
+    'require-dpop': { type: 'boolean' },
   },
   async run({ io, values, config }) {
     if (!values.name) throw new UsageError('client create needs --name NAME');
     if (!values['redirect-uri']?.length) throw new UsageError('client create needs at least one --redirect-uri URI');
+    const method = values['auth-method'];
+    if (method !== undefined && method !== 'private_key_jwt') {
+      throw new UsageError('--auth-method must be private_key_jwt (a secret is the default, --public for none)');
+    }
+    if (method === undefined && (values['jwks-uri'] !== undefined || values['jwks-file'] !== undefined)) {
+      throw new UsageError('--jwks-uri and --jwks-file go with --auth-method private_key_jwt');
+    }
+    const jwks = values['jwks-file'] === undefined ? undefined : readJwksFile(values['jwks-file']);
     await withRuntime(config(), async (runtime) => {
       const client = await runtime.clients.create({
         name: values.name!,
         redirectUris: values['redirect-uri']!,
         isPublic: Boolean(values.public),
         ...(values.scope === undefined ? {} : { scope: values.scope }),
+        ...(method === undefined ? {} : { tokenEndpointAuthMethod: method }),
+        ...(jwks === undefined ? {} : { jwks }),
+        ...(values['jwks-uri'] === undefined ? {} : { jwksUri: values['jwks-uri'] }),
+        ...(values['require-dpop'] ? { dpopBoundAccessTokens: true } : {}),
       });
       const { client_name: _name, grant_types: _grants, ...shown } = client;
       print(io, values.json, shown, describe(client));

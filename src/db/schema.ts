@@ -38,6 +38,14 @@ export const clients = pgTable('clients', {
   /** The secret before the last rotation, still accepted until `previousSecretExpiresAt`. */
   previousSecretHash: text('previous_secret_hash'),
   previousSecretExpiresAt: timestamp('previous_secret_expires_at', { withTimezone: true }),
+  /** `private_key_jwt` (RFC 7523 §2.2) for a client that signs assertions; null: secret or public. */
+  tokenEndpointAuthMethod: text('token_endpoint_auth_method'),
+  /** The client's public keys (a JWK Set) for private_key_jwt, when registered by value. */
+  jwks: jsonb('jwks'),
+  /** Where the client's public keys are published, when registered by reference. */
+  jwksUri: text('jwks_uri'),
+  /** RFC 9449 §5.2 `dpop_bound_access_tokens`: every token request must carry a DPoP proof. */
+  dpopBoundAccessTokens: boolean('dpop_bound_access_tokens').notNull().default(false),
 });
 
 export const users = pgTable('users', {
@@ -78,6 +86,8 @@ export const authorizationCodes = pgTable(
     scope: text('scope').notNull(),
     codeChallenge: text('code_challenge'),
     codeChallengeMethod: text('code_challenge_method'),
+    /** RFC 9449 §10: the `dpop_jkt` sent to /authorize; the code is redeemable only with a proof of that key. */
+    dpopJkt: text('dpop_jkt'),
     expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
     consumedAt: timestamp('consumed_at', { withTimezone: true }),
     createdAt: createdAt(),
@@ -95,6 +105,8 @@ export const refreshTokens = pgTable(
     clientId: text('client_id').notNull().references(() => clients.id, { onDelete: 'cascade' }),
     userId: integer('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
     scope: text('scope').notNull(),
+    /** RFC 9449 §5: thumbprint of the DPoP key a public client's refresh token is bound to. */
+    dpopJkt: text('dpop_jkt'),
     expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
     /** Set when the token is rotated away (retired). */
     consumedAt: timestamp('consumed_at', { withTimezone: true }),
@@ -141,6 +153,22 @@ export const instanceSecrets = pgTable('instance_secrets', {
   value: text('value').notNull(),
   createdAt: createdAt(),
 });
+
+/**
+ * `jti`s of signed JWTs that may be used only once — DPoP proofs (RFC 9449 §11.1) and client
+ * assertions (RFC 7523 §3) — shared by every instance: the first insert wins, a replay conflicts.
+ * `signer` is `dpop:<key thumbprint>` or `client:<client_id>`; rows go once `expires_at` passes.
+ */
+export const usedJtis = pgTable(
+  'used_jtis',
+  {
+    signer: text('signer').notNull(),
+    /** SHA-256 of the jti, so a long one costs no more than a short one. */
+    jtiHash: text('jti_hash').notNull(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.signer, t.jtiHash] }), index('used_jtis_expires_idx').on(t.expiresAt)],
+);
 
 /** Failed-login counters, shared by every instance: one row per account and one per IP. */
 export const loginThrottle = pgTable('login_throttle', {

@@ -13,7 +13,7 @@
  */
 import { GraphQLError } from 'graphql';
 import { InsufficientScope, type InvalidToken } from '../oauth/errors.js';
-import { wwwAuthenticate } from '../tokens/bearer.js';
+import { challengeHeaders, wwwAuthenticate } from '../tokens/bearer.js';
 
 export type GqlErrorCode =
   | 'UNAUTHENTICATED'
@@ -80,7 +80,7 @@ export class GqlUnauthenticated extends GqlError {
   static fromInvalidToken(error: InvalidToken): GqlUnauthenticated {
     return new GqlUnauthenticated(error.message, {
       cause: error,
-      http: { status: 401, headers: { 'WWW-Authenticate': wwwAuthenticate(error) } },
+      http: { status: 401, headers: challengeHeaders(error) },
     });
   }
 }

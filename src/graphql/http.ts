@@ -8,7 +8,7 @@ import express from 'express';
 import type { ExecutionResult } from 'graphql';
 import { createYoga, type Plugin, type YogaLogger } from 'graphql-yoga';
 import type { Runtime } from '../runtime.js';
-import { authenticateBearer } from '../tokens/bearer.js';
+import { authenticateRequest } from '../tokens/bearer.js';
 import { InvalidToken } from '../oauth/errors.js';
 import { rejectRequest, GqlUnauthenticated, type RequestRejection } from './errors.js';
 import { GRAPHIQL_OPTIONS, renderGraphiQL } from '../front-door/graphiql.js';
@@ -49,7 +49,13 @@ function useExecutor(runtime: Runtime, executor: Executor): Plugin {
       setParamsHandler(async ({ request, params }) => {
         let principal;
         try {
-          principal = await authenticateBearer(runtime.accessTokens, request.headers.get('authorization'));
+          const url = new URL(request.url);
+          principal = await authenticateRequest(runtime, {
+            authorization: request.headers.get('authorization'),
+            dpop: request.headers.get('dpop') ?? undefined,
+            method: request.method,
+            path: url.pathname + url.search,
+          });
         } catch (error) {
           if (error instanceof InvalidToken) return withHttpStatusInBody({ errors: [GqlUnauthenticated.fromInvalidToken(error)] });
           throw error;
@@ -131,8 +137,8 @@ export function createGraphQLRouter(runtime: Runtime, executor: Executor): expre
     cors: {
       origin: origins.includes('*') ? '*' : origins,
       methods: ['GET', 'POST'],
-      allowedHeaders: ['Authorization', 'Content-Type'],
-      exposedHeaders: ['WWW-Authenticate'],
+      allowedHeaders: ['Authorization', 'Content-Type', 'DPoP'],
+      exposedHeaders: ['WWW-Authenticate', 'DPoP-Nonce'],
       credentials: false,
     },
     plugins: [useExecutor(runtime, executor)],

@@ -19,6 +19,7 @@ export const AUTHORIZE_PARAMETERS = [
   'state',
   'code_challenge',
   'code_challenge_method',
+  'dpop_jkt',
 ] as const;
 
 /** A request whose client or redirect URI cannot be trusted: answered with our error page only. */
@@ -49,6 +50,8 @@ export interface AuthorizationRequest {
   scopes: string[];
   codeChallenge: string | null;
   codeChallengeMethod: CodeChallengeMethod | null;
+  /** RFC 9449 §10: the thumbprint of the DPoP key the code is bound to, or null. */
+  dpopJkt: string | null;
   /** The query string that reproduces this request at /authorize (known parameters only). */
   query: string;
 }
@@ -109,6 +112,14 @@ function pkce(client: Client, params: Parameters): Pick<AuthorizationRequest, 'c
   return { codeChallenge: challenge, codeChallengeMethod: 'S256' };
 }
 
+/** RFC 9449 §10: `dpop_jkt` is a base64url SHA-256 JWK thumbprint (RFC 7638), 43 characters. */
+function dpopJkt(params: Parameters): string | null {
+  const jkt = params.get('dpop_jkt');
+  if (jkt === undefined) return null;
+  if (!/^[A-Za-z0-9_-]{43}$/.test(jkt)) throw new InvalidRequest('dpop_jkt must be the base64url SHA-256 thumbprint of a JWK');
+  return jkt;
+}
+
 function canonicalQuery(params: Parameters): string {
   const query = new URLSearchParams();
   for (const name of AUTHORIZE_PARAMETERS) {
@@ -151,6 +162,7 @@ export async function readAuthorizationRequest(clients: ClientCache, params: Par
       state,
       scopes,
       ...pkce(client, params),
+      dpopJkt: dpopJkt(params),
       query: canonicalQuery(params),
     };
   } catch (error) {

@@ -3,7 +3,9 @@
  *
  * - `client_secret_basic`: `Authorization: Basic base64(urlencode(id):urlencode(secret))`;
  * - `client_secret_post`: `client_id` and `client_secret` in the form body;
- * - `none`: a public client sends only `client_id` (and must prove possession through PKCE).
+ * - `none`: a public client sends only `client_id` (and must prove possession through PKCE);
+ * - `private_key_jwt` (RFC 7523 §2.2): a signed `client_assertion` (see client-assertion.ts), the
+ *   only method a client registered for it may use.
  *
  * Using two methods at once is invalid_request. A failure is invalid_client — 401 with
  * `WWW-Authenticate: Basic` when the header was tried. Secrets are compared in constant time
@@ -15,18 +17,21 @@ import type { OAuthContext } from './context.js';
 import { InvalidClient, InvalidRequest, OAuthError } from './errors.js';
 import { bodyParameters, type Parameters } from './params.js';
 import type { ClientCache } from './stores/client-cache.js';
+import { assertionClientId, CLIENT_ASSERTION_TYPE, type ClientAssertions } from './client-assertion.js';
 
-export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none';
+export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'none' | 'private_key_jwt';
 
-export const CLIENT_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_basic', 'client_secret_post', 'none'];
+export const CLIENT_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'];
 
 /** Body parameters client authentication reads, checked for repetition like any other. */
-export const CLIENT_AUTH_PARAMETERS = ['client_id', 'client_secret'] as const;
+export const CLIENT_AUTH_PARAMETERS = ['client_id', 'client_secret', 'client_assertion', 'client_assertion_type'] as const;
 
 export interface ClientCredentials {
   method: ClientAuthMethod;
   clientId: string;
   secret: string | undefined;
+  /** The signed JWT of `private_key_jwt`. */
+  assertion?: string;
 }
 
 export interface AuthenticatedClient {
@@ -53,9 +58,26 @@ function parseBasic(header: string): { clientId: string; secret: string } {
   }
 }
 
+/** RFC 7521 §4.2: `client_assertion` + `client_assertion_type`; the client is the assertion's `sub`. */
+function readAssertion(req: Request, params: Parameters): ClientCredentials {
+  const type = params.get('client_assertion_type');
+  const assertion = params.get('client_assertion');
+  if (req.get('authorization') !== undefined || params.get('client_secret') !== undefined) {
+    throw new InvalidRequest('use one client authentication method: a client assertion, or a client secret');
+  }
+  if (type === undefined || assertion === undefined) throw new InvalidRequest('client_assertion and client_assertion_type go together');
+  if (type !== CLIENT_ASSERTION_TYPE) throw new InvalidClient(`client_assertion_type must be ${CLIENT_ASSERTION_TYPE}`);
+  const clientId = assertionClientId(assertion);
+  if (clientId === undefined) throw new InvalidClient('client_assertion is not a JWT naming its client in sub');
+  const bodyId = params.get('client_id');
+  if (bodyId !== undefined && bodyId !== clientId) throw new InvalidClient('client_id does not match the client assertion');
+  return { method: 'private_key_jwt', clientId, secret: undefined, assertion };
+}
+
 /** Which credentials the request presents, before any lookup. */
 export function readClientCredentials(req: Request, params: Parameters): ClientCredentials {
   params.rejectRepeated(CLIENT_AUTH_PARAMETERS);
+  if (params.has('client_assertion') || params.has('client_assertion_type')) return readAssertion(req, params);
   const header = req.get('authorization');
   const bodyId = params.get('client_id');
   const bodySecret = params.get('client_secret');
@@ -86,11 +108,25 @@ const AUTHENTICATION_FAILED = 'client authentication failed';
  * secret, a secret for a public client, no secret for a confidential one — reads the same, so
  * the endpoint does not confirm which client ids exist or what kind of client they are.
  */
-export async function authenticateClient(clients: ClientCache, credentials: ClientCredentials): Promise<AuthenticatedClient> {
+export async function authenticateClient(
+  clients: ClientCache,
+  assertions: ClientAssertions,
+  credentials: ClientCredentials,
+): Promise<AuthenticatedClient> {
   const viaAuthorizationHeader = credentials.method === 'client_secret_basic';
-  const fail = () => new InvalidClient(AUTHENTICATION_FAILED, { viaAuthorizationHeader });
+  const fail = (cause?: unknown) => new InvalidClient(AUTHENTICATION_FAILED, { viaAuthorizationHeader, cause });
   const client = await clients.find(credentials.clientId);
   if (!client) throw fail();
+  // A client registered for private_key_jwt authenticates with nothing else, and only it may use it.
+  if ((client.tokenEndpointAuthMethod === 'private_key_jwt') !== (credentials.method === 'private_key_jwt')) throw fail();
+  if (credentials.method === 'private_key_jwt') {
+    try {
+      await assertions.verify(client, credentials.assertion!);
+    } catch (error) {
+      throw fail(error);
+    }
+    return { client, method: 'private_key_jwt' };
+  }
   if (client.isPublic) {
     if (credentials.secret !== undefined && credentials.secret !== '') throw fail();
     return { client, method: 'none' };
@@ -118,11 +154,13 @@ export function clientAuthentication(oauth: OAuthContext, options: ClientAuthent
       credentials = readClientCredentials(req, bodyParameters(res));
       // Refused before the lookup, so the answer is the same whether the id exists or not.
       if (options.confidentialOnly && credentials.method === 'none') throw new InvalidClient(AUTHENTICATION_FAILED);
-      res.locals.client = (await authenticateClient(oauth.clients, credentials)).client;
+      res.locals.client = (await authenticateClient(oauth.clients, oauth.assertions, credentials)).client;
     } catch (error) {
       oauth.events(req, 'client_authentication_failed', {
         clientId: credentials?.clientId.slice(0, 200),
         reason: error instanceof OAuthError ? error.code : undefined,
+        // Why an assertion failed (expired, replayed, wrong audience…): for the operator only.
+        ...(error instanceof InvalidClient && error.cause instanceof Error ? { detail: error.cause.message.slice(0, 200) } : {}),
       });
       if (options.confidentialOnly && error instanceof InvalidClient && !error.viaAuthorizationHeader) {
         // 401 with `WWW-Authenticate: Basic`, as if the header had been tried: it must be.

@@ -15,6 +15,9 @@ import { AuthorizationCodeStore } from './stores/codes.js';
 import { ConsentStore } from './stores/consents.js';
 import { RefreshTokenStore } from './stores/refresh-tokens.js';
 import type { UserStore } from './stores/users.js';
+import { ClientAssertions } from './client-assertion.js';
+import type { DpopVerifier } from '../tokens/dpop.js';
+import type { Config } from '../config.js';
 
 export interface OAuthContext {
   issuer: string;
@@ -25,6 +28,8 @@ export interface OAuthContext {
   codes: AuthorizationCodeStore;
   refreshTokens: RefreshTokenStore;
   consents: ConsentStore;
+  /** private_key_jwt assertions and the clients' key sets. */
+  assertions: ClientAssertions;
   loginThrottle: LoginThrottle;
   keys: KeyStore;
   accessTokens: AccessTokens;
@@ -33,6 +38,9 @@ export interface OAuthContext {
   sessionSecret: string;
   /** Seconds a rotated refresh token may come back (a lost response) before it counts as reuse. */
   refreshTokenReuseGrace: number;
+  /** DPoP proof checks (RFC 9449) and whether the token endpoint demands a server nonce. */
+  dpop: DpopVerifier;
+  dpopNonce: Config['dpopNonce'];
 }
 
 export function createOAuthContext(runtime: Runtime): OAuthContext {
@@ -46,11 +54,14 @@ export function createOAuthContext(runtime: Runtime): OAuthContext {
     codes: new AuthorizationCodeStore(db, config.authCodeTtl),
     refreshTokens: new RefreshTokenStore(db, config.refreshTokenTtl, runtime.refreshTokenSecret),
     consents: new ConsentStore(db),
+    assertions: new ClientAssertions({ issuer: config.issuer, replay: runtime.usedJtis, allowPrivateJwksUri: config.clientJwksAllowPrivate }),
     loginThrottle: new LoginThrottle(db),
     keys: runtime.keys,
     accessTokens: runtime.accessTokens,
     revocations: runtime.revocations,
     sessionSecret: runtime.sessionSecret,
     refreshTokenReuseGrace: config.refreshTokenReuseGrace,
+    dpop: runtime.dpop,
+    dpopNonce: config.dpopNonce,
   };
 }

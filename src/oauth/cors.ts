@@ -11,7 +11,8 @@ export function oauthCors(origins: readonly string[]): RequestHandler {
   return cors({
     origin: origins.includes('*') ? '*' : [...origins],
     methods: ['GET', 'POST'],
-    allowedHeaders: ['Authorization', 'Content-Type'],
+    allowedHeaders: ['Authorization', 'Content-Type', 'DPoP'],
+    exposedHeaders: ['DPoP-Nonce', 'WWW-Authenticate'],
     credentials: false,
     maxAge: 600,
   }) as RequestHandler;

@@ -16,7 +16,9 @@ export type OAuthErrorCode =
   | 'server_error'
   | 'temporarily_unavailable'
   | 'invalid_token'
-  | 'insufficient_scope';
+  | 'insufficient_scope'
+  | 'invalid_dpop_proof'
+  | 'use_dpop_nonce';
 
 export interface OAuthErrorOptions {
   cause?: unknown;
@@ -123,15 +125,44 @@ export class ServerError extends OAuthError {
   readonly status = 500;
 }
 
+/** RFC 9449 §4.3: the DPoP proof is missing where required, malformed, stale, replayed or for another request. */
+export class InvalidDpopProof extends OAuthError {
+  readonly code = 'invalid_dpop_proof';
+  readonly status = 400;
+}
+
+/** RFC 9449 §8: the proof must carry the server's current nonce, sent in the `DPoP-Nonce` header. */
+export class UseDpopNonce extends OAuthError {
+  readonly code = 'use_dpop_nonce';
+  readonly status = 400;
+  constructor(
+    description: string,
+    readonly nonce: string,
+    options: OAuthErrorOptions = {},
+  ) {
+    super(description, options);
+  }
+}
+
+/** How a resource-side refusal is challenged when the request used (or had to use) DPoP (RFC 9449 §7.1). */
+export interface DpopChallenge {
+  error: 'invalid_token' | 'invalid_dpop_proof' | 'use_dpop_nonce';
+  /** A fresh nonce for `use_dpop_nonce`, sent in `DPoP-Nonce`. */
+  nonce?: string;
+}
+
 /** RFC 6750 §3.1: the access token is missing, expired, revoked, malformed or not ours. */
 export class InvalidToken extends OAuthError {
   readonly code = 'invalid_token';
   readonly status = 401;
   /** No credentials were sent at all: RFC 6750 says the challenge then carries no error code. */
   readonly missing: boolean;
-  constructor(description: string, options: OAuthErrorOptions & { missing?: boolean } = {}) {
+  /** Set when the refusal is answered with a DPoP challenge instead of a Bearer one. */
+  readonly dpop: DpopChallenge | undefined;
+  constructor(description: string, options: OAuthErrorOptions & { missing?: boolean; dpop?: DpopChallenge } = {}) {
     super(description, options);
     this.missing = options.missing ?? false;
+    this.dpop = options.dpop;
   }
 }
 

@@ -32,6 +32,8 @@ export interface SecurityEventFields {
   /** A short machine-readable reason, e.g. `client_mismatch`, `expired`, `locked`. */
   reason?: string | undefined;
   tokenType?: 'access_token' | 'refresh_token' | undefined;
+  /** Free-text detail for the operator (not a metric label), e.g. why a client assertion failed. */
+  detail?: string | undefined;
 }
 
 export type SecurityEvents = (req: Request, event: SecurityEventName, fields?: SecurityEventFields) => void;

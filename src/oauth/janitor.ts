@@ -9,7 +9,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens } from '../db/schema.js';
+import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens, usedJtis } from '../db/schema.js';
 import { POLICY } from '../policy.js';
 import { queryRows } from './stores/rows.js';
 
@@ -34,6 +34,8 @@ export interface SweepResult {
   grants: number;
   revokedAccessTokens: number;
   loginThrottle: number;
+  /** DPoP proof and client assertion jtis past the time their JWT could still be accepted. */
+  usedJtis: number;
   /** True when another instance held the lock, so this sweep stopped early. */
   skipped: boolean;
 }
@@ -81,6 +83,14 @@ const TARGETS: Target[] = [
       returning 1`,
   },
   {
+    name: 'usedJtis',
+    statement: (_retention, limit) => sql`
+      delete from ${usedJtis} where (signer, jti_hash) in (
+        select signer, jti_hash from ${usedJtis} where expires_at < now()
+        limit ${limit} for update skip locked)
+      returning 1`,
+  },
+  {
     name: 'loginThrottle',
     statement: (_retention, limit) => sql`
       delete from ${loginThrottle} where key in (
@@ -104,7 +114,7 @@ async function deleteBatch(db: Db, statement: SQL): Promise<number | undefined> 
 /** Deletes everything due, batch by batch, until nothing is left or another instance is sweeping. */
 export async function sweep(db: Db, policy: JanitorPolicy): Promise<SweepResult> {
   const retention = sql`make_interval(secs => ${Math.max(policy.retentionSeconds, policy.accessTokenTtl)})`;
-  const result: SweepResult = { authorizationCodes: 0, refreshTokens: 0, grants: 0, revokedAccessTokens: 0, loginThrottle: 0, skipped: false };
+  const result: SweepResult = { authorizationCodes: 0, refreshTokens: 0, grants: 0, revokedAccessTokens: 0, loginThrottle: 0, usedJtis: 0, skipped: false };
   for (const target of TARGETS) {
     for (;;) {
       const deleted = await deleteBatch(db, target.statement(retention, policy.batchSize));
@@ -118,5 +128,5 @@ export async function sweep(db: Db, policy: JanitorPolicy): Promise<SweepResult>
 
 /** Total rows a sweep deleted. */
 export function sweptRows(result: SweepResult): number {
-  return result.authorizationCodes + result.refreshTokens + result.grants + result.revokedAccessTokens + result.loginThrottle;
+  return result.authorizationCodes + result.refreshTokens + result.grants + result.revokedAccessTokens + result.loginThrottle + result.usedJtis;
 }

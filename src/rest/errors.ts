@@ -2,7 +2,7 @@ import type { GraphQLFormattedError } from 'graphql';
 import type { ErrorRequestHandler } from 'express';
 import type { GqlErrorCode } from '../graphql/errors.js';
 import type { Logger } from '../logger.js';
-import { wwwAuthenticate } from '../tokens/bearer.js';
+import { challengeHeaders } from '../tokens/bearer.js';
 import { InsufficientScope, InvalidToken, OAuthError } from '../oauth/errors.js';
 
 /**
@@ -92,7 +92,7 @@ export class RestInternal extends RestError {
  * `WWW-Authenticate`, and the Google error body beside it.
  */
 export function fromOAuthError(error: OAuthError): RestError {
-  const headers = { 'WWW-Authenticate': wwwAuthenticate(error) };
+  const headers = challengeHeaders(error);
   if (error instanceof InsufficientScope) return new RestPermissionDenied(error.message, { cause: error, headers });
   if (error instanceof InvalidToken) return new RestUnauthenticated(error.message, { cause: error, headers });
   return error.status < 500

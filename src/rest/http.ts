@@ -6,7 +6,7 @@
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import type { Runtime } from '../runtime.js';
 import type { Principal } from '../tokens/access-token.js';
-import { authenticateBearer } from '../tokens/bearer.js';
+import { authenticateRequest } from '../tokens/bearer.js';
 import { OAuthError } from '../oauth/errors.js';
 import type { Scope } from '../oauth/scopes.js';
 import { fromOAuthError, RestInvalidArgument } from './errors.js';
@@ -37,11 +37,16 @@ export interface RestRoute {
   handlers: RequestHandler[];
 }
 
-/** Authenticates the bearer token; a refusal is 401/403 with `WWW-Authenticate`. */
+/** Authenticates the access token (Bearer, or DPoP with its proof); a refusal is 401/403 with `WWW-Authenticate`. */
 export function authenticate(runtime: Runtime): RequestHandler {
   return async function authenticateBearerToken(req, res, next) {
     try {
-      res.locals.principal = await authenticateBearer(runtime.accessTokens, req.headers.authorization);
+      res.locals.principal = await authenticateRequest(runtime, {
+        authorization: req.headers.authorization,
+        dpop: req.headers.dpop,
+        method: req.method,
+        path: req.originalUrl,
+      });
       next();
     } catch (error) {
       next(error instanceof OAuthError ? fromOAuthError(error) : error);

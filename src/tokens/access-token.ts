@@ -19,6 +19,8 @@ export interface AccessTokenGrant {
   clientId: string;
   scope: string;
   grantId: string;
+  /** RFC 9449 §6.1: thumbprint of the DPoP key the token is bound to (`cnf.jkt`). */
+  jkt?: string;
 }
 
 export interface IssuedAccessToken {
@@ -37,6 +39,8 @@ export interface Principal {
   jti: string;
   issuedAt: Date;
   expiresAt: Date;
+  /** Set for a DPoP-bound token: only a proof signed by this key may present it. */
+  jkt?: string;
 }
 
 export interface AccessTokenOptions {
@@ -79,6 +83,7 @@ export class AccessTokens {
         client_id: grant.clientId,
         scope: grant.scope,
         grant_id: grant.grantId,
+        ...(grant.jkt === undefined ? {} : { cnf: { jkt: grant.jkt } }),
       },
       ACCESS_TOKEN_TYP,
     );
@@ -119,7 +124,12 @@ export class AccessTokens {
       if (!Number.isSafeInteger(userId) || typeof payload.client_id !== 'string' || typeof payload.grant_id !== 'string') {
         throw new InvalidToken('the access token has malformed claims');
       }
+      const cnf = payload.cnf as { jkt?: unknown } | undefined;
+      if (cnf !== undefined && (typeof cnf !== 'object' || cnf === null || typeof cnf.jkt !== 'string')) {
+        throw new InvalidToken('the access token has malformed claims');
+      }
       return {
+        ...(cnf === undefined ? {} : { jkt: cnf.jkt as string }),
         userId,
         clientId: payload.client_id,
         scopes: new Set(parseScope(typeof payload.scope === 'string' ? payload.scope : '')),

@@ -1,24 +1,92 @@
 /**
- * Resource-side bearer authentication (RFC 6750), shared by GraphQL and REST: read the
- * token from the Authorization header, verify it, check scopes, and build the
- * `WWW-Authenticate` challenge for a refusal.
+ * Resource-side token authentication, shared by GraphQL and REST: read the access token from
+ * the Authorization header — `Bearer` (RFC 6750) or `DPoP` with a proof (RFC 9449 §7) — verify
+ * it, check scopes, and build the `WWW-Authenticate` challenge for a refusal.
+ *
+ * A DPoP-bound token (`cnf.jkt`) is accepted only under the DPoP scheme with a proof signed by
+ * that key for this request (`htm`, `htu`, `ath`); presented as Bearer it is refused, so a stolen
+ * bound token is useless without the key.
  */
 import type { AccessTokens, Principal } from './access-token.js';
-import { InsufficientScope, InvalidRequest, InvalidToken, type OAuthError } from '../oauth/errors.js';
+import { DPOP_ALGORITHMS, type DpopVerifier } from './dpop.js';
+import { InsufficientScope, InvalidDpopProof, InvalidRequest, InvalidToken, UseDpopNonce, type OAuthError } from '../oauth/errors.js';
 
 export const REALM = 'fieldgate';
 
-export async function authenticateBearer(
-  accessTokens: AccessTokens,
-  authorization: string | undefined | null,
-): Promise<Principal> {
+/** What resource authentication needs from the runtime. */
+export interface ResourceAuthentication {
+  accessTokens: AccessTokens;
+  dpop: DpopVerifier;
+  config: { issuer: string; dpopNonce: 'token' | 'all' | 'off' };
+}
+
+export interface ResourceRequest {
+  authorization: string | undefined | null;
+  /** The `DPoP` header(s). */
+  dpop: string | string[] | undefined | null;
+  method: string;
+  /** Path (and query) of the request; its public URL is the issuer's origin plus this. */
+  path: string;
+}
+
+const CREDENTIALS = /^(Bearer|DPoP)[ ]+([A-Za-z0-9\-._~+/]+=*)[ ]*$/i;
+
+/** The principal of a request's access token, or InvalidToken (with a DPoP challenge where DPoP applies). */
+export async function authenticateRequest(auth: ResourceAuthentication, request: ResourceRequest): Promise<Principal> {
+  const { authorization } = request;
   if (!authorization) throw new InvalidToken('an access token is required', { missing: true });
-  const match = /^Bearer[ ]+([A-Za-z0-9\-._~+/]+=*)[ ]*$/i.exec(authorization);
+  const match = CREDENTIALS.exec(authorization);
   if (!match) {
-    if (!/^Bearer\b/i.test(authorization)) throw new InvalidToken('use the Bearer authentication scheme', { missing: true });
+    if (/^DPoP\b/i.test(authorization)) throw new InvalidToken('the Authorization header is not a valid DPoP token', { dpop: { error: 'invalid_token' } });
+    if (!/^Bearer\b/i.test(authorization)) throw new InvalidToken('use the Bearer or DPoP authentication scheme', { missing: true });
     throw new InvalidToken('the Authorization header is not a valid bearer token');
   }
-  return accessTokens.verify(match[1]!);
+  const token = match[2]!;
+  if (match[1]!.toLowerCase() === 'bearer') {
+    const principal = await auth.accessTokens.verify(token);
+    if (principal.jkt !== undefined) {
+      throw new InvalidToken('this access token is DPoP-bound: send it as Authorization: DPoP with a DPoP proof', { dpop: { error: 'invalid_token' } });
+    }
+    return principal;
+  }
+  return authenticateDpop(auth, request, token);
+}
+
+/** A Bearer `Authorization` header alone (no request context, so no DPoP): as `authenticateRequest`. */
+export async function authenticateBearer(accessTokens: AccessTokens, authorization: string | undefined | null): Promise<Principal> {
+  if (authorization && /^DPoP\b/i.test(authorization)) throw new InvalidToken('a DPoP token needs its request', { dpop: { error: 'invalid_dpop_proof' } });
+  const unusedDpop = { verify: () => Promise.reject(new Error('unreachable')) } as unknown as DpopVerifier;
+  return authenticateRequest({ accessTokens, dpop: unusedDpop, config: { issuer: '', dpopNonce: 'off' } }, { authorization, dpop: undefined, method: '', path: '' });
+}
+
+async function authenticateDpop(auth: ResourceAuthentication, request: ResourceRequest, token: string): Promise<Principal> {
+  const refuse = (message: string, error: 'invalid_token' | 'invalid_dpop_proof' = 'invalid_token') =>
+    new InvalidToken(message, { dpop: { error } });
+  let principal: Principal;
+  try {
+    principal = await auth.accessTokens.verify(token);
+  } catch (error) {
+    if (error instanceof InvalidToken) throw new InvalidToken(error.message, { cause: error, dpop: { error: 'invalid_token' } });
+    throw error;
+  }
+  if (principal.jkt === undefined) throw refuse('this access token is not DPoP-bound: send it as Authorization: Bearer');
+  if (request.dpop === undefined || request.dpop === null) throw refuse('a DPoP proof is required with a DPoP token', 'invalid_dpop_proof');
+  let proof;
+  try {
+    proof = await auth.dpop.verify({
+      header: request.dpop,
+      method: request.method,
+      url: `${auth.config.issuer}${request.path}`,
+      accessToken: token,
+      requireNonce: auth.config.dpopNonce === 'all',
+    });
+  } catch (error) {
+    if (error instanceof UseDpopNonce) throw new InvalidToken(error.message, { cause: error, dpop: { error: 'use_dpop_nonce', nonce: error.nonce } });
+    if (error instanceof InvalidDpopProof) throw refuse(error.message, 'invalid_dpop_proof');
+    throw error;
+  }
+  if (proof?.jkt !== principal.jkt) throw refuse('the DPoP proof is signed by another key than the one the token is bound to', 'invalid_dpop_proof');
+  return principal;
 }
 
 export function requireScope(principal: Principal, scope: string): void {
@@ -29,9 +97,13 @@ function quoted(value: string): string {
   return `"${value.replace(/[\\"]/g, '\\$&').replace(/[^\x20-\x7e]/g, '')}"`;
 }
 
-/** The RFC 6750 §3 challenge for a resource-side refusal. */
+/** The RFC 6750 §3 (or RFC 9449 §7.1 DPoP) challenge for a resource-side refusal. */
 export function wwwAuthenticate(error: OAuthError): string {
   const params = [`realm=${quoted(REALM)}`];
+  if (error instanceof InvalidToken && error.dpop) {
+    params.push(`algs=${quoted(DPOP_ALGORITHMS.join(' '))}`, `error=${quoted(error.dpop.error)}`, `error_description=${quoted(error.message)}`);
+    return `DPoP ${params.join(', ')}`;
+  }
   if (error instanceof InvalidToken && error.missing) return `Bearer ${params.join(', ')}`;
   if (error instanceof InvalidToken || error instanceof InvalidRequest) {
     params.push(`error=${quoted(error.code)}`, `error_description=${quoted(error.message)}`);
@@ -39,4 +111,10 @@ export function wwwAuthenticate(error: OAuthError): string {
     params.push(`error=${quoted(error.code)}`, `error_description=${quoted(error.message)}`, `scope=${quoted(error.requiredScope)}`);
   }
   return `Bearer ${params.join(', ')}`;
+}
+
+/** Every header of a resource-side refusal: the challenge, and a fresh `DPoP-Nonce` when one is asked for. */
+export function challengeHeaders(error: OAuthError): Record<string, string> {
+  const nonce = error instanceof InvalidToken ? error.dpop?.nonce : undefined;
+  return { 'WWW-Authenticate': wwwAuthenticate(error), ...(nonce === undefined ? {} : { 'DPoP-Nonce': nonce }) };
 }

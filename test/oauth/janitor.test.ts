@@ -5,7 +5,7 @@
  */
 import { expect, it } from 'vitest';
 import { count, eq, inArray, sql } from 'drizzle-orm';
-import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens } from '../../src/db/schema.js';
+import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens, usedJtis } from '../../src/db/schema.js';
 import { sweep, sweptRows, type JanitorPolicy } from '../../src/oauth/janitor.js';
 import { AuthorizationCodeStore } from '../../src/oauth/stores/codes.js';
 import { sha256 } from '../../src/crypto/secrets.js';
@@ -63,6 +63,11 @@ describeEachDatabase('janitor', (context) => {
       { key: 'ip:locked', failures: 30, windowStartedAt: ago(2 * 86_400), lockedUntil: sql`now() + interval '1 hour'` },
       { key: 'ip:fresh', failures: 1 },
     ]);
+    // RFC 9449 §11.1, RFC 7523 §3: a jti is remembered only while its JWT could still be accepted.
+    await db.insert(usedJtis).values([
+      { signer: 'dpop:stale', jtiHash: 'a', expiresAt: ago(1) },
+      { signer: 'dpop:live', jtiHash: 'b', expiresAt: sql`now() + interval '1 minute'` },
+    ]);
 
     const result = await sweep(db, policy);
     expect(result).toEqual({
@@ -71,6 +76,7 @@ describeEachDatabase('janitor', (context) => {
       grants: 3 /* expired codes' */ + 1 /* dead family */ + 1 /* revoked long ago */,
       revokedAccessTokens: 1,
       loginThrottle: 1,
+      usedJtis: 1,
       skipped: false,
     });
     expect(sweptRows(await sweep(db, policy))).toBe(0);
@@ -78,6 +84,7 @@ describeEachDatabase('janitor', (context) => {
     const grantIds = (await db.select({ id: grants.id }).from(grants)).map((g) => g.id).sort();
     expect(grantIds).toEqual([recent.grantId, used.grantId, rotatedFamily.grantId, newRevoked.grantId].sort());
     expect((await db.select({ key: loginThrottle.key }).from(loginThrottle)).map((r) => r.key).sort()).toEqual(['ip:fresh', 'ip:locked']);
+    expect((await db.select({ signer: usedJtis.signer }).from(usedJtis)).map((r) => r.signer)).toEqual(['dpop:live']);
     expect((await db.select({ jti: revokedAccessTokens.jti }).from(revokedAccessTokens)).map((r) => r.jti)).toEqual(['live']);
 
     // The used code still reads as replayed, and the rotated refresh token's reuse still revokes its family.

@@ -25,6 +25,7 @@ function codeRequest(request: AuthorizationRequest, userId: number): NewAuthoriz
     redirectUri: request.redirectUriSent ? request.redirectUri : null,
     codeChallenge: request.codeChallenge,
     codeChallengeMethod: request.codeChallengeMethod,
+    dpopJkt: request.dpopJkt,
   };
 }
 

@@ -4,7 +4,7 @@
  * introspect the tokens issued to it; anything else — expired, revoked, malformed, unknown, or
  * another client's — is `{"active": false}` with nothing more, so the endpoint leaks nothing.
  *
- * `token_type` (§2.2) is the RFC 6749 §7.1 access token type: `Bearer` for access tokens, and
+ * `token_type` (§2.2) is the RFC 6749 §7.1 access token type: `Bearer` or `DPoP` for access tokens, and
  * absent for refresh tokens, which are not presented to resource servers and have no such type.
  */
 import type express from 'express';
@@ -39,7 +39,9 @@ async function introspectAccessToken(oauth: OAuthContext, client: Client, token:
       iss: oauth.issuer,
       aud: oauth.issuer,
       jti: principal.jti,
-      token_type: 'Bearer',
+      // RFC 9449 §6.2: a DPoP-bound token says so, with the key it is bound to.
+      token_type: principal.jkt === undefined ? 'Bearer' : 'DPoP',
+      ...(principal.jkt === undefined ? {} : { cnf: { jkt: principal.jkt } }),
     };
   } catch (error) {
     if (error instanceof InvalidToken) return INACTIVE;

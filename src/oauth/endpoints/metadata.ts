@@ -6,6 +6,8 @@ import type { OAuthContext } from '../context.js';
 import { CODE_CHALLENGE_METHODS } from '../pkce.js';
 import { ALL_SCOPES } from '../scopes.js';
 import { GRANT_TYPES_SUPPORTED, POLICY } from '../../policy.js';
+import { DPOP_ALGORITHMS } from '../../tokens/dpop.js';
+import { ASSERTION_ALGORITHMS } from '../client-assertion.js';
 
 export const METADATA_PATH = '/.well-known/oauth-authorization-server';
 export const JWKS_PATH = '/.well-known/jwks.json';
@@ -24,10 +26,14 @@ export function authorizationServerMetadata(issuer: string): Record<string, unkn
     grant_types_supported: GRANT_TYPES_SUPPORTED,
     code_challenge_methods_supported: CODE_CHALLENGE_METHODS,
     token_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+    token_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
     revocation_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+    revocation_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
     // RFC 7662 §2.1: only an authenticated (confidential) client may introspect.
     introspection_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS.filter((method) => method !== 'none'),
+    introspection_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
     authorization_response_iss_parameter_supported: true,
+    dpop_signing_alg_values_supported: DPOP_ALGORITHMS,
   };
 }
 

@@ -7,7 +7,7 @@
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { authenticatedClient, clientAuthentication } from '../client-auth.js';
 import type { OAuthContext } from '../context.js';
-import { InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from '../errors.js';
+import { InvalidDpopProof, InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from '../errors.js';
 import * as authorizationCode from '../grants/authorization-code.js';
 import type { Grant } from '../grants/grant.js';
 import * as refreshToken from '../grants/refresh-token.js';
@@ -15,6 +15,7 @@ import { noStore, sendJson } from '../json-response.js';
 import { bodyParameters } from '../params.js';
 import { addPostEndpoint } from './post-endpoint.js';
 import { GRANT_TYPES_SUPPORTED } from '../../policy.js';
+import type { DpopProof } from '../../tokens/dpop.js';
 
 /** One module per grant type; which of them are offered is policy (POLICY.grantTypes). */
 const GRANTS: ReadonlyMap<string, Grant> = new Map(
@@ -49,9 +50,38 @@ function checkClientGrantType(_req: Request, res: Response, next: NextFunction):
   next();
 }
 
+/**
+ * RFC 9449 §5: a `DPoP` header is verified before any grant runs, so a proof refused for its
+ * nonce leaves the code or refresh token unused for the retry. Every answer to a request with a
+ * proof carries a fresh `DPoP-Nonce`.
+ */
+function checkDpopProof(oauth: OAuthContext): RequestHandler {
+  return async function verifyDpopProof(req, res, next) {
+    const { dpop } = oauth;
+    if (req.headers.dpop !== undefined && oauth.dpopNonce !== 'off') res.setHeader('DPoP-Nonce', dpop.currentNonce());
+    const proof = await dpop.verify({
+      header: req.headers.dpop,
+      method: 'POST',
+      url: `${oauth.issuer}/token`,
+      requireNonce: oauth.dpopNonce !== 'off',
+    });
+    if (!proof && authenticatedClient(res).dpopBoundAccessTokens) {
+      throw new InvalidDpopProof('this client must send a DPoP proof: its access tokens are DPoP-bound');
+    }
+    res.locals.dpop = proof;
+    next();
+  };
+}
+
 function callGrantHandler(oauth: OAuthContext): RequestHandler {
   return async function callTokenHandler(req, res) {
-    const body = await grantOf(res).handler({ oauth, client: authenticatedClient(res), params: bodyParameters(res), req });
+    const body = await grantOf(res).handler({
+      oauth,
+      client: authenticatedClient(res),
+      params: bodyParameters(res),
+      req,
+      dpop: res.locals.dpop as DpopProof | undefined,
+    });
     sendJson(res, 200, body);
   };
 }
@@ -61,6 +91,6 @@ export function addTokenEndpoint(router: express.Router, oauth: OAuthContext, co
     path: '/token',
     cors,
     logger: oauth.logger,
-    steps: [preventCaching, findGrantType, clientAuthentication(oauth), checkClientGrantType, callGrantHandler(oauth)],
+    steps: [preventCaching, findGrantType, clientAuthentication(oauth), checkClientGrantType, checkDpopProof(oauth), callGrantHandler(oauth)],
   });
 }

@@ -10,7 +10,8 @@ import { InvalidGrant } from '../errors.js';
 import { verifyCodeVerifier } from '../pkce.js';
 import type { NewRefreshToken, RedeemedCode } from '../stores/codes.js';
 import { redirectUriMatches, type Client } from '../stores/clients.js';
-import { issuesRefreshTokens, tokenResponse, type GrantRequest, type TokenResponse } from './grant.js';
+import { issuesRefreshTokens, refreshTokenJkt, tokenResponse, type GrantRequest, type TokenResponse } from './grant.js';
+import type { DpopProof } from '../../tokens/dpop.js';
 
 export const grantType = 'authorization_code';
 
@@ -61,15 +62,23 @@ function checkPkce(client: Client, redeemed: RedeemedCode, verifier: string | un
   }
 }
 
+/** RFC 9449 §10: a code bound with `dpop_jkt` at /authorize is redeemed only with a proof of that key. */
+function checkDpopBinding(redeemed: RedeemedCode, dpop: DpopProof | undefined): void {
+  if (redeemed.dpopJkt === null) return;
+  if (!dpop) throw new InvalidGrant('a DPoP proof is required: the authorization request sent dpop_jkt');
+  if (dpop.jkt !== redeemed.dpopJkt) throw new InvalidGrant('the DPoP proof key does not match the dpop_jkt of the authorization request');
+}
+
 export async function handler(request: GrantRequest): Promise<TokenResponse> {
-  const { oauth, client, params, req } = request;
+  const { oauth, client, params, req, dpop } = request;
   // The refresh token is stored by the redeeming statement itself; it is handed out only if the
   // checks below pass, and deleted otherwise.
-  const refreshToken = issuesRefreshTokens(client) ? oauth.refreshTokens.mint() : undefined;
+  const refreshToken = issuesRefreshTokens(client) ? oauth.refreshTokens.mint(refreshTokenJkt(client, dpop)) : undefined;
   const redeemed = await redeem(request, params.require('code'), refreshToken);
   try {
     checkRedirectUri(client, redeemed, params.get('redirect_uri'));
     checkPkce(client, redeemed, params.get('code_verifier'));
+    checkDpopBinding(redeemed, dpop);
   } catch (error) {
     if (refreshToken) await oauth.refreshTokens.discard(refreshToken.token);
     throw error;
@@ -77,5 +86,5 @@ export async function handler(request: GrantRequest): Promise<TokenResponse> {
 
   const grant = { grantId: redeemed.grantId, userId: redeemed.userId, clientId: client.id, scope: redeemed.scope };
   oauth.events(req, 'code_redeemed', { clientId: client.id, userId: redeemed.userId, grantId: redeemed.grantId });
-  return tokenResponse(oauth, grant, refreshToken?.token);
+  return tokenResponse(oauth, grant, refreshToken?.token, dpop);
 }

@@ -7,17 +7,21 @@ import type { Request } from 'express';
 import type { Client } from '../stores/clients.js';
 import type { OAuthContext } from '../context.js';
 import type { Parameters } from '../params.js';
+import type { DpopProof } from '../../tokens/dpop.js';
 
 export interface GrantRequest {
   oauth: OAuthContext;
   client: Client;
   params: Parameters;
   req: Request;
+  /** The verified DPoP proof of the request (RFC 9449 §5), if it sent one. */
+  dpop: DpopProof | undefined;
 }
 
 export interface TokenResponse {
   access_token: string;
-  token_type: 'Bearer';
+  /** `DPoP` when the access token is bound to the proof's key (RFC 9449 §5.1). */
+  token_type: 'Bearer' | 'DPoP';
   expires_in: number;
   refresh_token?: string;
   scope: string;
@@ -30,20 +34,30 @@ export interface Grant {
   handler(request: GrantRequest): Promise<TokenResponse>;
 }
 
-/** Signs the access token of one grant and shapes the response. */
+/** Signs the access token of one grant — bound to the DPoP key when there is a proof — and shapes the response. */
 export async function tokenResponse(
   oauth: OAuthContext,
   grant: { grantId: string; userId: number; clientId: string; scope: string },
   refreshToken: string | undefined,
+  dpop: DpopProof | undefined,
 ): Promise<TokenResponse> {
-  const accessToken = await oauth.accessTokens.issue(grant);
+  const accessToken = await oauth.accessTokens.issue({ ...grant, ...(dpop && { jkt: dpop.jkt }) });
   return {
     access_token: accessToken.token,
-    token_type: 'Bearer',
+    token_type: dpop ? 'DPoP' : 'Bearer',
     expires_in: accessToken.expiresIn,
     ...(refreshToken === undefined ? {} : { refresh_token: refreshToken }),
     scope: grant.scope,
   };
+}
+
+/**
+ * The key a new refresh token is bound to: a public client's refresh tokens are bound to the
+ * proof's key (RFC 9449 §5); a confidential client's are already sender-constrained by its
+ * authentication, and each refresh may bind its access token to a new key.
+ */
+export function refreshTokenJkt(client: Client, dpop: DpopProof | undefined): string | null {
+  return client.isPublic && dpop ? dpop.jkt : null;
 }
 
 /** Whether the client is registered for refresh tokens. */

@@ -28,7 +28,7 @@ async function narrowedScope({ oauth, client }: GrantRequest, refreshToken: stri
 }
 
 /** Explains (and reacts to) a token that could not be rotated. Always throws. */
-async function refuse({ oauth, client, req }: GrantRequest, refreshToken: string, scope: string | undefined): Promise<TokenResponse> {
+async function refuse({ oauth, client, req, dpop }: GrantRequest, refreshToken: string, scope: string | undefined): Promise<TokenResponse> {
   const grace = oauth.refreshTokenReuseGrace;
   const record = await oauth.refreshTokens.find(refreshToken, grace);
   if (!record) throw new InvalidGrant('the refresh token is not valid');
@@ -38,11 +38,17 @@ async function refuse({ oauth, client, req }: GrantRequest, refreshToken: string
     throw new InvalidGrant('the refresh token is not valid');
   }
   if (record.grantRevoked) throw new InvalidGrant('the refresh token has been revoked');
+  // Checked before reuse detection: without the bound key a token is worthless, so presenting it
+  // must not be able to revoke its family.
+  if (record.dpopJkt !== null && record.dpopJkt !== dpop?.jkt) {
+    oauth.events(req, 'refresh_token_rejected', { ...fields, reason: 'dpop_key_mismatch' });
+    throw new InvalidGrant(dpop ? 'the refresh token is bound to another DPoP key' : 'the refresh token is DPoP-bound: send a DPoP proof of its key');
+  }
   if (record.consumed) {
     const successor = record.withinGrace ? await oauth.refreshTokens.liveSuccessor(refreshToken) : undefined;
     if (successor !== undefined) {
       oauth.events(req, 'refresh_token_reuse_within_grace', fields);
-      return tokenResponse(oauth, { ...record, scope: scope ?? record.scope }, successor);
+      return tokenResponse(oauth, { ...record, scope: scope ?? record.scope }, successor, dpop);
     }
     await oauth.revocations.revokeGrant(record.grantId);
     oauth.events(req, 'refresh_token_reuse_detected', fields);
@@ -53,11 +59,11 @@ async function refuse({ oauth, client, req }: GrantRequest, refreshToken: string
 }
 
 export async function handler(request: GrantRequest): Promise<TokenResponse> {
-  const { oauth, client, params, req } = request;
+  const { oauth, client, params, req, dpop } = request;
   const refreshToken = params.require('refresh_token');
   const scope = await narrowedScope(request, refreshToken, params.get('scope'));
-  const rotated = await oauth.refreshTokens.rotate(refreshToken, client.id);
+  const rotated = await oauth.refreshTokens.rotate(refreshToken, client.id, dpop?.jkt);
   if (!rotated) return refuse(request, refreshToken, scope);
   oauth.events(req, 'refresh_token_rotated', { clientId: client.id, userId: rotated.userId, grantId: rotated.grantId });
-  return tokenResponse(oauth, { ...rotated, scope: scope ?? rotated.scope }, rotated.refreshToken);
+  return tokenResponse(oauth, { ...rotated, scope: scope ?? rotated.scope }, rotated.refreshToken, dpop);
 }

@@ -25,6 +25,14 @@ export interface NewClient {
   scope?: string;
   /** Fixed id (the demo client); a random one otherwise. */
   id?: string;
+  /** `private_key_jwt` (RFC 7523 §2.2): no secret; the client signs assertions with a key of `jwks` or `jwksUri`. */
+  tokenEndpointAuthMethod?: 'private_key_jwt';
+  /** The client's public keys, a JWK Set (private_key_jwt). */
+  jwks?: unknown;
+  /** Where the client publishes its JWK Set (private_key_jwt). */
+  jwksUri?: string;
+  /** RFC 9449 §5.2: every token request must carry a DPoP proof. */
+  dpopBoundAccessTokens?: boolean;
 }
 
 export interface RegisteredClient {
@@ -34,7 +42,9 @@ export interface RegisteredClient {
   redirect_uris: string[];
   scope: string;
   grant_types: string[];
-  token_endpoint_auth_method: 'client_secret_basic' | 'none';
+  token_endpoint_auth_method: 'client_secret_basic' | 'none' | 'private_key_jwt';
+  jwks_uri?: string;
+  dpop_bound_access_tokens?: true;
 }
 
 /**
@@ -128,7 +138,8 @@ export class ClientStore {
     if (input.redirectUris.length === 0) throw new ClientRegistrationError('a client needs at least one redirect URI');
     const redirectUris = [...new Set(input.redirectUris.map(validateRedirectUri))];
     const scopes = validateScopes(input.scope);
-    const secret = input.isPublic ? undefined : randomToken(32);
+    const keys = validateClientKeys(input);
+    const secret = input.isPublic || keys.tokenEndpointAuthMethod ? undefined : randomToken(32);
     const [row] = await this.db
       .insert(clients)
       .values({
@@ -139,6 +150,8 @@ export class ClientStore {
         scopes,
         grantTypes: [...SUPPORTED_GRANT_TYPES],
         isPublic: input.isPublic ?? false,
+        ...keys,
+        dpopBoundAccessTokens: input.dpopBoundAccessTokens ?? false,
       })
       .returning();
     return describeClient(row!, secret);
@@ -223,6 +236,43 @@ export interface ClientChanges {
   scope?: string;
 }
 
+/** Private members of a JWK: none may be registered (RFC 7517 §6.2, §6.3, §6.4). */
+const PRIVATE_JWK_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
+
+function validateClientKeys(input: NewClient): Pick<Client, 'tokenEndpointAuthMethod' | 'jwks' | 'jwksUri'> {
+  if (input.tokenEndpointAuthMethod === undefined) {
+    if (input.jwks !== undefined || input.jwksUri !== undefined) throw new ClientRegistrationError('jwks and jwks_uri are only for private_key_jwt clients');
+    return { tokenEndpointAuthMethod: null, jwks: null, jwksUri: null };
+  }
+  if (input.isPublic) throw new ClientRegistrationError('a public client cannot use private_key_jwt');
+  if ((input.jwks === undefined) === (input.jwksUri === undefined)) {
+    throw new ClientRegistrationError('a private_key_jwt client needs exactly one of jwks or jwks_uri');
+  }
+  if (input.jwksUri !== undefined) {
+    let uri: URL;
+    try {
+      uri = new URL(input.jwksUri);
+    } catch {
+      throw new ClientRegistrationError(`jwks_uri "${input.jwksUri}" is not an absolute URI`);
+    }
+    if ((uri.protocol !== 'https:' && uri.protocol !== 'http:') || uri.username || uri.password || input.jwksUri.includes('#')) {
+      throw new ClientRegistrationError(`jwks_uri "${input.jwksUri}" must be an https URL without credentials or fragment`);
+    }
+    return { tokenEndpointAuthMethod: 'private_key_jwt', jwks: null, jwksUri: uri.href };
+  }
+  const jwks = input.jwks as { keys?: unknown } | null;
+  if (typeof jwks !== 'object' || jwks === null || !Array.isArray(jwks.keys) || jwks.keys.length === 0) {
+    throw new ClientRegistrationError('jwks must be a JWK Set: {"keys": [ … ]} with at least one key');
+  }
+  for (const key of jwks.keys as unknown[]) {
+    if (typeof key !== 'object' || key === null || !['RSA', 'EC', 'OKP'].includes(String((key as { kty?: unknown }).kty))) {
+      throw new ClientRegistrationError('every key in jwks must be an RSA, EC or OKP public key');
+    }
+    if (PRIVATE_JWK_MEMBERS.some((member) => member in key)) throw new ClientRegistrationError('jwks must hold public keys only');
+  }
+  return { tokenEndpointAuthMethod: 'private_key_jwt', jwks: { keys: jwks.keys }, jwksUri: null };
+}
+
 function validateName(raw: string): string {
   const name = raw.trim();
   if (!name) throw new ClientRegistrationError('a client needs a name');
@@ -245,6 +295,8 @@ export function describeClient(row: Client, secret?: string): RegisteredClient {
     redirect_uris: row.redirectUris,
     scope: row.scopes.join(' '),
     grant_types: row.grantTypes,
-    token_endpoint_auth_method: row.isPublic ? 'none' : 'client_secret_basic',
+    token_endpoint_auth_method: row.isPublic ? 'none' : row.tokenEndpointAuthMethod === 'private_key_jwt' ? 'private_key_jwt' : 'client_secret_basic',
+    ...(row.jwksUri === null ? {} : { jwks_uri: row.jwksUri }),
+    ...(row.dpopBoundAccessTokens ? { dpop_bound_access_tokens: true as const } : {}),
   };
 }

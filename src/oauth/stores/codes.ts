@@ -23,6 +23,8 @@ export interface NewAuthorizationCode {
   redirectUri: string | null;
   codeChallenge: string | null;
   codeChallengeMethod: 'S256' | null;
+  /** RFC 9449 §10: the `dpop_jkt` of the authorization request, if it sent one. */
+  dpopJkt?: string | null;
 }
 
 export interface RedeemedCode {
@@ -32,6 +34,7 @@ export interface RedeemedCode {
   redirectUri: string | null;
   codeChallenge: string | null;
   codeChallengeMethod: string | null;
+  dpopJkt: string | null;
 }
 
 /** Why a code could not be redeemed, for the error and the security log. */
@@ -39,6 +42,8 @@ export interface RedeemedCode {
 export interface NewRefreshToken {
   tokenHash: string;
   ttlSeconds: number;
+  /** The DPoP key thumbprint the refresh token is bound to (RFC 9449 §5), or null. */
+  dpopJkt: string | null;
 }
 
 export type CodeRejection =
@@ -65,9 +70,9 @@ export class AuthorizationCodeStore {
         returning id
       )
       insert into ${authorizationCodes}
-        (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, code_challenge_method, expires_at)
+        (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, code_challenge_method, dpop_jkt, expires_at)
       select ${sha256(code)}, new_grant.id, ${input.clientId}, ${input.userId}, ${input.redirectUri}, ${input.scope},
-             ${input.codeChallenge}, ${input.codeChallengeMethod}, now() + make_interval(secs => ${this.ttlSeconds})
+             ${input.codeChallenge}, ${input.codeChallengeMethod}, ${input.dpopJkt ?? null}, now() + make_interval(secs => ${this.ttlSeconds})
       from new_grant`);
     return { code, grantId };
   }
@@ -103,9 +108,9 @@ export class AuthorizationCodeStore {
           returning id
         ), new_code as (
           insert into ${authorizationCodes}
-            (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, code_challenge_method, expires_at)
+            (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, code_challenge_method, dpop_jkt, expires_at)
           select ${sha256(code)}, new_grant.id, ${input.clientId}, ${input.userId}, ${input.redirectUri}, ${input.scope},
-                 ${input.codeChallenge}, ${input.codeChallengeMethod}, now() + make_interval(secs => ${this.ttlSeconds})
+                 ${input.codeChallenge}, ${input.codeChallengeMethod}, ${input.dpopJkt ?? null}, now() + make_interval(secs => ${this.ttlSeconds})
           from new_grant
           returning 1
         )
@@ -128,6 +133,7 @@ export class AuthorizationCodeStore {
       redirect_uri: string | null;
       code_challenge: string | null;
       code_challenge_method: string | null;
+      dpop_jkt: string | null;
     }>(
       this.db,
       sql`
@@ -136,9 +142,9 @@ export class AuthorizationCodeStore {
           hashColumn: authorizationCodes.codeHash,
           hash: sha256(code),
           clientId,
-          returning: sql.raw('grant_id, client_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method'),
+          returning: sql.raw('grant_id, client_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method, dpop_jkt'),
         })})${refreshToken ? sql`, issued as (${insertRefreshTokenFrom(sql`redeemed`, refreshToken)})` : sql``}
-        select grant_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method from redeemed`,
+        select grant_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method, dpop_jkt from redeemed`,
     );
     if (!row) return undefined;
     return {
@@ -148,6 +154,7 @@ export class AuthorizationCodeStore {
       redirectUri: row.redirect_uri,
       codeChallenge: row.code_challenge,
       codeChallengeMethod: row.code_challenge_method,
+      dpopJkt: row.dpop_jkt,
     };
   }
 

@@ -15,13 +15,16 @@ export interface Consumption {
   clientId: string;
   /** Column list of the RETURNING clause (constant SQL, never user input). */
   returning: SQL;
+  /** A further condition the row must meet (e.g. its DPoP key binding). */
+  andAlso?: SQL;
 }
 
 /** `UPDATE … SET consumed_at = now() WHERE <the client's, unused, unexpired, live grant> RETURNING …`. */
-export function consumeIfUnused({ table, hashColumn, hash, clientId, returning }: Consumption): SQL {
+export function consumeIfUnused({ table, hashColumn, hash, clientId, returning, andAlso }: Consumption): SQL {
   return sql`update ${table} set consumed_at = now()
     where ${hashColumn} = ${hash} and client_id = ${clientId}
       and consumed_at is null and expires_at > now()
       and not exists (select 1 from ${grants} g where g.id = ${table.grantId} and g.revoked_at is not null)
+      ${andAlso ? sql`and ${andAlso}` : sql``}
     returning ${returning}`;
 }

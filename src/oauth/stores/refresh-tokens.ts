@@ -23,13 +23,19 @@ export interface RefreshTokenFamily {
   scope: string;
 }
 
+/** A refresh token that could not be rotated keeps its binding in its record (RFC 9449 §5). */
+export interface DpopBinding {
+  /** Thumbprint of the DPoP key the token is bound to, or null. */
+  dpopJkt: string | null;
+}
+
 export interface RotatedRefreshToken extends RefreshTokenFamily {
   /** The successor, shown once. */
   refreshToken: string;
 }
 
 /** Everything known about a presented refresh token, whatever its state. */
-export interface RefreshTokenRecord extends RefreshTokenFamily {
+export interface RefreshTokenRecord extends RefreshTokenFamily, DpopBinding {
   createdAt: Date;
   expiresAt: Date;
   expired: boolean;
@@ -44,12 +50,14 @@ export interface RefreshTokenRecord extends RefreshTokenFamily {
 
 /**
  * `insert into refresh_tokens … select … from <source>`: stores a new refresh token for the
- * family of the one row of `source` (a CTE returning grant_id, client_id, user_id and scope), so
+ * family of the one row of `source` (a CTE returning grant_id, client_id, user_id and scope, and
+ * dpop_jkt when `token.dpopJkt` is undefined: a successor keeps its predecessor's binding), so
  * that retiring or redeeming the old credential and storing the new one is a single statement.
  */
-export function insertRefreshTokenFrom(source: SQL, token: { tokenHash: string; ttlSeconds: number }): SQL {
-  return sql`insert into ${refreshTokens} (token_hash, grant_id, client_id, user_id, scope, expires_at)
-    select ${token.tokenHash}, grant_id, client_id, user_id, scope, now() + make_interval(secs => ${token.ttlSeconds})
+export function insertRefreshTokenFrom(source: SQL, token: { tokenHash: string; ttlSeconds: number; dpopJkt?: string | null }): SQL {
+  const dpopJkt = token.dpopJkt === undefined ? sql`dpop_jkt` : sql`${token.dpopJkt}`;
+  return sql`insert into ${refreshTokens} (token_hash, grant_id, client_id, user_id, scope, dpop_jkt, expires_at)
+    select ${token.tokenHash}, grant_id, client_id, user_id, scope, ${dpopJkt}, now() + make_interval(secs => ${token.ttlSeconds})
     from ${source}`;
 }
 
@@ -66,9 +74,9 @@ export class RefreshTokenStore {
   }
 
   /** A new token and the hash it will be stored under, for a statement that stores it (code redemption). */
-  mint(): { token: string; tokenHash: string; ttlSeconds: number } {
+  mint(dpopJkt: string | null = null): { token: string; tokenHash: string; ttlSeconds: number; dpopJkt: string | null } {
     const token = randomToken(32);
-    return { token, tokenHash: sha256(token), ttlSeconds: this.ttlSeconds };
+    return { token, tokenHash: sha256(token), ttlSeconds: this.ttlSeconds, dpopJkt };
   }
 
   /** Deletes a stored token that was never handed out (its redemption failed a later check). */
@@ -94,9 +102,10 @@ export class RefreshTokenStore {
 
   /**
    * Retires `token` and issues its successor if the token belongs to `clientId`, is unused,
-   * unexpired and its grant is not revoked. Undefined otherwise (see `find`).
+   * unexpired, its grant is not revoked and — when it is DPoP-bound — `dpopJkt` is its key.
+   * Undefined otherwise (see `find`).
    */
-  async rotate(token: string, clientId: string): Promise<RotatedRefreshToken | undefined> {
+  async rotate(token: string, clientId: string, dpopJkt?: string): Promise<RotatedRefreshToken | undefined> {
     const successor = this.successorOf(token);
     const [row] = await queryRows<{ grant_id: string; client_id: string; user_id: number; scope: string }>(
       this.db,
@@ -106,7 +115,8 @@ export class RefreshTokenStore {
           hashColumn: refreshTokens.tokenHash,
           hash: sha256(token),
           clientId,
-          returning: sql.raw('grant_id, client_id, user_id, scope'),
+          returning: sql.raw('grant_id, client_id, user_id, scope, dpop_jkt'),
+          andAlso: sql`(dpop_jkt is null or dpop_jkt = ${dpopJkt ?? null})`,
         })})
         ${insertRefreshTokenFrom(sql`retired`, { tokenHash: sha256(successor), ttlSeconds: this.ttlSeconds })}
         returning grant_id, client_id, user_id, scope`,
@@ -128,10 +138,11 @@ export class RefreshTokenStore {
       consumed: boolean;
       grant_revoked: boolean;
       within_grace: boolean;
+      dpop_jkt: string | null;
     }>(
       this.db,
       sql`
-        select t.grant_id, t.client_id, t.user_id, t.scope, t.created_at, t.expires_at,
+        select t.grant_id, t.client_id, t.user_id, t.scope, t.created_at, t.expires_at, t.dpop_jkt,
                t.expires_at <= now() as expired,
                t.consumed_at is not null as consumed,
                g.revoked_at is not null as grant_revoked,
@@ -154,6 +165,7 @@ export class RefreshTokenStore {
       consumed: row.consumed,
       grantRevoked: row.grant_revoked,
       withinGrace: graceSeconds > 0 && row.within_grace,
+      dpopJkt: row.dpop_jkt,
     };
   }
 

@@ -19,8 +19,14 @@ describeEachDatabase('GET /.well-known/oauth-authorization-server', (context) =>
       response_types_supported: ['code'],
       grant_types_supported: ['authorization_code', 'refresh_token'],
       code_challenge_methods_supported: ['S256'],
-      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
-      introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
+      introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
+      revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
+      // RFC 8414 §2: asymmetric algorithms only — "none" and HMAC are never accepted.
+      token_endpoint_auth_signing_alg_values_supported: ['ES256', 'ES384', 'EdDSA', 'Ed25519', 'PS256', 'RS256'],
+      introspection_endpoint_auth_signing_alg_values_supported: ['ES256', 'ES384', 'EdDSA', 'Ed25519', 'PS256', 'RS256'],
+      revocation_endpoint_auth_signing_alg_values_supported: ['ES256', 'ES384', 'EdDSA', 'Ed25519', 'PS256', 'RS256'],
+      dpop_signing_alg_values_supported: ['ES256', 'EdDSA', 'Ed25519', 'RS256'],
       scopes_supported: ['products:read', 'orders:read', 'orders:write'],
       authorization_response_iss_parameter_supported: true,
     });

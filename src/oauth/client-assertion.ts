@@ -1,0 +1,120 @@
+/**
+ * `private_key_jwt` client authentication (RFC 7523 §2.2, §3; RFC 7521 §4.2): the client signs
+ * a short-lived JWT with a key of its registered `jwks` (or `jwks_uri`) and sends it as
+ * `client_assertion`. It must have `iss` = `sub` = client_id, `aud` = our issuer (the token
+ * endpoint URL is accepted too), an `exp` at most five minutes ahead, and a `jti` never used
+ * before on any instance. Only asymmetric algorithms are accepted: a shared-secret JWT would
+ * need the secret we do not store.
+ *
+ * Remote key sets are cached for JWKS_CACHE_MS, and fetched again early when an assertion names
+ * a key the cached set lacks — a rotation — at most once per JWKS_REFETCH_COOLDOWN_MS.
+ */
+import { createLocalJWKSet, decodeJwt, jwtVerify, errors as joseErrors, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
+import { LRUCache } from 'lru-cache';
+import type { Client } from './stores/clients.js';
+import type { JtiReplayStore } from '../tokens/jti-replay.js';
+import { fetchJwks } from './jwks-fetch.js';
+
+export const CLIENT_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
+
+/** `token_endpoint_auth_signing_alg_values_supported`. */
+export const ASSERTION_ALGORITHMS = ['ES256', 'ES384', 'EdDSA', 'Ed25519', 'PS256', 'RS256'] as const;
+
+/** Furthest in the future an assertion's `exp` may be. */
+export const MAX_ASSERTION_LIFETIME_SECONDS = 300;
+const CLOCK_TOLERANCE_SECONDS = 30;
+const MAX_ASSERTION_LENGTH = 8192;
+const JWKS_CACHE_MS = 5 * 60_000;
+const JWKS_REFETCH_COOLDOWN_MS = 30_000;
+
+/** Why an assertion was refused: logged, never shown (every failure is invalid_client). */
+export class AssertionRejected extends Error {
+  override readonly name = 'AssertionRejected';
+}
+
+/** The client an assertion claims to be (`sub`, else `iss`), read before any verification. */
+export function assertionClientId(assertion: string): string | undefined {
+  if (assertion.length > MAX_ASSERTION_LENGTH) return undefined;
+  try {
+    const { sub, iss } = decodeJwt(assertion);
+    return typeof sub === 'string' ? sub : typeof iss === 'string' ? iss : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+interface CachedKeySet {
+  keys: JWTVerifyGetKey;
+  /** When an unknown key last forced a fetch before the cache expired. */
+  refetchedAt: number | undefined;
+}
+
+export interface ClientAssertionOptions {
+  issuer: string;
+  replay: JtiReplayStore;
+  allowPrivateJwksUri: boolean;
+}
+
+export class ClientAssertions {
+  private readonly remote = new LRUCache<string, CachedKeySet>({ max: 1_000, ttl: JWKS_CACHE_MS });
+
+  constructor(private readonly options: ClientAssertionOptions) {}
+
+  private async remoteKeySet(uri: string, refresh: boolean): Promise<CachedKeySet> {
+    const cached = this.remote.get(uri);
+    if (cached && (!refresh || (cached.refetchedAt !== undefined && Date.now() - cached.refetchedAt < JWKS_REFETCH_COOLDOWN_MS))) return cached;
+    const jwks = await fetchJwks(uri, { allowPrivate: this.options.allowPrivateJwksUri });
+    const entry = { keys: localKeySet(jwks), refetchedAt: refresh ? Date.now() : undefined };
+    this.remote.set(uri, entry);
+    return entry;
+  }
+
+  private async verifyWith(client: Client, assertion: string, keys: JWTVerifyGetKey) {
+    const { issuer } = this.options;
+    return jwtVerify(assertion, keys, {
+      issuer: client.id,
+      subject: client.id,
+      audience: [issuer, `${issuer}/token`],
+      algorithms: [...ASSERTION_ALGORITHMS],
+      requiredClaims: ['exp', 'jti'],
+      clockTolerance: CLOCK_TOLERANCE_SECONDS,
+    });
+  }
+
+  /** Resolves when `assertion` proves `client`; AssertionRejected (or a fetch error) otherwise. */
+  async verify(client: Client, assertion: string): Promise<void> {
+    if (assertion.length > MAX_ASSERTION_LENGTH) throw new AssertionRejected('the assertion is too long');
+    let payload;
+    try {
+      if (client.jwksUri !== null) {
+        try {
+          ({ payload } = await this.verifyWith(client, assertion, (await this.remoteKeySet(client.jwksUri, false)).keys));
+        } catch (error) {
+          if (!(error instanceof joseErrors.JWKSNoMatchingKey)) throw error;
+          ({ payload } = await this.verifyWith(client, assertion, (await this.remoteKeySet(client.jwksUri, true)).keys));
+        }
+      } else {
+        ({ payload } = await this.verifyWith(client, assertion, localKeySet(client.jwks)));
+      }
+    } catch (error) {
+      if (error instanceof joseErrors.JOSEError) throw new AssertionRejected(`the assertion is not valid: ${error.code}`, { cause: error });
+      throw new AssertionRejected('the client keys could not be read', { cause: error });
+    }
+    const now = Math.floor(Date.now() / 1000);
+    if (payload.exp! > now + MAX_ASSERTION_LIFETIME_SECONDS + CLOCK_TOLERANCE_SECONDS) {
+      throw new AssertionRejected('the assertion expires too far in the future');
+    }
+    if (typeof payload.jti !== 'string' || payload.jti.length === 0 || payload.jti.length > 256) {
+      throw new AssertionRejected('the assertion jti is missing or too long');
+    }
+    if (!(await this.options.replay.use(`client:${client.id}`, payload.jti, new Date((payload.exp! + CLOCK_TOLERANCE_SECONDS) * 1000)))) {
+      throw new AssertionRejected('the assertion has already been used');
+    }
+  }
+}
+
+function localKeySet(jwks: unknown): JWTVerifyGetKey {
+  const set = jwks as JSONWebKeySet | null;
+  if (typeof set !== 'object' || set === null || !Array.isArray(set.keys)) throw new AssertionRejected('the client JWK Set is malformed');
+  return createLocalJWKSet(set);
+}

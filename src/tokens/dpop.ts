@@ -1,0 +1,153 @@
+/**
+ * DPoP proofs (RFC 9449), checked the same way at the token endpoint and at every resource:
+ * the `DPoP` header is one JWT with `typ: dpop+jwt`, an asymmetric `alg` from DPOP_ALGORITHMS
+ * and the signer's public key in `jwk`; its `htm` and `htu` name this request, its `iat` is
+ * recent, its `jti` was never seen by any instance (JtiReplayStore), and — where nonces are
+ * required — its `nonce` is one this deployment handed out. At a resource it also carries
+ * `ath`, the SHA-256 of the access token it accompanies (§4.3, §7).
+ *
+ * Nonces (§8, §9) are stateless: `<window>.<HMAC(deployment key, window)>` for the current
+ * minute, so every instance issues and accepts the same values without sharing anything beyond
+ * the key; one from the previous or next window is still accepted across a boundary or clock skew.
+ */
+import { calculateJwkThumbprint, EmbeddedJWK, jwtVerify, errors as joseErrors, type JWK } from 'jose';
+import { createHash } from 'node:crypto';
+import { constantTimeEqual, hmacSha256 } from '../crypto/secrets.js';
+import { InvalidDpopProof, UseDpopNonce } from '../oauth/errors.js';
+import type { JtiReplayStore } from './jti-replay.js';
+
+/**
+ * Asymmetric algorithms accepted for proofs (`dpop_signing_alg_values_supported`); HS* and none
+ * never are. `Ed25519` is the fully-specified name of EdDSA over Ed25519 (RFC 9864) some clients use.
+ */
+export const DPOP_ALGORITHMS = ['ES256', 'EdDSA', 'Ed25519', 'RS256'] as const;
+
+/** Longest `DPoP` header accepted: a proof with a 4096-bit RSA key is under 2 KiB. */
+const MAX_PROOF_LENGTH = 8192;
+const MAX_JTI_LENGTH = 256;
+/** Seconds one nonce window lasts. */
+const NONCE_WINDOW_SECONDS = 60;
+const PRIVATE_JWK_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
+
+export interface DpopOptions {
+  /** Seconds a proof's `iat` may lie before or after the server's clock. */
+  proofMaxAge: number;
+  /** Key the stateless nonces are derived from, shared by every instance. */
+  nonceKey: string;
+}
+
+export interface DpopRequest {
+  /** The raw `DPoP` header(s) of the request. */
+  header: string | string[] | undefined;
+  method: string;
+  /** The URL the client called, as this server is known publicly (the issuer's origin). */
+  url: string;
+  /** At a resource: the access token the proof must be bound to (`ath`). */
+  accessToken?: string;
+  requireNonce: boolean;
+}
+
+export interface DpopProof {
+  /** RFC 7638 SHA-256 thumbprint of the proof's key: the `cnf.jkt` of tokens bound to it. */
+  jkt: string;
+}
+
+/** The URL without query and fragment, normalized as the WHATWG parser does (§4.3 step 9). */
+function htuOf(raw: string): string | undefined {
+  try {
+    const url = new URL(raw);
+    url.search = '';
+    url.hash = '';
+    return url.href;
+  } catch {
+    return undefined;
+  }
+}
+
+export class DpopVerifier {
+  constructor(
+    private readonly replay: JtiReplayStore,
+    private readonly options: DpopOptions,
+  ) {}
+
+  /** The nonce to send in `DPoP-Nonce` now. */
+  currentNonce(now = Date.now()): string {
+    return this.nonceFor(Math.floor(now / 1000 / NONCE_WINDOW_SECONDS));
+  }
+
+  private nonceFor(window: number): string {
+    return `${window.toString(36)}.${hmacSha256(this.options.nonceKey, `dpop-nonce:${window}`).slice(0, 32)}`;
+  }
+
+  private isValidNonce(nonce: unknown, now = Date.now()): boolean {
+    if (typeof nonce !== 'string' || nonce.length > 64) return false;
+    const current = Math.floor(now / 1000 / NONCE_WINDOW_SECONDS);
+    return [current, current - 1, current + 1].some((window) => constantTimeEqual(nonce, this.nonceFor(window)));
+  }
+
+  /**
+   * The proof of `request`, verified; undefined when the request carries none. Throws
+   * InvalidDpopProof or UseDpopNonce (with a fresh nonce) otherwise.
+   */
+  async verify(request: DpopRequest): Promise<DpopProof | undefined> {
+    const { header } = request;
+    if (header === undefined) return undefined;
+    if (Array.isArray(header) || header.includes(',')) throw new InvalidDpopProof('send exactly one DPoP header');
+    if (header.length > MAX_PROOF_LENGTH) throw new InvalidDpopProof('the DPoP proof is too long');
+
+    let payload;
+    let jwk: JWK;
+    try {
+      const verified = await jwtVerify(header, EmbeddedJWK, { typ: 'dpop+jwt', algorithms: [...DPOP_ALGORITHMS] });
+      payload = verified.payload;
+      jwk = verified.protectedHeader.jwk!;
+    } catch (error) {
+      throw new InvalidDpopProof(proofFailure(error, header), { cause: error });
+    }
+    if (PRIVATE_JWK_MEMBERS.some((member) => member in jwk)) throw new InvalidDpopProof('the jwk of a DPoP proof must be a public key');
+
+    const { htm, htu, iat, jti } = payload as Record<string, unknown>;
+    if (typeof jti !== 'string' || jti.length === 0 || jti.length > MAX_JTI_LENGTH) {
+      throw new InvalidDpopProof('the DPoP proof needs a jti of at most 256 characters');
+    }
+    if (htm !== request.method) throw new InvalidDpopProof('the DPoP proof htm does not match the HTTP method');
+    if (typeof htu !== 'string' || htuOf(htu) !== htuOf(request.url)) {
+      throw new InvalidDpopProof('the DPoP proof htu does not match the request URL');
+    }
+    const now = Math.floor(Date.now() / 1000);
+    if (typeof iat !== 'number' || !Number.isFinite(iat)) throw new InvalidDpopProof('the DPoP proof needs a numeric iat');
+    if (Math.abs(now - iat) > this.options.proofMaxAge) {
+      throw new InvalidDpopProof('the DPoP proof iat is outside the accepted window; check the clock');
+    }
+    if (request.accessToken !== undefined) {
+      const ath = createHash('sha256').update(request.accessToken).digest('base64url');
+      if (typeof payload.ath !== 'string' || !constantTimeEqual(payload.ath, ath)) {
+        throw new InvalidDpopProof('the DPoP proof ath does not match the access token');
+      }
+    }
+    if (payload.nonce !== undefined || request.requireNonce) {
+      if (!this.isValidNonce(payload.nonce)) {
+        throw new UseDpopNonce('the DPoP proof must carry the nonce from the DPoP-Nonce header', this.currentNonce());
+      }
+    }
+
+    const jkt = await calculateJwkThumbprint(jwk, 'sha256');
+    // Kept until no proof with this iat can be accepted any more.
+    const expiresAt = new Date((iat + this.options.proofMaxAge + 1) * 1000);
+    if (!(await this.replay.use(`dpop:${jkt}`, jti, expiresAt))) {
+      throw new InvalidDpopProof('this DPoP proof has already been used');
+    }
+    return { jkt };
+  }
+}
+
+function proofFailure(error: unknown, header: string): string {
+  if (error instanceof joseErrors.JOSEAlgNotAllowed) return `the DPoP proof must be signed with ${DPOP_ALGORITHMS.join(', ')}`;
+  if (error instanceof joseErrors.JWTClaimValidationFailed && error.claim === 'typ') return 'the DPoP proof must have typ dpop+jwt';
+  if (error instanceof joseErrors.JWSSignatureVerificationFailed) return 'the DPoP proof signature does not verify';
+  if (error instanceof joseErrors.JWSInvalid && /"jwk"|Embedded JWK/.test(error.message)) {
+    return 'the DPoP proof must carry the public key that signed it in jwk';
+  }
+  if (header.split('.').length !== 3) return 'the DPoP header is not a JWT';
+  return 'the DPoP proof is not a valid signed JWT';
+}
