@@ -11,13 +11,14 @@ import type { Principal } from '../tokens/access-token.js';
 import { requireScope } from '../tokens/bearer.js';
 import { OAuthError } from '../oauth/errors.js';
 import { parseFields, WHOLE, type FieldTree, type ParsedFields } from './fields.js';
-import { RestFailedPrecondition, fromOAuthError, RestInvalidArgument, RestNotFound } from './errors.js';
+import { RestAborted, RestError, RestFailedPrecondition, fromOAuthError, RestInvalidArgument, RestNotFound } from './errors.js';
 import type { RestExecutor } from './execute.js';
 import { authenticate, jsonObjectBody, onlyQueryParameters, principalOf, queryParameter, type RestRoute } from './http.js';
 import { fetchPage, idOf, nextLink, pageOf } from './paging.js';
 import { allowedFields, rootField, rootFieldType, type CompiledOperation } from './selection.js';
 import { parseUpdateMask, planUpdate } from './update-mask.js';
 import { schemaRef } from './openapi.js';
+import { setResourceVersion, versionOf } from './etag.js';
 
 /** What the layer selects for itself when the resource has it: `etag` for ETag, `id` for Location. */
 function internalFields(schema: GraphQLSchema, operation: 'query' | 'mutation', field: string, names: string[]): FieldTree {
@@ -28,14 +29,18 @@ function internalFields(schema: GraphQLSchema, operation: 'query' | 'mutation', 
 // ---------------------------------------------------------------- ETags (RFC 9110 §8.8.3, §13.1.1)
 
 /**
- * The ETag header for an order's `etag` field. The schema already gives a strong entity tag
- * (`"…"`), which is also the form its updateOrder `etag` argument takes.
+ * An order's `etag` field as an entity tag. The schema already gives a strong one (`"…"`),
+ * which is also the form its updateOrder `etag` argument takes.
  */
 export function etagHeader(etag: string): string {
   return /^"[\x21\x23-\x7e]*"$/.test(etag) ? etag : `"${etag.replace(/[^\x21\x23-\x7e]/g, '')}"`;
 }
 
-/** `If-Match`: `*`, or its strong entity tags, quotes included (weak ones never match, RFC 9110 §13.1.1). */
+/**
+ * `If-Match`: `*`, or the order versions its strong entity tags stand for, quotes included
+ * (weak ones never match, RFC 9110 §13.1.1). Both an ETag header (`"v.digest"`) and the
+ * order's `etag` field (`"v"`) are accepted: the condition is on the order, not on one view of it.
+ */
 function parseIfMatch(header: string | undefined): '*' | string[] | undefined {
   if (header === undefined) return undefined;
   if (header.trim() === '*') return '*';
@@ -48,7 +53,7 @@ function parseIfMatch(header: string | undefined): '*' | string[] | undefined {
       if (header.slice(start).trim() === '') break;
       throw new RestInvalidArgument('If-Match must be * or a list of entity tags such as "abc"');
     }
-    if (!match[1]) tags.push(match[2]!);
+    if (!match[1]) tags.push(versionOf(match[2]!));
     if (item.lastIndex === start) break;
   }
   return tags;
@@ -59,9 +64,25 @@ function etagOf(order: unknown): string | undefined {
   return typeof etag === 'string' ? etagHeader(etag) : undefined;
 }
 
+/** The ETag of the answer starts with the order's version (see etag.ts). */
 function setEtag(res: Response, order: unknown): void {
-  const etag = etagOf(order);
-  if (etag) res.setHeader('ETag', etag);
+  setResourceVersion(res, etagOf(order));
+}
+
+/**
+ * The AIP-154 `etag` of a PATCH body: the same precondition as If-Match, but a mismatch is
+ * 409 ABORTED rather than HTTP's 412. Not an updatable field, so the update mask never names it.
+ */
+function bodyEtag(body: Record<string, unknown>): string | undefined {
+  const etag = body.etag;
+  if (etag === undefined || etag === null) return undefined;
+  if (typeof etag !== 'string' || !/^"[\x21\x23-\x7e]{0,400}"$/.test(etag)) {
+    throw new RestInvalidArgument('etag must be an entity tag as read from the order, such as "abc"', {
+      reason: 'INVALID_ETAG',
+      fieldViolations: [{ field: 'etag', description: 'not an entity tag' }],
+    });
+  }
+  return versionOf(etag);
 }
 
 // ---------------------------------------------------------------- request bodies
@@ -197,6 +218,14 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
           const mask = parseUpdateMask(queryParameter(req, 'update_mask'));
           const fields = parseFields(queryParameter(req, 'fields'));
           const ifMatch = parseIfMatch(req.headers['if-match']);
+          const inBody = bodyEtag(req.body as Record<string, unknown>);
+          if (inBody !== undefined && Array.isArray(ifMatch) && !ifMatch.includes(inBody)) {
+            throw new RestInvalidArgument('If-Match and the etag in the body name different versions of the order; send one of them', {
+              reason: 'CONFLICTING_PRECONDITIONS',
+              fieldViolations: [{ field: 'etag', description: 'not among the tags of If-Match' }],
+            });
+          }
+          const source: EtagSource = inBody === undefined ? 'If-Match' : 'body';
           const plan = planUpdate(rest.schema, 'updateOrder', mask, req.body as Record<string, unknown>);
           const principal = principalOf(res);
 
@@ -209,25 +238,32 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
             }
             const { operation, order } = await readOrder(id, fields, principal);
             const etag = etagOf(order);
-            if (Array.isArray(ifMatch) && (etag === undefined || !ifMatch.includes(etag))) throw staleEtag();
+            const wanted = inBody === undefined ? ifMatch : [inBody];
+            if (Array.isArray(wanted) && (etag === undefined || !wanted.includes(etag))) throw staleEtag(source, etag);
             setEtag(res, order);
             res.json(operation.project(order));
             return;
           }
 
-          let etag: string | undefined;
-          if (Array.isArray(ifMatch)) {
+          let etag: string | undefined = inBody;
+          if (etag === undefined && Array.isArray(ifMatch)) {
             if (ifMatch.length === 1) {
               etag = ifMatch[0];
             } else {
               // Several candidates: the current one, if listed, becomes the atomic precondition.
               const current = etagOf((await readOrder(id, parseFields('id'), principal)).order);
-              if (current === undefined || !ifMatch.includes(current)) throw staleEtag();
+              if (current === undefined || !ifMatch.includes(current)) throw staleEtag(source, current);
               etag = current;
             }
           }
           const operation = orderOperation('orders.update', 'mutation', 'updateOrder', etag === undefined ? ['id', 'input'] : ['id', 'input', 'etag'], fields);
-          const order = await rest.run(operation, { id, input: plan.input, ...(etag === undefined ? {} : { etag }) }, principal);
+          let order: unknown;
+          try {
+            order = await rest.run(operation, { id, input: plan.input, ...(etag === undefined ? {} : { etag }) }, principal);
+          } catch (error) {
+            if (error instanceof RestError && error.reason === 'ETAG_MISMATCH') throw staleEtag(source, error.metadata.etag, error);
+            throw error;
+          }
           setEtag(res, order);
           res.json(operation.project(order));
         },
@@ -236,6 +272,16 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
   ];
 }
 
-function staleEtag(): RestFailedPrecondition {
-  return new RestFailedPrecondition('the order has changed since the ETag in If-Match was issued', { httpStatus: 412 });
+type EtagSource = 'If-Match' | 'body';
+
+/**
+ * A stale precondition: HTTP's 412 for If-Match (RFC 9110 §13.1.1), AIP-154's 409 ABORTED for a
+ * body `etag`; both say ETAG_MISMATCH and give the current etag, so the client can re-read or retry.
+ */
+function staleEtag(source: EtagSource, current: string | undefined, cause?: unknown) {
+  const metadata: Record<string, string> = current === undefined ? {} : { etag: current };
+  const options = { cause, reason: 'ETAG_MISMATCH', metadata };
+  return source === 'If-Match'
+    ? new RestFailedPrecondition('the order has changed since the ETag in If-Match was issued', { ...options, httpStatus: 412 })
+    : new RestAborted('the order has changed since the etag in the body was read; read it again and retry', options);
 }
