@@ -2,8 +2,8 @@
  * Deletes rows nothing needs any more, in bounded batches so no statement holds many locks or
  * runs long: expired authorization codes and refresh tokens (used or not) once `retentionSeconds`
  * have passed since they expired, grants left with neither, revoked grants once
- * `retentionSeconds` have passed since their revocation, revoked access tokens past their expiry
- * and stale login-throttle counters.
+ * `retentionSeconds` have passed since their revocation, revoked access tokens past their expiry,
+ * stale login-throttle counters and expired idempotency keys.
  *
  * What this keeps, and why:
  * - A used code is kept until it has expired (plus the retention): a replay until then is still
@@ -22,7 +22,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens } from '../db/schema.js';
+import { authorizationCodes, grants, idempotencyKeys, loginThrottle, refreshTokens, revokedAccessTokens } from '../db/schema.js';
 import { DEFAULT_LOGIN_THROTTLE_POLICY } from './browser/login-throttle.js';
 import { queryRows } from './stores/rows.js';
 
@@ -47,6 +47,7 @@ export interface SweepResult {
   grants: number;
   revokedAccessTokens: number;
   loginThrottle: number;
+  idempotencyKeys: number;
   /** True when another instance held the lock, so this sweep stopped early. */
   skipped: boolean;
 }
@@ -106,6 +107,15 @@ const TARGETS: Target[] = [
         limit ${limit} for update skip locked)
       returning 1`,
   },
+  {
+    // A key replays its first answer until it expires; after that it is free for a new request anyway.
+    name: 'idempotencyKeys',
+    statement: (_retention, limit) => sql`
+      delete from ${idempotencyKeys} where (user_id, client_id, key) in (
+        select user_id, client_id, key from ${idempotencyKeys} where expires_at < now()
+        limit ${limit} for update skip locked)
+      returning 1`,
+  },
 ];
 
 /** One batch under the advisory lock: the rows deleted, or undefined when another sweep holds the lock. */
@@ -120,7 +130,7 @@ async function deleteBatch(db: Db, statement: SQL): Promise<number | undefined> 
 /** Deletes everything due, batch by batch, until nothing is left or another instance is sweeping. */
 export async function sweep(db: Db, policy: JanitorPolicy): Promise<SweepResult> {
   const retention = sql`make_interval(secs => ${Math.max(policy.retentionSeconds, policy.accessTokenTtl)})`;
-  const result: SweepResult = { authorizationCodes: 0, refreshTokens: 0, grants: 0, revokedAccessTokens: 0, loginThrottle: 0, skipped: false };
+  const result: SweepResult = { authorizationCodes: 0, refreshTokens: 0, grants: 0, revokedAccessTokens: 0, loginThrottle: 0, idempotencyKeys: 0, skipped: false };
   for (const target of TARGETS) {
     for (;;) {
       const deleted = await deleteBatch(db, target.statement(retention, policy.batchSize));
@@ -134,5 +144,5 @@ export async function sweep(db: Db, policy: JanitorPolicy): Promise<SweepResult>
 
 /** Total rows a sweep deleted. */
 export function sweptRows(result: SweepResult): number {
-  return result.authorizationCodes + result.refreshTokens + result.grants + result.revokedAccessTokens + result.loginThrottle;
+  return result.authorizationCodes + result.refreshTokens + result.grants + result.revokedAccessTokens + result.loginThrottle + result.idempotencyKeys;
 }

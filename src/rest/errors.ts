@@ -189,6 +189,12 @@ const REST_ERROR_FOR_CODE: ReadonlyMap<string, RestErrorClass> = new Map<GqlErro
   ['GRAPHQL_PARSE_FAILED', RestInvalidArgument],
 ]);
 
+/** Reasons whose HTTP status is not their code's canonical one. */
+const HTTP_STATUS_FOR_REASON: Record<string, number> = {
+  // draft-ietf-httpapi-idempotency-key-header §2.7: a key reused with another payload is 422.
+  IDEMPOTENCY_KEY_REUSED: 422,
+};
+
 /** Extension members that are not facts about the failure (they say how to serialize it). */
 const NOT_METADATA = new Set(['code', 'reason', 'http', 'field']);
 
@@ -238,7 +244,7 @@ export function fromGraphQLErrors(errors: readonly GraphQLFormattedError[]): Res
     metadata: metadataOf(extensions),
     ...(field ? { fieldViolations: [{ field, description: message }] } : {}),
   };
-  if (RestClass) return new RestClass(message, details);
+  if (RestClass) return new RestClass(message, { ...details, ...(reason && Object.hasOwn(HTTP_STATUS_FOR_REASON, reason) ? { httpStatus: HTTP_STATUS_FOR_REASON[reason] } : {}) });
   const http = extensions.http as { status?: unknown } | undefined;
   if (typeof http?.status === 'number' && http.status >= 400 && http.status < 500) {
     return new RestInvalidArgument(message, { ...details, httpStatus: http.status });

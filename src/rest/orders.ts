@@ -18,7 +18,9 @@ import { fetchPage, idOf, nextLink, pageOf } from './paging.js';
 import { allowedFields, rootField, rootFieldType, type CompiledOperation } from './selection.js';
 import { parseUpdateMask, planUpdate } from './update-mask.js';
 import { schemaRef } from './openapi.js';
-import { setResourceVersion, versionOf } from './etag.js';
+import { representationTag, setResourceVersion, versionOf } from './etag.js';
+import { idempotencyKeyOf } from './idempotency.js';
+import { findKey, orderRequestHash, storeResponse } from '../graphql/idempotency.js';
 
 /** What the layer selects for itself when the resource has it: `etag` for ETag, `id` for Location. */
 function internalFields(schema: GraphQLSchema, operation: 'query' | 'mutation', field: string, names: string[]): FieldTree {
@@ -129,7 +131,11 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
       path: '/orders',
       operationId: 'createOrder',
       summary: 'Place an order',
-      description: 'Creates an order for the caller. Answers 201 with the order (shaped by `fields`), its `Location` and `ETag`.',
+      description:
+        'Creates an order for the caller. Answers 201 with the order (shaped by `fields`), its `Location` and `ETag`. ' +
+        'With an `Idempotency-Key`, a retry with the same body (and `fields`) within 24 hours gets the first answer again ' +
+        '(`Idempotent-Replayed: true`) instead of a second order; the same key with another body is 422. A duplicate sent ' +
+        'while the first is still running waits for it and then gets its order.',
       scope: 'orders:write',
       query: ['fields'],
       requestBody: { description: 'The items to order and an optional memo.', schema: schemaRef('CreateOrderInput') },
@@ -140,13 +146,42 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
         onlyQueryParameters(['fields']),
         ...jsonObjectBody(),
         async function createOrder(req, res) {
-          const fields = parseFields(queryParameter(req, 'fields'));
+          const fieldsParameter = queryParameter(req, 'fields');
+          const fields = parseFields(fieldsParameter);
           const input = createInput(rest.schema, req.body as Record<string, unknown>);
-          const operation = orderOperation('orders.create', 'mutation', 'createOrder', ['input'], fields);
-          const order = (await rest.run(operation, { input }, principalOf(res))) as { id: number };
-          res.status(201).setHeader('Location', `${runtime.config.issuer}/orders/${order.id}`);
+          const key = idempotencyKeyOf(req);
+          const principal = principalOf(res);
+          const owner = { userId: principal.userId, clientId: principal.clientId };
+          if (key !== undefined) {
+            // The replay below skips the mutation, and with it the scope check.
+            try {
+              requireScope(principal, 'orders:write');
+            } catch (error) {
+              throw error instanceof OAuthError ? fromOAuthError(error) : error;
+            }
+            const first = await findKey(runtime.db, owner, key);
+            const items = input.items as { productId: number; quantity: number }[];
+            if (first?.response && first.response.fields === (fieldsParameter ?? null) && first.requestHash === orderRequestHash(items, input.memo as string | null | undefined)) {
+              // A retry: the first answer, byte for byte.
+              res.status(first.response.status).set(first.response.headers).set('Idempotent-Replayed', 'true').type('application/json').send(first.response.body);
+              return;
+            }
+          }
+          const operation = orderOperation('orders.create', 'mutation', 'createOrder', key === undefined ? ['input'] : ['input', 'idempotencyKey'], fields);
+          const order = (await rest.run(operation, { input, ...(key === undefined ? {} : { idempotencyKey: key }) }, principal)) as { id: number };
+          const location = `${runtime.config.issuer}/orders/${order.id}`;
+          const body = operation.project(order);
+          if (key !== undefined) {
+            const text = JSON.stringify(body);
+            const headers = { Location: location, ETag: representationTag(text, etagOf(order)) };
+            await storeResponse(runtime.db, owner, key, order.id, { status: 201, headers, fields: fieldsParameter ?? null, body: text }).catch((error: unknown) => {
+              // The order exists and its key names it: a retry still gets it, only not byte for byte.
+              runtime.logger.warn({ err: error, reqId: req.id }, 'could not keep the answer of an idempotent request');
+            });
+          }
+          res.status(201).setHeader('Location', location);
           setEtag(res, order);
-          res.json(operation.project(order));
+          res.json(body);
         },
       ],
     },
