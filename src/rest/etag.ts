@@ -10,8 +10,10 @@
  * GET and HEAD answers are `Cache-Control: private, no-cache` and `Vary: Authorization`: they
  * depend on the bearer token, so no shared cache may keep them, and a private cache revalidates
  * with `If-None-Match` every time, getting 304 (no body, same ETag) while nothing changed.
- * The If-None-Match comparison itself is Express's (`req.fresh`, the `fresh` package: weak
- * comparison, `*`, and `Cache-Control: no-cache` on the request forcing a full answer).
+ * If-None-Match is evaluated here rather than by Express's `req.fresh`: that one ignores the
+ * condition when the request says `Cache-Control: no-cache`, which fetch() adds to every request
+ * carrying If-None-Match, so a fetch client would never see a 304. An origin server evaluates
+ * the condition whatever the request's cache directives (RFC 9110 §13.2.1).
  *
  * @example
  *   router.get('/orders/:id', taggedRepresentations(), …, (req, res) => {
@@ -45,6 +47,20 @@ export function setResourceVersion(res: Response, version: string | undefined): 
   res.locals[RESOURCE_VERSION] = version;
 }
 
+/**
+ * Whether an If-None-Match field value matches `tag` (RFC 9110 §13.1.2: `*`, or any listed
+ * entity tag under weak comparison). A malformed value matches nothing, so it costs a full answer.
+ */
+export function noneMatchHolds(header: string | undefined, tag: string): boolean {
+  if (header === undefined) return false;
+  if (header.trim() === '*') return true;
+  const opaque = tag.replace(/^W\//, '');
+  for (const match of header.matchAll(/(?:W\/)?("[\x21\x23-\x7e\x80-\xff]*")/g)) {
+    if (match[1] === opaque) return true;
+  }
+  return false;
+}
+
 function isRead(method: string): boolean {
   return method === 'GET' || method === 'HEAD';
 }
@@ -65,9 +81,14 @@ export function taggedRepresentations(): RequestHandler {
       if (!res.headersSent) res.type('application/json');
       if (res.statusCode >= 200 && res.statusCode < 300) {
         const version = res.locals[RESOURCE_VERSION] as string | undefined;
-        res.setHeader('ETag', representationTag(text, version));
+        const tag = representationTag(text, version);
+        res.setHeader('ETag', tag);
+        if (isRead(req.method) && res.statusCode === 200 && noneMatchHolds(req.headers['if-none-match'], tag)) {
+          res.removeHeader('Content-Type');
+          res.status(304).end();
+          return res;
+        }
       }
-      // res.send answers 304 without a body when req.fresh (If-None-Match holds this ETag).
       return send(text);
     };
     next();
