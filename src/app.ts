@@ -52,7 +52,7 @@ function healthRoutes(runtime: Runtime): express.Router {
 }
 
 const notFound: RequestHandler = (req, _res, next) => {
-  next(new RestNotFound(`no route for ${req.method} ${req.path}`));
+  next(new RestNotFound(`no route for ${req.method} ${req.path}`, { reason: 'NO_SUCH_ROUTE' }));
 };
 
 export function createApp(runtime: Runtime, options: AppOptions = {}): express.Express {

@@ -25,7 +25,9 @@ describeEachDatabase('health checks', (context) => {
   it('answers an unknown route with a Google-style 404', async () => {
     const res = await request(context().app).get('/no/such/route');
     expect(res.status).toBe(404);
-    expect(res.body).toEqual({ error: { code: 404, status: 'NOT_FOUND', message: 'no route for GET /no/such/route' } });
+    expect(res.body).toEqual({
+      error: { code: 404, status: 'NOT_FOUND', message: 'no route for GET /no/such/route', details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', domain: 'fieldgate.dev', reason: 'NO_SUCH_ROUTE', metadata: {} }] },
+    });
   });
 });
 

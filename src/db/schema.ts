@@ -274,3 +274,27 @@ export const orderItems = pgTable(
   },
   (t) => [index('order_items_order_idx').on(t.orderId)],
 );
+
+/**
+ * `Idempotency-Key`s of order creation (REST header, GraphQL `idempotencyKey`), per user and
+ * client: the first request's fingerprint and the order it created, kept until `expires_at`.
+ * The row is written in the order's own transaction, so a key never names a rolled-back order;
+ * `response` is the first REST answer (status, headers, body text) for an exact replay.
+ */
+export const idempotencyKeys = pgTable(
+  'idempotency_keys',
+  {
+    userId: integer('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    clientId: text('client_id').notNull(),
+    key: text('key').notNull(),
+    /** SHA-256 (base64url) of the normalized request. */
+    requestHash: text('request_hash').notNull(),
+    orderId: integer('order_id').references(() => orders.id, { onDelete: 'cascade' }),
+    response: jsonb('response').$type<{ status: number; headers: Record<string, string>; fields: string | null; body: string }>(),
+    createdAt: createdAt(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.clientId, t.key] }), index('idempotency_keys_expires_idx').on(t.expiresAt)],
+);

@@ -21,6 +21,7 @@ export type GqlErrorCode =
   | 'NOT_FOUND'
   | 'INVALID_ARGUMENT'
   | 'FAILED_PRECONDITION'
+  | 'ABORTED'
   | 'INTERNAL_SERVER_ERROR';
 
 /** Why an INVALID_ARGUMENT request was refused before execution (`extensions.reason`). */
@@ -112,6 +113,11 @@ export class GqlInvalidArgument extends GqlError {
 
 export class GqlFailedPrecondition extends GqlError {
   static override readonly code = 'FAILED_PRECONDITION';
+}
+
+/** A concurrency conflict: retry later (an idempotency key whose first request is still running). */
+export class GqlAborted extends GqlError {
+  static override readonly code = 'ABORTED';
 }
 
 export class GqlInternalServerError extends GqlError {

@@ -12,15 +12,15 @@ import { RestInvalidArgument } from '../rest/errors.js';
 /** Longest request target the app accepts; Node's own limit on the whole head is 16 KiB. */
 export const MAX_URL_LENGTH = 12 * 1024;
 
-const STATUS: Record<string, [number, string, string]> = {
-  HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'the request line and headers are too large'],
-  HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'Payload Too Large', 'the chunk extensions are too large'],
-  ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'the request took too long to arrive'],
+const STATUS: Record<string, [number, string, string, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'the request line and headers are too large', 'HEADERS_TOO_LARGE'],
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'Payload Too Large', 'the chunk extensions are too large', 'CHUNK_EXTENSIONS_TOO_LARGE'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'the request took too long to arrive', 'REQUEST_TIMEOUT'],
 };
 
 /** 414 with the Google error body for a request target longer than MAX_URL_LENGTH. */
 export const refuseLongUrl: RequestHandler = (req, _res, next) => {
-  if (req.originalUrl.length > MAX_URL_LENGTH) return next(new RestInvalidArgument(`the URL is longer than ${MAX_URL_LENGTH} characters`, { httpStatus: 414 }));
+  if (req.originalUrl.length > MAX_URL_LENGTH) return next(new RestInvalidArgument(`the URL is longer than ${MAX_URL_LENGTH} characters`, { httpStatus: 414, reason: 'URL_TOO_LONG' }));
   next();
 };
 
@@ -28,8 +28,8 @@ export const refuseLongUrl: RequestHandler = (req, _res, next) => {
 export function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
   const writable = socket.writable && (socket as Duplex & { bytesWritten?: number }).bytesWritten === 0;
   if (writable && error.code !== 'ECONNRESET') {
-    const [code, reason, message] = STATUS[error.code ?? ''] ?? [400, 'Bad Request', 'the request is not valid HTTP'];
-    const body = JSON.stringify({ error: { code, status: 'INVALID_ARGUMENT', message } });
+    const [code, reason, message, errorReason] = STATUS[error.code ?? ''] ?? [400, 'Bad Request', 'the request is not valid HTTP', 'INVALID_HTTP'];
+    const body = JSON.stringify(new RestInvalidArgument(message, { httpStatus: code, reason: errorReason }).toBody());
     socket.end(`HTTP/1.1 ${code} ${reason}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
     return;
   }

@@ -9,7 +9,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens, usedJtis } from '../db/schema.js';
+import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens, usedJtis, idempotencyKeys } from '../db/schema.js';
 import { POLICY } from '../policy.js';
 import { queryRows } from './stores/rows.js';
 
@@ -36,6 +36,7 @@ export interface SweepResult {
   loginThrottle: number;
   /** DPoP proof and client assertion jtis past the time their JWT could still be accepted. */
   usedJtis: number;
+  idempotencyKeys: number;
   /** True when another instance held the lock, so this sweep stopped early. */
   skipped: boolean;
 }
@@ -100,6 +101,15 @@ const TARGETS: Target[] = [
         limit ${limit} for update skip locked)
       returning 1`,
   },
+  {
+    // A key replays its first answer until it expires; after that it is free for a new request anyway.
+    name: 'idempotencyKeys',
+    statement: (_retention, limit) => sql`
+      delete from ${idempotencyKeys} where (user_id, client_id, key) in (
+        select user_id, client_id, key from ${idempotencyKeys} where expires_at < now()
+        limit ${limit} for update skip locked)
+      returning 1`,
+  },
 ];
 
 /** One batch under the advisory lock: the rows deleted, or undefined when another sweep holds the lock. */
@@ -114,7 +124,7 @@ async function deleteBatch(db: Db, statement: SQL): Promise<number | undefined> 
 /** Deletes everything due, batch by batch, until nothing is left or another instance is sweeping. */
 export async function sweep(db: Db, policy: JanitorPolicy): Promise<SweepResult> {
   const retention = sql`make_interval(secs => ${Math.max(policy.retentionSeconds, policy.accessTokenTtl)})`;
-  const result: SweepResult = { authorizationCodes: 0, refreshTokens: 0, grants: 0, revokedAccessTokens: 0, loginThrottle: 0, usedJtis: 0, skipped: false };
+  const result: SweepResult = { authorizationCodes: 0, refreshTokens: 0, grants: 0, revokedAccessTokens: 0, loginThrottle: 0, usedJtis: 0, idempotencyKeys: 0, skipped: false };
   for (const target of TARGETS) {
     for (;;) {
       const deleted = await deleteBatch(db, target.statement(retention, policy.batchSize));
@@ -128,5 +138,5 @@ export async function sweep(db: Db, policy: JanitorPolicy): Promise<SweepResult>
 
 /** Total rows a sweep deleted. */
 export function sweptRows(result: SweepResult): number {
-  return result.authorizationCodes + result.refreshTokens + result.grants + result.revokedAccessTokens + result.loginThrottle + result.usedJtis;
+  return result.authorizationCodes + result.refreshTokens + result.grants + result.revokedAccessTokens + result.loginThrottle + result.usedJtis + result.idempotencyKeys;
 }

@@ -7,8 +7,10 @@ import { InsufficientScope, InvalidToken, OAuthError } from '../oauth/errors.js'
 
 /**
  * REST errors in Google's JSON shape (AIP-193):
- * `{"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": "…"}}`.
- * Each class fixes its canonical status and HTTP code; `toBody` is the one serializer.
+ * `{"error": {"code": 409, "status": "ABORTED", "message": "…", "details": [ErrorInfo, BadRequest?]}}`.
+ * Each class fixes its canonical status, HTTP code and default `reason`; `toBody` is the one
+ * serializer, and every body carries a `google.rpc.ErrorInfo` so clients can switch on
+ * (`domain`, `reason`) instead of parsing messages.
  */
 export type RestStatus =
   | 'INVALID_ARGUMENT'
@@ -22,69 +24,131 @@ export type RestStatus =
   | 'UNAVAILABLE'
   | 'INTERNAL';
 
+/** `ErrorInfo.domain` of every error this service reports (AIP-193: the service's name). */
+export const ERROR_DOMAIN = 'fieldgate.dev';
+export const ERROR_INFO_TYPE = 'type.googleapis.com/google.rpc.ErrorInfo';
+export const BAD_REQUEST_TYPE = 'type.googleapis.com/google.rpc.BadRequest';
+
+/** One wrong parameter or body field (google.rpc.BadRequest.FieldViolation). */
+export interface FieldViolation {
+  field: string;
+  description: string;
+}
+
+export interface ErrorInfoDetail {
+  '@type': typeof ERROR_INFO_TYPE;
+  reason: string;
+  domain: string;
+  metadata: Record<string, string>;
+}
+
+export interface BadRequestDetail {
+  '@type': typeof BAD_REQUEST_TYPE;
+  fieldViolations: FieldViolation[];
+}
+
+export interface RestErrorBody {
+  error: { code: number; status: RestStatus; message: string; details: (ErrorInfoDetail | BadRequestDetail)[] };
+}
+
 export interface RestErrorOptions {
   cause?: unknown;
   /** HTTP status, where it differs from the canonical mapping (e.g. 413, 415, 412). */
   httpStatus?: number;
   /** Response headers that belong to this error, such as a `WWW-Authenticate` challenge. */
   headers?: Record<string, string>;
+  /** `ErrorInfo.reason` (UPPER_SNAKE_CASE); the class's default when absent. */
+  reason?: string;
+  /** `ErrorInfo.metadata`: facts a client can act on, such as the current `etag`. */
+  metadata?: Record<string, string>;
+  /** The parameters or body fields at fault, as a `google.rpc.BadRequest` detail. */
+  fieldViolations?: FieldViolation[];
 }
 
 export abstract class RestError extends Error {
   abstract readonly status: RestStatus;
   protected abstract readonly defaultHttpStatus: number;
+  protected abstract readonly defaultReason: string;
   private readonly httpStatusOverride: number | undefined;
+  private readonly reasonOverride: string | undefined;
   readonly headers: Readonly<Record<string, string>>;
+  readonly metadata: Readonly<Record<string, string>>;
+  readonly fieldViolations: readonly FieldViolation[];
 
   constructor(message: string, options: RestErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.httpStatusOverride = options.httpStatus;
+    this.reasonOverride = options.reason;
     this.headers = options.headers ?? {};
+    this.metadata = options.metadata ?? {};
+    this.fieldViolations = options.fieldViolations ?? [];
   }
 
   get httpStatus(): number {
     return this.httpStatusOverride ?? this.defaultHttpStatus;
   }
 
-  toBody(): { error: { code: number; status: RestStatus; message: string } } {
-    return { error: { code: this.httpStatus, status: this.status, message: this.message } };
+  get reason(): string {
+    return this.reasonOverride ?? this.defaultReason;
+  }
+
+  toBody(): RestErrorBody {
+    const details: (ErrorInfoDetail | BadRequestDetail)[] = [
+      { '@type': ERROR_INFO_TYPE, reason: this.reason, domain: ERROR_DOMAIN, metadata: { ...this.metadata } },
+    ];
+    if (this.fieldViolations.length) details.push({ '@type': BAD_REQUEST_TYPE, fieldViolations: [...this.fieldViolations] });
+    return { error: { code: this.httpStatus, status: this.status, message: this.message, details } };
   }
 }
 
 export class RestInvalidArgument extends RestError {
   readonly status = 'INVALID_ARGUMENT';
   protected readonly defaultHttpStatus = 400;
+  protected readonly defaultReason: string = 'INVALID_ARGUMENT';
 }
 
 export class RestUnauthenticated extends RestError {
   readonly status = 'UNAUTHENTICATED';
   protected readonly defaultHttpStatus = 401;
+  protected readonly defaultReason: string = 'INVALID_TOKEN';
 }
 
 export class RestPermissionDenied extends RestError {
   readonly status = 'PERMISSION_DENIED';
   protected readonly defaultHttpStatus = 403;
+  protected readonly defaultReason: string = 'INSUFFICIENT_SCOPE';
 }
 
 export class RestNotFound extends RestError {
   readonly status = 'NOT_FOUND';
   protected readonly defaultHttpStatus = 404;
+  protected readonly defaultReason: string = 'NOT_FOUND';
 }
 
 export class RestFailedPrecondition extends RestError {
   readonly status = 'FAILED_PRECONDITION';
   protected readonly defaultHttpStatus = 409;
+  protected readonly defaultReason: string = 'FAILED_PRECONDITION';
+}
+
+/** A concurrency conflict the client resolves by re-reading and retrying (AIP-154 etag, a request in progress). */
+export class RestAborted extends RestError {
+  readonly status = 'ABORTED';
+  protected readonly defaultHttpStatus = 409;
+  protected readonly defaultReason: string = 'ABORTED';
 }
 
 /** A method a path does not support (HTTP 405 with `Allow`). */
 export class RestUnimplemented extends RestError {
   readonly status = 'UNIMPLEMENTED';
   protected readonly defaultHttpStatus = 501;
+  protected readonly defaultReason: string = 'METHOD_NOT_ALLOWED';
 }
 
 export class RestInternal extends RestError {
   readonly status = 'INTERNAL';
   protected readonly defaultHttpStatus = 500;
+  protected readonly defaultReason: string = 'INTERNAL';
 }
 
 /**
@@ -93,10 +157,14 @@ export class RestInternal extends RestError {
  */
 export function fromOAuthError(error: OAuthError): RestError {
   const headers = challengeHeaders(error);
-  if (error instanceof InsufficientScope) return new RestPermissionDenied(error.message, { cause: error, headers });
-  if (error instanceof InvalidToken) return new RestUnauthenticated(error.message, { cause: error, headers });
+  if (error instanceof InsufficientScope) {
+    return new RestPermissionDenied(error.message, { cause: error, headers, metadata: { requiredScope: error.requiredScope } });
+  }
+  if (error instanceof InvalidToken) {
+    return new RestUnauthenticated(error.message, { cause: error, headers, reason: error.missing ? 'MISSING_TOKEN' : 'INVALID_TOKEN' });
+  }
   return error.status < 500
-    ? new RestInvalidArgument(error.message, { cause: error, httpStatus: error.status })
+    ? new RestInvalidArgument(error.message, { cause: error, httpStatus: error.status, reason: error.code.toUpperCase() })
     : new RestInternal('internal error', { cause: error });
 }
 
@@ -114,14 +182,35 @@ const REST_ERROR_FOR_CODE: ReadonlyMap<string, RestErrorClass> = new Map<GqlErro
   ['FORBIDDEN', RestPermissionDenied],
   ['NOT_FOUND', RestNotFound],
   ['FAILED_PRECONDITION', RestFailedPrecondition],
+  ['ABORTED', RestAborted],
   ['INVALID_ARGUMENT', RestInvalidArgument],
   ['BAD_USER_INPUT', RestInvalidArgument],
   ['GRAPHQL_VALIDATION_FAILED', RestInvalidArgument],
   ['GRAPHQL_PARSE_FAILED', RestInvalidArgument],
 ]);
 
+/** Reasons whose HTTP status is not their code's canonical one. */
+const HTTP_STATUS_FOR_REASON: Record<string, number> = {
+  // draft-ietf-httpapi-idempotency-key-header §2.7: a key reused with another payload is 422.
+  IDEMPOTENCY_KEY_REUSED: 422,
+};
+
+/** Extension members that are not facts about the failure (they say how to serialize it). */
+const NOT_METADATA = new Set(['code', 'reason', 'http', 'field']);
+
+/** The scalar `extensions` members of a GraphQL error, as ErrorInfo metadata (strings only, per google.rpc.ErrorInfo). */
+function metadataOf(extensions: Record<string, unknown>): Record<string, string> {
+  const metadata: Record<string, string> = {};
+  for (const [name, value] of Object.entries(extensions)) {
+    if (NOT_METADATA.has(name)) continue;
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') metadata[name] = String(value);
+  }
+  return metadata;
+}
+
 /**
- * The REST error for a failed GraphQL execution, from the first error's `extensions.code`.
+ * The REST error for a failed GraphQL execution, from the first error's `extensions.code`;
+ * its `reason` and scalar extensions become the ErrorInfo, its `field` a BadRequest violation.
  * Anything without a known client-error code is masked as INTERNAL.
  */
 export function fromGraphQLErrors(errors: readonly GraphQLFormattedError[]): RestError {
@@ -136,19 +225,40 @@ export function fromGraphQLErrors(errors: readonly GraphQLFormattedError[]): Res
   if (code === 'FORBIDDEN' && typeof extensions.requiredScope === 'string' && extensions.requiredScope) {
     return fromOAuthError(new InsufficientScope(extensions.requiredScope, { cause }));
   }
+  const reason = typeof extensions.reason === 'string' ? extensions.reason : undefined;
   // A GraphQL abuse limit refusing the document this layer built: say it in REST terms.
-  if (code === 'INVALID_ARGUMENT' && typeof extensions.reason === 'string' && LIMIT_REASONS.has(extensions.reason)) {
-    return new RestInvalidArgument('the response would be too large: ask for fewer fields or a smaller limit', { cause });
+  if (code === 'INVALID_ARGUMENT' && reason && LIMIT_REASONS.has(reason)) {
+    return new RestInvalidArgument('the response would be too large: ask for fewer fields or a smaller limit', {
+      cause,
+      reason: 'RESPONSE_TOO_LARGE',
+      metadata: { limit: reason },
+    });
   }
-  const RestClass = code === undefined ? undefined : REST_ERROR_FOR_CODE.get(code);
-  // An If-Match that no longer matches is HTTP's own precondition (412); a status move is 409.
-  if (RestClass) return new RestClass(message, { cause, httpStatus: code === 'FAILED_PRECONDITION' && extensions.reason === 'ETAG_MISMATCH' ? 412 : undefined });
+  // AIP-154: an etag that is no longer current is ABORTED (409): re-read and retry. The If-Match
+  // header turns it into HTTP's own 412 (see orders.ts).
+  const RestClass = reason === 'ETAG_MISMATCH' ? RestAborted : code === undefined ? undefined : REST_ERROR_FOR_CODE.get(code);
+  const field = typeof extensions.field === 'string' ? extensions.field : undefined;
+  const details = {
+    cause,
+    ...(reason ? { reason } : {}),
+    metadata: metadataOf(extensions),
+    ...(field ? { fieldViolations: [{ field, description: message }] } : {}),
+  };
+  if (RestClass) return new RestClass(message, { ...details, ...(reason && Object.hasOwn(HTTP_STATUS_FOR_REASON, reason) ? { httpStatus: HTTP_STATUS_FOR_REASON[reason] } : {}) });
   const http = extensions.http as { status?: unknown } | undefined;
   if (typeof http?.status === 'number' && http.status >= 400 && http.status < 500) {
-    return new RestInvalidArgument(message, { cause, httpStatus: http.status });
+    return new RestInvalidArgument(message, { ...details, httpStatus: http.status });
   }
   return new RestInternal('internal error', { cause });
 }
+
+/** body-parser's failures by `type`: what to tell the client, and the reason. */
+const BODY_PARSER_ERRORS: Record<string, [message: string, reason: string]> = {
+  'entity.too.large': ['the request body is too large', 'BODY_TOO_LARGE'],
+  'entity.parse.failed': ['the request body is not valid JSON', 'INVALID_JSON'],
+  'encoding.unsupported': ['the request body encoding is not supported', 'UNSUPPORTED_ENCODING'],
+  'charset.unsupported': ['the request body encoding is not supported', 'UNSUPPORTED_ENCODING'],
+};
 
 /** Any error as a REST error: ours as they are, body-parser's by their status, the rest masked. */
 export function toRestError(error: unknown): RestError {
@@ -156,15 +266,11 @@ export function toRestError(error: unknown): RestError {
   const status = (error as { status?: unknown; statusCode?: unknown })?.status ?? (error as { statusCode?: unknown })?.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     const type = (error as { type?: string }).type;
-    const message =
-      type === 'entity.too.large'
-        ? 'the request body is too large'
-        : type === 'entity.parse.failed'
-          ? 'the request body is not valid JSON'
-          : type === 'encoding.unsupported' || type === 'charset.unsupported'
-            ? 'the request body encoding is not supported'
-            : 'the request is not valid';
-    return new RestInvalidArgument(message, { httpStatus: status, cause: error });
+    const [message, reason] = (type !== undefined && Object.hasOwn(BODY_PARSER_ERRORS, type) ? BODY_PARSER_ERRORS[type] : undefined) ?? [
+      'the request is not valid',
+      'INVALID_REQUEST',
+    ];
+    return new RestInvalidArgument(message, { httpStatus: status, cause: error, reason });
   }
   return new RestInternal('internal error', { cause: error });
 }

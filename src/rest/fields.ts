@@ -12,7 +12,7 @@
  * checked against the GraphQL schema in selection.ts.
  */
 import { LRUCache } from 'lru-cache';
-import { RestInvalidArgument } from './errors.js';
+import { RestInvalidArgument, type RestErrorOptions } from './errors.js';
 
 /** A whole field: every subfield of an object, or simply the value of a scalar. */
 export const WHOLE = true;
@@ -30,8 +30,18 @@ const NAME_CHAR = /[A-Za-z0-9_]/;
 const DIGIT = /[0-9]/;
 const SPACE = /[ \t\r\n]/;
 
-/** A `fields` (or `update_mask`) value the syntax or the schema does not allow. */
-export class FieldsError extends RestInvalidArgument {}
+/**
+ * A `fields` (or `update_mask`) value the syntax or the schema does not allow. Messages start
+ * with the parameter's name, which becomes the BadRequest field violation.
+ */
+export class FieldsError extends RestInvalidArgument {
+  protected override readonly defaultReason: string = 'INVALID_FIELD_MASK';
+
+  constructor(message: string, options: RestErrorOptions = {}) {
+    const parameter = /^([a-z_]+)\b/.exec(message)?.[1] ?? 'fields';
+    super(message, { fieldViolations: [{ field: parameter, description: message }], ...options });
+  }
+}
 
 function describeChar(char: string): string {
   return JSON.stringify(char);

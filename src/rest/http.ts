@@ -68,11 +68,13 @@ export function jsonObjectBody(): RequestHandler[] {
     function requireJsonContentType(req, _res, next) {
       const type = req.is(['application/json', 'application/*+json']);
       const empty = type === null || (req.headers['content-length'] === '0' && req.headers['transfer-encoding'] === undefined);
-      if (empty) return next(new RestInvalidArgument('a JSON object request body is required'));
+      if (empty) return next(new RestInvalidArgument('a JSON object request body is required', { reason: 'MISSING_BODY' }));
       if (type === false) {
         return next(
           new RestInvalidArgument(`the request body must be application/json, not ${req.headers['content-type'] ? `'${req.headers['content-type'].slice(0, 64)}'` : 'untyped'}`, {
             httpStatus: 415,
+            reason: 'UNSUPPORTED_MEDIA_TYPE',
+            metadata: { accepted: 'application/json' },
           }),
         );
       }
@@ -82,9 +84,13 @@ export function jsonObjectBody(): RequestHandler[] {
     function requireJsonObject(req, _res, next) {
       const body: unknown = req.body;
       if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-        return next(new RestInvalidArgument(`the request body must be a JSON object, not ${Array.isArray(body) ? 'an array' : body === null ? 'null' : `a ${typeof body}`}`));
+        return next(
+          new RestInvalidArgument(`the request body must be a JSON object, not ${Array.isArray(body) ? 'an array' : body === null ? 'null' : `a ${typeof body}`}`, {
+            reason: 'BODY_NOT_AN_OBJECT',
+          }),
+        );
       }
-      if (deeperThan(body, MAX_BODY_DEPTH)) return next(new RestInvalidArgument(`the request body is nested deeper than ${MAX_BODY_DEPTH} levels`));
+      if (deeperThan(body, MAX_BODY_DEPTH)) return next(new RestInvalidArgument(`the request body is nested deeper than ${MAX_BODY_DEPTH} levels`, { reason: 'BODY_TOO_DEEP' }));
       next();
     },
   ];
@@ -113,9 +119,15 @@ export function onlyQueryParameters(names: readonly QueryParameter[]): RequestHa
       if (!known.has(name)) {
         const shown = name.length > 64 ? `${name.slice(0, 64)}…` : name;
         const hint = name === 'access_token' ? 'send the access token in the Authorization header' : `this route takes ${names.length ? names.join(', ') : 'no query parameters'}`;
-        return next(new RestInvalidArgument(`unknown query parameter '${shown}': ${hint}`));
+        return next(
+          new RestInvalidArgument(`unknown query parameter '${shown}': ${hint}`, {
+            reason: 'UNKNOWN_QUERY_PARAMETER',
+            metadata: { parameter: shown },
+            fieldViolations: [{ field: shown, description: hint }],
+          }),
+        );
       }
-      if (typeof value !== 'string') return next(new RestInvalidArgument(`the query parameter '${name}' is given more than once`));
+      if (typeof value !== 'string') return next(repeatedParameter(name));
     }
     next();
   };
@@ -125,7 +137,12 @@ export function onlyQueryParameters(names: readonly QueryParameter[]): RequestHa
 export function queryParameter(req: Request, name: string): string | undefined {
   const value = (req.query as Record<string, unknown>)[name];
   if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw new RestInvalidArgument(`the query parameter '${name}' is given more than once`);
+  if (typeof value !== 'string') throw repeatedParameter(name);
   return value;
+}
+
+function repeatedParameter(name: string): RestInvalidArgument {
+  const description = `the query parameter '${name}' is given more than once`;
+  return new RestInvalidArgument(description, { reason: 'REPEATED_QUERY_PARAMETER', metadata: { parameter: name }, fieldViolations: [{ field: name, description }] });
 }
 

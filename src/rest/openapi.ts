@@ -27,6 +27,7 @@ import { DEFAULT_LIMIT, DEFAULT_PAGE_SIZE, MAX_INT, MAX_LIMIT, MAX_PAGE_SIZE } f
 import { MAX_FILTER_DEPTH, MAX_FILTER_LENGTH, MAX_FILTER_TERMS } from '../api/filter.js';
 import { MAX_ORDER_BY_LENGTH } from '../api/order-by.js';
 import { MAX_PAGE_TOKEN_LENGTH } from '../api/page-token.js';
+import { BAD_REQUEST_TYPE, ERROR_DOMAIN, ERROR_INFO_TYPE } from './errors.js';
 import { allowedFields, rootFieldType } from './selection.js';
 import { fieldScopes } from '../graphql/scopes.js';
 
@@ -218,14 +219,23 @@ const ERROR_STATUS_TEXT: Record<number, string> = {
   401: 'UNAUTHENTICATED: the bearer token is missing, expired, revoked or not ours. `WWW-Authenticate` carries the RFC 6750 challenge.',
   403: 'PERMISSION_DENIED: the token lacks the scope; `WWW-Authenticate` names it (`error="insufficient_scope"`).',
   404: 'NOT_FOUND: no such resource (or not the caller’s).',
-  409: 'FAILED_PRECONDITION: the change is not allowed in the current state (an illegal status move names both states).',
-  412: 'FAILED_PRECONDITION: `If-Match` does not match the current ETag; nothing changed.',
+  409:
+    'FAILED_PRECONDITION: the change is not allowed in the current state (ILLEGAL_STATUS_MOVE names both states in `metadata`); ' +
+    'or ABORTED (AIP-154): the `etag` in the body is no longer current (ETAG_MISMATCH, `metadata.etag` is the current one). Nothing changed.',
+  412: 'FAILED_PRECONDITION: `If-Match` does not match the current ETag (ETAG_MISMATCH, `metadata.etag` is the current one); nothing changed.',
+  422: 'FAILED_PRECONDITION: this `Idempotency-Key` was already used with a different request (IDEMPOTENCY_KEY_REUSED); nothing was created.',
   413: `The request body is larger than ${MAX_BODY_BYTES} bytes.`,
   415: 'The request body is not application/json.',
 };
 
 const HEADERS: Record<string, JsonSchema> = {
-  ETag: { description: 'The strong entity tag of the order; send it back in `If-Match`.', schema: { type: 'string' } },
+  ETag: {
+    description:
+      'Strong entity tag of this representation (a digest of the body; for an order, preceded by its version). ' +
+      'Send it in `If-None-Match` to revalidate (304), or for an order in `If-Match` / the body `etag` to update only this version.',
+    schema: { type: 'string' },
+  },
+  'Cache-Control': { description: '`private, no-cache`: the answer depends on the bearer token; revalidate with `If-None-Match`.', schema: { type: 'string' } },
   Link: { description: 'RFC 8288 link to the next page (`rel="next"`), present only when there is one; it keeps the other query parameters.', schema: { type: 'string' } },
   'Next-Page-Token': { description: 'The `page_token` of the next page (AIP-158), present only when there is one.', schema: { type: 'string' } },
   Location: { description: 'The URL of the new order.', schema: { type: 'string', format: 'uri' } },
@@ -255,14 +265,23 @@ export function openApiDocument(runtime: Runtime, schema: GraphQLSchema, routes:
     if (route.path.includes(':id')) parameters.push({ $ref: '#/components/parameters/id' });
     for (const name of route.query) parameters.push({ $ref: `#/components/parameters/${name}` });
     if (route.method === 'patch') parameters.push({ $ref: '#/components/parameters/If-Match' });
+    if (route.method === 'get') parameters.push({ $ref: '#/components/parameters/If-None-Match' });
+    if (route.method === 'post') parameters.push({ $ref: '#/components/parameters/Idempotency-Key' });
+    // Every answer is tagged (src/rest/etag.ts); reads are private and revalidated.
+    // (`Idempotent-Replayed` is only on replays, so the POST's description names it rather than its headers.)
+    const successHeaders = [...new Set([...route.success.headers, 'ETag', ...(route.method === 'get' ? ['Cache-Control'] : [])])];
     const responses: Record<string, JsonSchema> = {
       [String(route.success.status)]: {
         description: route.success.description,
-        headers: Object.fromEntries(route.success.headers.map((name) => [name, HEADERS[name]!])),
+        headers: Object.fromEntries(successHeaders.map((name) => [name, HEADERS[name]!])),
         content: { 'application/json': { schema: route.success.schema } },
       },
     };
-    for (const status of [400, 401, 403, ...route.errors].sort()) responses[String(status)] = { $ref: `#/components/responses/Error${status}` };
+    if (route.method === 'get') {
+      responses['304'] = { description: 'Not Modified: `If-None-Match` holds the current ETag. No body.', headers: { ETag: HEADERS.ETag, 'Cache-Control': HEADERS['Cache-Control'] } };
+    }
+    const errors = [...route.errors, ...(route.method === 'post' ? [422] : [])];
+    for (const status of [...new Set([400, 401, 403, ...errors])].sort()) responses[String(status)] = { $ref: `#/components/responses/Error${status}` };
     (paths[path] ??= {})[route.method] = {
       operationId: route.operationId,
       summary: route.summary,
@@ -299,11 +318,41 @@ export function openApiDocument(runtime: Runtime, schema: GraphQLSchema, routes:
           properties: {
             error: {
               type: 'object',
-              required: ['code', 'status', 'message'],
+              required: ['code', 'status', 'message', 'details'],
               properties: {
                 code: { type: 'integer', description: 'The HTTP status.' },
                 status: { type: 'string', description: 'The canonical status, e.g. INVALID_ARGUMENT.' },
                 message: { type: 'string', description: 'What is wrong, naming the offending field.' },
+                details: {
+                  type: 'array',
+                  description: 'First an ErrorInfo (always), then a BadRequest when parameters or body fields are at fault (AIP-193).',
+                  items: { oneOf: [schemaRef('ErrorInfo'), schemaRef('BadRequest')] },
+                },
+              },
+            },
+          },
+        },
+        ErrorInfo: {
+          type: 'object',
+          required: ['@type', 'reason', 'domain', 'metadata'],
+          properties: {
+            '@type': { type: 'string', const: ERROR_INFO_TYPE },
+            reason: { type: 'string', description: 'UPPER_SNAKE_CASE cause, e.g. ETAG_MISMATCH, ILLEGAL_STATUS_MOVE, UNKNOWN_FIELD, INVALID_TOKEN.', pattern: '^[A-Z][A-Z0-9_]*$' },
+            domain: { type: 'string', const: ERROR_DOMAIN },
+            metadata: { type: 'object', additionalProperties: { type: 'string' }, description: 'Facts to act on, e.g. `etag` (the current one), `path`, `requiredScope`.' },
+          },
+        },
+        BadRequest: {
+          type: 'object',
+          required: ['@type', 'fieldViolations'],
+          properties: {
+            '@type': { type: 'string', const: BAD_REQUEST_TYPE },
+            fieldViolations: {
+              type: 'array',
+              items: {
+                type: 'object',
+                required: ['field', 'description'],
+                properties: { field: { type: 'string', description: 'The parameter, header or body field.' }, description: { type: 'string' } },
               },
             },
           },
@@ -316,8 +365,27 @@ export function openApiDocument(runtime: Runtime, schema: GraphQLSchema, routes:
           name: 'If-Match',
           in: 'header',
           required: false,
-          description: 'Apply the change only if the order’s current ETag is one of these (or `*`); otherwise 412 and nothing changes.',
+          description:
+            'Apply the change only if the order’s current version is one of these tags (an ETag or the order’s `etag`; or `*`); otherwise 412 and nothing changes. ' +
+            'A body `etag` (AIP-154) does the same but answers 409 ABORTED; if both are given they must agree.',
           schema: { type: 'string' },
+        },
+        'If-None-Match': {
+          name: 'If-None-Match',
+          in: 'header',
+          required: false,
+          description: 'ETags the client holds (weak comparison, or `*`): if the current one is among them, the answer is 304 without a body.',
+          schema: { type: 'string' },
+        },
+        'Idempotency-Key': {
+          name: 'Idempotency-Key',
+          in: 'header',
+          required: false,
+          description:
+            'Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header): 1 to 255 printable ASCII characters, bare or as a ' +
+            'quoted string, per user and client, kept 24 hours. The same key with the same body and `fields` replays the first answer; ' +
+            'with another body it is 422; a concurrent duplicate waits for the first and gets its order.',
+          schema: { type: 'string', minLength: 1, maxLength: 257 },
         },
       },
       responses: Object.fromEntries(

@@ -11,7 +11,7 @@ import type { Principal } from '../tokens/access-token.js';
 import { requireScope } from '../tokens/bearer.js';
 import { OAuthError } from '../oauth/errors.js';
 import { parseFields, WHOLE, type FieldTree, type ParsedFields } from './fields.js';
-import { RestFailedPrecondition, fromOAuthError, RestInvalidArgument } from './errors.js';
+import { RestAborted, RestError, RestFailedPrecondition, fromOAuthError, RestInvalidArgument, RestNotFound } from './errors.js';
 import type { RestExecutor } from './execute.js';
 import { authenticate, jsonObjectBody, onlyQueryParameters, principalOf, queryParameter, type RestRoute } from './http.js';
 import { idOf } from './paging.js';
@@ -19,6 +19,9 @@ import { itemRoute, listRoute, readItem, type Collection } from './collection.js
 import { allowedFields, rootField, rootFieldType, type CompiledOperation } from './selection.js';
 import { parseUpdateMask, planUpdate } from './update-mask.js';
 import { schemaRef } from './openapi.js';
+import { representationTag, setResourceVersion, versionOf } from './etag.js';
+import { idempotencyKeyOf } from './idempotency.js';
+import { findKey, orderRequestHash, storeResponse } from '../graphql/idempotency.js';
 
 /** What the layer selects for itself when the resource has it: `etag` for ETag, `id` for Location. */
 function internalFields(schema: GraphQLSchema, operation: 'query' | 'mutation', field: string, names: string[]): FieldTree {
@@ -29,14 +32,18 @@ function internalFields(schema: GraphQLSchema, operation: 'query' | 'mutation', 
 // ---------------------------------------------------------------- ETags (RFC 9110 §8.8.3, §13.1.1)
 
 /**
- * The ETag header for an order's `etag` field. The schema already gives a strong entity tag
- * (`"…"`), which is also the form its updateOrder `etag` argument takes.
+ * An order's `etag` field as an entity tag. The schema already gives a strong one (`"…"`),
+ * which is also the form its updateOrder `etag` argument takes.
  */
 export function etagHeader(etag: string): string {
   return /^"[\x21\x23-\x7e]*"$/.test(etag) ? etag : `"${etag.replace(/[^\x21\x23-\x7e]/g, '')}"`;
 }
 
-/** `If-Match`: `*`, or its strong entity tags, quotes included (weak ones never match, RFC 9110 §13.1.1). */
+/**
+ * `If-Match`: `*`, or the order versions its strong entity tags stand for, quotes included
+ * (weak ones never match, RFC 9110 §13.1.1). Both an ETag header (`"v.digest"`) and the
+ * order's `etag` field (`"v"`) are accepted: the condition is on the order, not on one view of it.
+ */
 function parseIfMatch(header: string | undefined): '*' | string[] | undefined {
   if (header === undefined) return undefined;
   if (header.trim() === '*') return '*';
@@ -49,7 +56,7 @@ function parseIfMatch(header: string | undefined): '*' | string[] | undefined {
       if (header.slice(start).trim() === '') break;
       throw new RestInvalidArgument('If-Match must be * or a list of entity tags such as "abc"');
     }
-    if (!match[1]) tags.push(match[2]!);
+    if (!match[1]) tags.push(versionOf(match[2]!));
     if (item.lastIndex === start) break;
   }
   return tags;
@@ -60,9 +67,25 @@ function etagOf(order: unknown): string | undefined {
   return typeof etag === 'string' ? etagHeader(etag) : undefined;
 }
 
+/** The ETag of the answer starts with the order's version (see etag.ts). */
 function setEtag(res: Response, order: unknown): void {
-  const etag = etagOf(order);
-  if (etag) res.setHeader('ETag', etag);
+  setResourceVersion(res, etagOf(order));
+}
+
+/**
+ * The AIP-154 `etag` of a PATCH body: the same precondition as If-Match, but a mismatch is
+ * 409 ABORTED rather than HTTP's 412. Not an updatable field, so the update mask never names it.
+ */
+function bodyEtag(body: Record<string, unknown>): string | undefined {
+  const etag = body.etag;
+  if (etag === undefined || etag === null) return undefined;
+  if (typeof etag !== 'string' || !/^"[\x21\x23-\x7e]{0,400}"$/.test(etag)) {
+    throw new RestInvalidArgument('etag must be an entity tag as read from the order, such as "abc"', {
+      reason: 'INVALID_ETAG',
+      fieldViolations: [{ field: 'etag', description: 'not an entity tag' }],
+    });
+  }
+  return versionOf(etag);
 }
 
 // ---------------------------------------------------------------- request bodies
@@ -117,7 +140,11 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
       path: '/orders',
       operationId: 'createOrder',
       summary: 'Place an order',
-      description: 'Creates an order for the caller. Answers 201 with the order (shaped by `fields`), its `Location` and `ETag`.',
+      description:
+        'Creates an order for the caller. Answers 201 with the order (shaped by `fields`), its `Location` and `ETag`. ' +
+        'With an `Idempotency-Key`, a retry with the same body (and `fields`) within 24 hours gets the first answer again ' +
+        '(`Idempotent-Replayed: true`) instead of a second order; the same key with another body is 422. A duplicate sent ' +
+        'while the first is still running waits for it and then gets its order.',
       scope: 'orders:write',
       query: ['fields'],
       requestBody: { description: 'The items to order and an optional memo.', schema: schemaRef('CreateOrderInput') },
@@ -128,13 +155,42 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
         onlyQueryParameters(['fields']),
         ...jsonObjectBody(),
         async function createOrder(req, res) {
-          const fields = parseFields(queryParameter(req, 'fields'));
+          const fieldsParameter = queryParameter(req, 'fields');
+          const fields = parseFields(fieldsParameter);
           const input = createInput(rest.schema, req.body as Record<string, unknown>);
-          const operation = orderOperation('orders.create', 'mutation', 'createOrder', ['input'], fields);
-          const order = (await rest.run(operation, { input }, principalOf(res))) as { id: number };
-          res.status(201).setHeader('Location', `${runtime.config.issuer}/orders/${order.id}`);
+          const key = idempotencyKeyOf(req);
+          const principal = principalOf(res);
+          const owner = { userId: principal.userId, clientId: principal.clientId };
+          if (key !== undefined) {
+            // The replay below skips the mutation, and with it the scope check.
+            try {
+              requireScope(principal, 'orders:write');
+            } catch (error) {
+              throw error instanceof OAuthError ? fromOAuthError(error) : error;
+            }
+            const first = await findKey(runtime.db, owner, key);
+            const items = input.items as { productId: number; quantity: number }[];
+            if (first?.response && first.response.fields === (fieldsParameter ?? null) && first.requestHash === orderRequestHash(items, input.memo as string | null | undefined)) {
+              // A retry: the first answer, byte for byte.
+              res.status(first.response.status).set(first.response.headers).set('Idempotent-Replayed', 'true').type('application/json').send(first.response.body);
+              return;
+            }
+          }
+          const operation = orderOperation('orders.create', 'mutation', 'createOrder', key === undefined ? ['input'] : ['input', 'idempotencyKey'], fields);
+          const order = (await rest.run(operation, { input, ...(key === undefined ? {} : { idempotencyKey: key }) }, principal)) as { id: number };
+          const location = `${runtime.config.issuer}/orders/${order.id}`;
+          const body = operation.project(order);
+          if (key !== undefined) {
+            const text = JSON.stringify(body);
+            const headers = { Location: location, ETag: representationTag(text, etagOf(order)) };
+            await storeResponse(runtime.db, owner, key, order.id, { status: 201, headers, fields: fieldsParameter ?? null, body: text }).catch((error: unknown) => {
+              // The order exists and its key names it: a retry still gets it, only not byte for byte.
+              runtime.logger.warn({ err: error, reqId: req.id }, 'could not keep the answer of an idempotent request');
+            });
+          }
+          res.status(201).setHeader('Location', location);
           setEtag(res, order);
-          res.json(operation.project(order));
+          res.json(body);
         },
       ],
     },
@@ -172,6 +228,14 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
           const mask = parseUpdateMask(queryParameter(req, 'update_mask'));
           const fields = parseFields(queryParameter(req, 'fields'));
           const ifMatch = parseIfMatch(req.headers['if-match']);
+          const inBody = bodyEtag(req.body as Record<string, unknown>);
+          if (inBody !== undefined && Array.isArray(ifMatch) && !ifMatch.includes(inBody)) {
+            throw new RestInvalidArgument('If-Match and the etag in the body name different versions of the order; send one of them', {
+              reason: 'CONFLICTING_PRECONDITIONS',
+              fieldViolations: [{ field: 'etag', description: 'not among the tags of If-Match' }],
+            });
+          }
+          const source: EtagSource = inBody === undefined ? 'If-Match' : 'body';
           const plan = planUpdate(rest.schema, 'updateOrder', mask, req.body as Record<string, unknown>);
           const principal = principalOf(res);
 
@@ -184,25 +248,32 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
             }
             const { operation, order } = await readOrder(id, fields, principal);
             const etag = etagOf(order);
-            if (Array.isArray(ifMatch) && (etag === undefined || !ifMatch.includes(etag))) throw staleEtag();
+            const wanted = inBody === undefined ? ifMatch : [inBody];
+            if (Array.isArray(wanted) && (etag === undefined || !wanted.includes(etag))) throw staleEtag(source, etag);
             setEtag(res, order);
             res.json(operation.project(order));
             return;
           }
 
-          let etag: string | undefined;
-          if (Array.isArray(ifMatch)) {
+          let etag: string | undefined = inBody;
+          if (etag === undefined && Array.isArray(ifMatch)) {
             if (ifMatch.length === 1) {
               etag = ifMatch[0];
             } else {
               // Several candidates: the current one, if listed, becomes the atomic precondition.
               const current = etagOf((await readOrder(id, parseFields('id'), principal)).order);
-              if (current === undefined || !ifMatch.includes(current)) throw staleEtag();
+              if (current === undefined || !ifMatch.includes(current)) throw staleEtag(source, current);
               etag = current;
             }
           }
           const operation = orderOperation('orders.update', 'mutation', 'updateOrder', etag === undefined ? ['id', 'input'] : ['id', 'input', 'etag'], fields);
-          const order = await rest.run(operation, { id, input: plan.input, ...(etag === undefined ? {} : { etag }) }, principal);
+          let order: unknown;
+          try {
+            order = await rest.run(operation, { id, input: plan.input, ...(etag === undefined ? {} : { etag }) }, principal);
+          } catch (error) {
+            if (error instanceof RestError && error.reason === 'ETAG_MISMATCH') throw staleEtag(source, error.metadata.etag, error);
+            throw error;
+          }
           setEtag(res, order);
           res.json(operation.project(order));
         },
@@ -211,6 +282,16 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
   ];
 }
 
-function staleEtag(): RestFailedPrecondition {
-  return new RestFailedPrecondition('the order has changed since the ETag in If-Match was issued', { httpStatus: 412 });
+type EtagSource = 'If-Match' | 'body';
+
+/**
+ * A stale precondition: HTTP's 412 for If-Match (RFC 9110 §13.1.1), AIP-154's 409 ABORTED for a
+ * body `etag`; both say ETAG_MISMATCH and give the current etag, so the client can re-read or retry.
+ */
+function staleEtag(source: EtagSource, current: string | undefined, cause?: unknown) {
+  const metadata: Record<string, string> = current === undefined ? {} : { etag: current };
+  const options = { cause, reason: 'ETAG_MISMATCH', metadata };
+  return source === 'If-Match'
+    ? new RestFailedPrecondition('the order has changed since the ETag in If-Match was issued', { ...options, httpStatus: 412 })
+    : new RestAborted('the order has changed since the etag in the body was read; read it again and retry', options);
 }

@@ -12,6 +12,7 @@ import type { RestRoute } from './http.js';
 import { productRoutes } from './products.js';
 import { orderRoutes } from './orders.js';
 import { serveOpenApi } from './openapi.js';
+import { taggedRepresentations } from './etag.js';
 
 const OPENAPI_PATH = '/openapi.json';
 
@@ -50,7 +51,7 @@ export function createRestRouter(runtime: Runtime, graphql: GraphQLService): Res
   const routes = restRoutes(runtime, rest);
   const router = express.Router();
   router.get(OPENAPI_PATH, serveOpenApi(runtime, rest, () => routes));
-  for (const route of routes) router[route.method](route.path, ...route.handlers);
+  for (const route of routes) router[route.method](route.path, taggedRepresentations(), ...route.handlers);
   const methodsByPath = new Map<string, string[]>([[OPENAPI_PATH, ['GET']]]);
   for (const route of routes) methodsByPath.set(route.path, [...(methodsByPath.get(route.path) ?? []), route.method.toUpperCase()]);
   for (const [path, methods] of methodsByPath) router.all(path, methodNotAllowed(methods));

@@ -89,6 +89,7 @@ export function checkPaths(root: GraphQLObjectType, paths: string[][], parameter
           i === 0
             ? `${parameter}: '${name}' is not a field of ${type.name}`
             : `${parameter}: '${written}' is not a field (${type.name} has no field '${name}')`,
+          { reason: 'UNKNOWN_FIELD', metadata: { parameter, path: written } },
         );
       }
       const named = getNamedType(field.type);
@@ -150,7 +151,7 @@ export function resolveSelection(
   const fields = new Map<string, SelectedField>();
   for (const [name, subtree] of tree) {
     const field = allowedFields(type).get(name);
-    if (!field) throw new FieldsError(`fields: '${name}' is not a field of ${type.name}`);
+    if (!field) throw new FieldsError(`fields: '${name}' is not a field of ${type.name}`, { reason: 'UNKNOWN_FIELD', metadata: { parameter: 'fields', path: name } });
     const named = getNamedType(field.type);
     if (isObjectType(named)) {
       fields.set(name, { field, selection: resolveSelection(named, subtree, inside, new Set([...scopes, ...fieldScopes(field)])), enumType: undefined });

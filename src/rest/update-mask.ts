@@ -85,7 +85,10 @@ export function planUpdate(schema: GraphQLSchema, mutation: string, mask: string
         checkPaths(resource, [path], 'update_mask');
         continue;
       }
-      throw new FieldsError(`update_mask: unknown field '${path.join('.')}' (${resource.name} has no field '${name}')`);
+      throw new FieldsError(`update_mask: unknown field '${path.join('.')}' (${resource.name} has no field '${name}')`, {
+        reason: 'UNKNOWN_FIELD',
+        metadata: { parameter: 'update_mask', path: path.join('.') },
+      });
     }
     if (path.length > 1) throw new FieldsError(`update_mask: '${name}' has no subfields, so '${path.join('.')}' is not a field`);
     if (!Object.hasOwn(body, name) || body[name] === undefined) continue;

@@ -45,7 +45,9 @@ describe('oversized requests get the Google error body', () => {
   it('a URL over the app limit is 414', async () => {
     const res = await get(`/products?fields=${'a'.repeat(MAX_URL_LENGTH)}`);
     expect(res.status).toBe(414);
-    expect(res.body).toStrictEqual({ error: { code: 414, status: 'INVALID_ARGUMENT', message: `the URL is longer than ${MAX_URL_LENGTH} characters` } });
+    expect(res.body).toStrictEqual({
+      error: { code: 414, status: 'INVALID_ARGUMENT', message: `the URL is longer than ${MAX_URL_LENGTH} characters`, details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', domain: 'fieldgate.dev', reason: 'URL_TOO_LONG', metadata: {} }] },
+    });
   });
 
   it('a URL just under the limit reaches the route', async () => {
@@ -57,7 +59,9 @@ describe('oversized requests get the Google error body', () => {
     for (const res of [await get(`/products?fields=${'a'.repeat(20_000)}`), await get('/products', `X-Padding: ${'p'.repeat(20_000)}\r\n`)]) {
       expect(res.status).toBe(431);
       expect(res.headers).toMatch(/content-type: application\/json/i);
-      expect(res.body).toStrictEqual({ error: { code: 431, status: 'INVALID_ARGUMENT', message: 'the request line and headers are too large' } });
+      expect(res.body).toStrictEqual({
+        error: { code: 431, status: 'INVALID_ARGUMENT', message: 'the request line and headers are too large', details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', domain: 'fieldgate.dev', reason: 'HEADERS_TOO_LARGE', metadata: {} }] },
+      });
     }
   });
 

@@ -5,7 +5,7 @@
  */
 import { expect, it } from 'vitest';
 import { count, eq, inArray, sql } from 'drizzle-orm';
-import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens, usedJtis } from '../../src/db/schema.js';
+import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens, usedJtis, idempotencyKeys } from '../../src/db/schema.js';
 import { sweep, sweptRows, type JanitorPolicy } from '../../src/oauth/janitor.js';
 import { AuthorizationCodeStore } from '../../src/oauth/stores/codes.js';
 import { sha256 } from '../../src/crypto/secrets.js';
@@ -68,6 +68,11 @@ describeEachDatabase('janitor', (context) => {
       { signer: 'dpop:stale', jtiHash: 'a', expiresAt: ago(1) },
       { signer: 'dpop:live', jtiHash: 'b', expiresAt: sql`now() + interval '1 minute'` },
     ]);
+    // Idempotency keys: one past its 24 hours (due), one live.
+    await db.insert(idempotencyKeys).values([
+      { userId: user.id, clientId: client.id, key: 'expired', requestHash: 'h', expiresAt: ago(1) },
+      { userId: user.id, clientId: client.id, key: 'live', requestHash: 'h', expiresAt: sql`now() + interval '1 hour'` },
+    ]);
 
     const result = await sweep(db, policy);
     expect(result).toEqual({
@@ -77,6 +82,7 @@ describeEachDatabase('janitor', (context) => {
       revokedAccessTokens: 1,
       loginThrottle: 1,
       usedJtis: 1,
+      idempotencyKeys: 1,
       skipped: false,
     });
     expect(sweptRows(await sweep(db, policy))).toBe(0);
@@ -86,6 +92,7 @@ describeEachDatabase('janitor', (context) => {
     expect((await db.select({ key: loginThrottle.key }).from(loginThrottle)).map((r) => r.key).sort()).toEqual(['ip:fresh', 'ip:locked']);
     expect((await db.select({ signer: usedJtis.signer }).from(usedJtis)).map((r) => r.signer)).toEqual(['dpop:live']);
     expect((await db.select({ jti: revokedAccessTokens.jti }).from(revokedAccessTokens)).map((r) => r.jti)).toEqual(['live']);
+    expect((await db.select({ key: idempotencyKeys.key }).from(idempotencyKeys).where(eq(idempotencyKeys.clientId, client.id))).map((r) => r.key)).toEqual(['live']);
 
     // The used code still reads as replayed, and the rotated refresh token's reuse still revokes its family.
     const codes = new AuthorizationCodeStore(db, 600);

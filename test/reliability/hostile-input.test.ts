@@ -33,7 +33,7 @@ const RUNS = 100;
 
 const OAUTH_ERRORS = ['invalid_request', 'invalid_client', 'invalid_grant', 'unauthorized_client', 'unsupported_grant_type', 'invalid_scope'];
 const AUTHORIZE_ERRORS = ['invalid_request', 'unauthorized_client', 'access_denied', 'unsupported_response_type', 'invalid_scope'];
-const GOOGLE_STATUSES = ['INVALID_ARGUMENT', 'UNAUTHENTICATED', 'PERMISSION_DENIED', 'NOT_FOUND', 'FAILED_PRECONDITION', 'RESOURCE_EXHAUSTED'];
+const GOOGLE_STATUSES = ['INVALID_ARGUMENT', 'UNAUTHENTICATED', 'PERMISSION_DENIED', 'NOT_FOUND', 'FAILED_PRECONDITION', 'ABORTED', 'RESOURCE_EXHAUSTED'];
 
 // ---------------------------------------------------------------- encodings
 
@@ -118,7 +118,11 @@ function expectGoogleError(reply: Reply, status?: number): void {
   expect(reply.headers['content-type']).toMatch(/^application\/json/);
   const body = parseJson<{ error: Record<string, unknown> }>(reply);
   expect(Object.keys(body)).toEqual(['error']);
-  expect(Object.keys(body.error).sort()).toEqual(['code', 'message', 'status']);
+  expect(Object.keys(body.error).sort()).toEqual(['code', 'details', 'message', 'status']);
+  // AIP-193: every error carries an ErrorInfo first, with a machine-readable reason.
+  const [info] = body.error.details as { '@type': string; reason: string; domain: string; metadata: unknown }[];
+  expect(info).toMatchObject({ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', domain: 'fieldgate.dev' });
+  expect(info!.reason).toMatch(/^[A-Z][A-Z0-9_]*[A-Z0-9]$/);
   expect(body.error.code).toBe(reply.status);
   expect(GOOGLE_STATUSES).toContain(body.error.status);
   expect(typeof body.error.message).toBe('string');

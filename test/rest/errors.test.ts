@@ -8,7 +8,7 @@ describe('GraphQL errors as REST errors', () => {
     [{ code: 'NOT_FOUND' }, 404, 'NOT_FOUND'],
     [{ code: 'INVALID_ARGUMENT' }, 400, 'INVALID_ARGUMENT'],
     [{ code: 'FAILED_PRECONDITION', reason: 'ILLEGAL_STATUS_MOVE' }, 409, 'FAILED_PRECONDITION'],
-    [{ code: 'FAILED_PRECONDITION', reason: 'ETAG_MISMATCH' }, 412, 'FAILED_PRECONDITION'],
+    [{ code: 'FAILED_PRECONDITION', reason: 'ETAG_MISMATCH' }, 409, 'ABORTED'],
     [{ code: 'UNAUTHENTICATED' }, 401, 'UNAUTHENTICATED'],
     [{ code: 'FORBIDDEN', requiredScope: 'orders:write' }, 403, 'PERMISSION_DENIED'],
     [{ code: 'INTERNAL_SERVER_ERROR' }, 500, 'INTERNAL'],
@@ -35,6 +35,8 @@ describe('GraphQL errors as REST errors', () => {
 
   it('maps body-parser failures by status and masks unknown errors', () => {
     expect(toRestError(Object.assign(new Error('x'), { status: 413, type: 'entity.too.large' })).httpStatus).toBe(413);
-    expect(toRestError(new TypeError('boom')).toBody()).toEqual({ error: { code: 500, status: 'INTERNAL', message: 'internal error' } });
+    expect(toRestError(new TypeError('boom')).toBody()).toEqual({
+      error: { code: 500, status: 'INTERNAL', message: 'internal error', details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', domain: 'fieldgate.dev', reason: 'INTERNAL', metadata: {} }] },
+    });
   });
 });

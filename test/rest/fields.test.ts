@@ -72,7 +72,17 @@ describe('fields parser', () => {
   ])('refuses %j naming where: %s', (raw, message) => {
     const error = errorOf(raw);
     expect(error.message).toBe(message);
-    expect(error.toBody()).toEqual({ error: { code: 400, status: 'INVALID_ARGUMENT', message } });
+    expect(error.toBody()).toEqual({
+      error: {
+        code: 400,
+        status: 'INVALID_ARGUMENT',
+        message,
+        details: [
+          { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', domain: 'fieldgate.dev', reason: 'INVALID_FIELD_MASK', metadata: {} },
+          { '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'fields', description: message }] },
+        ],
+      },
+    });
   });
 
   it('refuses input too long or too deep with a 400, not a stack overflow', () => {

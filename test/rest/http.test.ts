@@ -70,7 +70,9 @@ describeEachDatabase('REST requests', (context) => {
     it.each(['{"memo": ', '{memo: "x"}', "{'memo':'x'}", '{"memo":"x"} trailing', '\u0000'])('malformed JSON %j is 400', async (body) => {
       const res = await send('patch', `/orders/${orderId}?update_mask=memo`).set('Content-Type', 'application/json').send(body);
       expect(res.status).toBe(400);
-      expect(res.body).toStrictEqual({ error: { code: 400, status: 'INVALID_ARGUMENT', message: 'the request body is not valid JSON' } });
+      expect(res.body).toStrictEqual({
+        error: { code: 400, status: 'INVALID_ARGUMENT', message: 'the request body is not valid JSON', details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', domain: 'fieldgate.dev', reason: 'INVALID_JSON', metadata: {} }] },
+      });
       expect(await memo()).toBe('kept');
     });
 
@@ -118,7 +120,9 @@ describeEachDatabase('REST requests', (context) => {
         const res = await call(operation);
         expect(res.status, operation.path).toBe(401);
         expect(res.headers['www-authenticate']).toBe('Bearer realm="fieldgate"');
-        expect(res.body).toStrictEqual({ error: { code: 401, status: 'UNAUTHENTICATED', message: 'an access token is required' } });
+        expect(res.body).toStrictEqual({
+          error: { code: 401, status: 'UNAUTHENTICATED', message: 'an access token is required', details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', domain: 'fieldgate.dev', reason: 'MISSING_TOKEN', metadata: {} }] },
+        });
       }
       expect(await memo()).toBe('kept');
     });
@@ -246,7 +250,14 @@ describeEachDatabase('REST requests', (context) => {
         const res = await test;
         expect(res.status).toBe(405);
         expect(res.headers.allow).toBe(allow);
-        expect(res.body).toStrictEqual({ error: { code: 405, status: 'UNIMPLEMENTED', message: `the method ${method.toUpperCase()} is not allowed here; allowed: ${allow}` } });
+        expect(res.body).toStrictEqual({
+          error: {
+            code: 405,
+            status: 'UNIMPLEMENTED',
+            message: `the method ${method.toUpperCase()} is not allowed here; allowed: ${allow}`,
+            details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', domain: 'fieldgate.dev', reason: 'METHOD_NOT_ALLOWED', metadata: {} }],
+          },
+        });
       }
       expect(await memo()).toBe('kept');
     });

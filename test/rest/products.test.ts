@@ -184,7 +184,8 @@ describeEachDatabase('REST products', (context) => {
     ])('%s', async (fields, message) => {
       const res = await get(`/products/${full.id}?fields=${encodeURIComponent(fields)}`);
       expect(res.status).toBe(400);
-      expect(res.body).toStrictEqual({ error: { code: 400, status: 'INVALID_ARGUMENT', message } });
+      expect(res.body.error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT', message });
+      expect(res.body.error.details).toContainEqual({ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field: 'fields', description: message }] });
     });
 
     it('skips an empty name between two commas', async () => {
@@ -250,7 +251,9 @@ describeEachDatabase('REST products', (context) => {
     it('a product that does not exist is a 404', async () => {
       const res = await get('/products/2147483647');
       expect(res.status).toBe(404);
-      expect(res.body).toStrictEqual({ error: { code: 404, status: 'NOT_FOUND', message: 'no product 2147483647' } });
+      expect(res.body).toStrictEqual({
+        error: { code: 404, status: 'NOT_FOUND', message: 'no product 2147483647', details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', domain: 'fieldgate.dev', reason: 'NOT_FOUND', metadata: {} }] },
+      });
     });
 
     it('fields is checked before existence', async () => {
@@ -275,7 +278,7 @@ describeEachDatabase('REST products', (context) => {
             .set('Authorization', authorization);
           expect([200, 400]).toContain(res.status);
           if (res.status === 400) {
-            expect(Object.keys(res.body.error).sort()).toEqual(['code', 'message', 'status']);
+            expect(Object.keys(res.body.error).sort()).toEqual(['code', 'details', 'message', 'status']);
             expect(res.body.error.status).toBe('INVALID_ARGUMENT');
           }
         }),

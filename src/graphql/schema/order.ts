@@ -33,6 +33,7 @@ import { isForeignKeyViolation } from '../../db/errors.js';
 import { InvalidToken } from '../../oauth/errors.js';
 import { POLICY } from '../../policy.js';
 import { placeholder } from '../../db/performance/relational-query-cache.js';
+import { claimKey, idempotencyKeyProblem, orderRequestHash, recordOrder } from '../idempotency.js';
 
 type OrderRow = typeof orders.$inferSelect;
 
@@ -263,9 +264,21 @@ function checkItems(items: readonly NewOrderItem[]): void {
   }
 }
 
-/** Inserts the order and its items at today's prices, in one transaction; returns its id. */
-async function insertOrder(context: GraphQLContext, items: readonly NewOrderItem[], memo: string | null): Promise<number> {
+/**
+ * Inserts the order and its items at today's prices, in one transaction; returns its id. With
+ * an idempotency key, the key is claimed first in that transaction, and a key already used for
+ * the same request returns the order that request created instead (see idempotency.ts).
+ */
+async function insertOrder(context: GraphQLContext, items: readonly NewOrderItem[], memo: string | null, idempotencyKey?: string): Promise<number> {
+  const owner = { userId: context.principal.userId, clientId: context.principal.clientId };
   return context.db.transaction(async (tx) => {
+    if (idempotencyKey !== undefined) {
+      const { replayOf } = await claimKey(tx, owner, idempotencyKey, orderRequestHash(items, memo)).catch((error: unknown) => {
+        if (isForeignKeyViolation(error)) throw GqlUnauthenticated.fromInvalidToken(new InvalidToken('the access token has been revoked'));
+        throw error;
+      });
+      if (replayOf !== undefined) return replayOf;
+    }
     const ids = items.map((item) => item.productId);
     const found = await tx
       .select({ id: products.id, priceCents: products.priceCents, currency: products.currency })
@@ -301,6 +314,7 @@ async function insertOrder(context: GraphQLContext, items: readonly NewOrderItem
         if (isForeignKeyViolation(error)) throw new GqlInvalidArgument('a product of this order no longer exists', { extensions: { field: 'items.productId' } });
         throw error;
       });
+    if (idempotencyKey !== undefined) await recordOrder(tx, owner, idempotencyKey, order!.id);
     return order!.id;
   });
 }
@@ -371,11 +385,23 @@ builder.mutationFields((t) => ({
     nullable: true,
     description: 'Places an order for the caller at the current prices; it starts pending.',
     extensions: needsScope('orders:write'),
-    args: { input: t.arg({ type: CreateOrderInput, required: true }) },
-    resolve: async (query, _root, { input }, context) => {
+    args: {
+      input: t.arg({ type: CreateOrderInput, required: true }),
+      idempotencyKey: t.arg.string({
+        description:
+          'Makes retries safe: the same key with the same input within 24 hours returns the order the first call created ' +
+          '(in its current state) instead of placing another; with a different input it fails with FAILED_PRECONDITION ' +
+          '(IDEMPOTENCY_KEY_REUSED). Keys are per user and client, 1 to 255 printable ASCII characters.',
+      }),
+    },
+    resolve: async (query, _root, { input, idempotencyKey }, context) => {
       checkItems(input.items);
       checkMemo(input.memo);
-      const id = await insertOrder(context, input.items, input.memo ?? null);
+      if (idempotencyKey != null) {
+        const problem = idempotencyKeyProblem(idempotencyKey);
+        if (problem) throw new GqlInvalidArgument(`idempotencyKey ${problem}`, { extensions: { field: 'idempotencyKey', reason: 'INVALID_IDEMPOTENCY_KEY' } });
+      }
+      const id = await insertOrder(context, input.items, input.memo ?? null, idempotencyKey ?? undefined);
       const order = await context.db.query.orders.findFirst(query({ where: { id } }));
       if (!order) throw new GqlNotFound(`no order ${id}`);
       return order;

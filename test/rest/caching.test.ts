@@ -1,0 +1,186 @@
+/**
+ * Entity tags and conditional requests on the REST layer: RFC 9110 §8.8.3 (ETag), §13.1.1
+ * (If-Match), §13.1.2 (If-None-Match), §15.4.5 (304), RFC 9111 §5.2.2.7 (private), and
+ * AIP-154 (an `etag` in the request body; a stale one is ABORTED).
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import request from 'supertest';
+import { eq } from 'drizzle-orm';
+import { describeEachDatabase } from '../support/runtime.js';
+import { issueTestToken } from '../support/tokens.js';
+import { buildOrder, buildProduct, type Product } from '../support/factories.js';
+import { orders, products } from '../../src/db/schema.js';
+import { representationTag, versionOf } from '../../src/rest/etag.js';
+
+const STRONG_TAG = /^"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]{22})?"$/;
+const ERROR_INFO = 'type.googleapis.com/google.rpc.ErrorInfo';
+
+describeEachDatabase('REST caching and preconditions', (context) => {
+  let owner: string;
+  let userId: number;
+  let stranger: string;
+  let product: Product;
+
+  beforeAll(async () => {
+    const { runtime } = context();
+    ({ authorization: owner, userId } = await issueTestToken(runtime));
+    ({ authorization: stranger } = await issueTestToken(runtime));
+    product = await buildProduct(runtime, { name: 'Lantern', priceCents: 1500, reviews: 1 });
+  });
+
+  const app = () => request(context().app);
+  const get = (path: string, authorization = owner, headers: Record<string, string> = {}) => app().get(path).set('Authorization', authorization).set(headers);
+  const newOrder = () => buildOrder(context().runtime, { userId, memo: 'first', items: [{ product, quantity: 1 }] });
+  const memoOf = async (id: number) => (await context().runtime.db.select({ memo: orders.memo }).from(orders).where(eq(orders.id, id)))[0]!.memo;
+  const patch = (id: number, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
+    app().patch(`/orders/${id}?update_mask=memo`).set('Authorization', owner).set(headers).send(body);
+
+  describe('ETag and If-None-Match on every GET (RFC 9110 §8.8.3, §13.1.2)', () => {
+    const paths = async () => {
+      const order = await newOrder();
+      return ['/products', `/products/${product.id}`, '/orders', `/orders/${order.id}`, `/orders/${order.id}?fields=memo`];
+    };
+
+    it('tags each representation with a strong ETag over its bytes, private and revalidated', async () => {
+      for (const path of await paths()) {
+        const res = await get(path);
+        expect(res.status, path).toBe(200);
+        expect(res.headers.etag, path).toMatch(STRONG_TAG);
+        // The tag is the digest of exactly the bytes sent (after the order's version, for one order).
+        const version = /^"([^".]+)\./.exec(res.headers.etag!)?.[1];
+        expect(res.headers.etag, path).toBe(representationTag(res.text, version));
+        expect(res.headers['cache-control'], path).toBe('private, no-cache');
+        expect(res.headers.vary, path).toMatch(/\bAuthorization\b/);
+      }
+    });
+
+    it('answers a matching If-None-Match with 304, no body and the same ETag; HEAD too', async () => {
+      for (const path of await paths()) {
+        const first = await get(path);
+        for (const ifNoneMatch of [first.headers.etag!, `W/${first.headers.etag}`, `"other", ${first.headers.etag}`, '*']) {
+          const again = await get(path, owner, { 'If-None-Match': ifNoneMatch });
+          expect(again.status, `${path} ${ifNoneMatch}`).toBe(304);
+          expect(again.text ?? '', path).toBe('');
+          expect(again.headers.etag, path).toBe(first.headers.etag);
+          expect(again.headers['cache-control'], path).toBe('private, no-cache');
+        }
+        const head = await app().head(path).set('Authorization', owner).set('If-None-Match', first.headers.etag!);
+        expect(head.status, path).toBe(304);
+        const stale = await get(path, owner, { 'If-None-Match': '"not-this-one"' });
+        expect(stale.status, path).toBe(200);
+        expect(stale.headers.etag).toBe(first.headers.etag);
+        // The origin evaluates the condition whatever the cache directives (fetch() adds no-cache to conditional requests).
+        expect((await get(path, owner, { 'If-None-Match': first.headers.etag!, 'Cache-Control': 'no-cache' })).status).toBe(304);
+      }
+    });
+
+    it('changes the ETag whenever the representation changes, embedded resources included', async () => {
+      const order = await newOrder();
+      const path = `/orders/${order.id}?fields=memo,items.product.name`;
+      const before = await get(path);
+      const other = await get(`/orders/${order.id}?fields=memo`);
+      expect(other.headers.etag).not.toBe(before.headers.etag);
+      // The order itself is unchanged (same version), but the product it embeds is renamed.
+      await context().runtime.db.update(products).set({ name: 'Lantern II' }).where(eq(products.id, product.id));
+      try {
+        const after = await get(path, owner, { 'If-None-Match': before.headers.etag! });
+        expect(after.status).toBe(200);
+        expect(after.body.items[0].product.name).toBe('Lantern II');
+        expect(versionOf(after.headers.etag!)).toBe(versionOf(before.headers.etag!));
+        expect(after.headers.etag).not.toBe(before.headers.etag);
+      } finally {
+        await context().runtime.db.update(products).set({ name: 'Lantern' }).where(eq(products.id, product.id));
+      }
+    });
+
+    it("never answers 304 for another user's order or list, whatever If-None-Match says", async () => {
+      const order = await newOrder();
+      const mine = await get(`/orders/${order.id}`);
+      for (const ifNoneMatch of [mine.headers.etag!, '*']) {
+        const theirs = await get(`/orders/${order.id}`, stranger, { 'If-None-Match': ifNoneMatch });
+        expect(theirs.status).toBe(404);
+        expect(theirs.headers.etag).toBeUndefined();
+        expect(theirs.body.error.details[0]).toMatchObject({ '@type': ERROR_INFO, reason: 'NOT_FOUND' });
+      }
+      const myList = await get('/orders');
+      const theirList = await get('/orders', stranger, { 'If-None-Match': myList.headers.etag! });
+      expect(theirList.status).toBe(200);
+      expect(theirList.body).toEqual([]);
+      expect(theirList.headers.etag).not.toBe(myList.headers.etag);
+      const anonymous = await app().get(`/orders/${order.id}`).set('If-None-Match', mine.headers.etag!);
+      expect(anonymous.status).toBe(401);
+      expect(anonymous.headers.etag).toBeUndefined();
+    });
+  });
+
+  describe('preconditions on PATCH (RFC 9110 §13.1.1, AIP-154)', () => {
+    it('an etag in the body applies the change when current; stale, it is 409 ABORTED with the current etag', async () => {
+      const order = await newOrder();
+      const read = await get(`/orders/${order.id}`);
+      const ok = await patch(order.id, { memo: 'second', etag: read.body.etag });
+      expect(ok.status).toBe(200);
+      const stale = await patch(order.id, { memo: 'third', etag: read.body.etag });
+      expect(stale.status).toBe(409);
+      expect(stale.body.error).toMatchObject({ code: 409, status: 'ABORTED' });
+      const current = (await get(`/orders/${order.id}`)).body.etag;
+      expect(stale.body.error.details).toContainEqual({ '@type': ERROR_INFO, reason: 'ETAG_MISMATCH', domain: 'fieldgate.dev', metadata: { etag: current } });
+      expect(await memoOf(order.id)).toBe('second');
+      // The ETag header of a read is accepted as the body etag too.
+      const header = (await get(`/orders/${order.id}?fields=id`)).headers.etag!;
+      expect((await patch(order.id, { memo: 'fourth', etag: header })).status).toBe(200);
+    });
+
+    it('a stale If-Match is 412 with the same ErrorInfo', async () => {
+      const order = await newOrder();
+      const read = await get(`/orders/${order.id}`);
+      expect((await patch(order.id, { memo: 'second' })).status).toBe(200);
+      const stale = await patch(order.id, { memo: 'third' }, { 'If-Match': read.headers.etag! });
+      expect(stale.status).toBe(412);
+      expect(stale.body.error.details[0]).toMatchObject({ reason: 'ETAG_MISMATCH', metadata: { etag: expect.stringMatching(STRONG_TAG) } });
+      expect(await memoOf(order.id)).toBe('second');
+    });
+
+    it.each([
+      [{ memo: 'x', etag: 5 }, 'INVALID_ETAG'],
+      [{ memo: 'x', etag: 'no quotes' }, 'INVALID_ETAG'],
+      [{ memo: 'x', etag: ['"a"'] }, 'INVALID_ETAG'],
+    ])('a body etag that is not an entity tag is 400: %j', async (body, reason) => {
+      const order = await newOrder();
+      const res = await patch(order.id, body);
+      expect(res.status).toBe(400);
+      expect(res.body.error.details[0]).toMatchObject({ reason });
+      expect(res.body.error.details[1]).toMatchObject({ fieldViolations: [{ field: 'etag' }] });
+      expect(await memoOf(order.id)).toBe('first');
+    });
+
+    it('If-Match and a body etag naming different versions is 400 and changes nothing', async () => {
+      const order = await newOrder();
+      const read = await get(`/orders/${order.id}`);
+      const res = await patch(order.id, { memo: 'x', etag: '"c29tZXRoaW5nIGVsc2U"' }, { 'If-Match': read.headers.etag! });
+      expect(res.status).toBe(400);
+      expect(res.body.error.details[0]).toMatchObject({ reason: 'CONFLICTING_PRECONDITIONS' });
+      expect(await memoOf(order.id)).toBe('first');
+    });
+
+    it.each([
+      ['body', 409],
+      ['If-Match', 412],
+    ] as const)('of concurrent PATCHes with the same etag (%s), exactly one succeeds', async (where, refused) => {
+      const order = await newOrder();
+      const { etag } = (await get(`/orders/${order.id}`)).body as { etag: string };
+      const attempts = 6;
+      const results = await Promise.all(
+        Array.from({ length: attempts }, (_, i) =>
+          where === 'body' ? patch(order.id, { memo: `writer ${i}`, etag }) : patch(order.id, { memo: `writer ${i}` }, { 'If-Match': etag }),
+        ),
+      );
+      const statuses = results.map((res) => res.status).sort();
+      expect(statuses).toEqual([200, ...Array<number>(attempts - 1).fill(refused)]);
+      const winner = results.find((res) => res.status === 200)!;
+      expect(await memoOf(order.id)).toBe(winner.body.memo);
+      for (const loser of results.filter((res) => res.status !== 200)) {
+        expect(loser.body.error.details[0]).toMatchObject({ reason: 'ETAG_MISMATCH', metadata: { etag: versionOf(winner.headers.etag!) } });
+      }
+    });
+  });
+});

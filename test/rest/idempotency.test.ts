@@ -1,0 +1,164 @@
+/**
+ * Safe retries of order creation (draft-ietf-httpapi-idempotency-key-header §2): the REST
+ * `Idempotency-Key` header and GraphQL `createOrder(idempotencyKey:)`, across users, clients,
+ * concurrent duplicates and expiry.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import request from 'supertest';
+import { randomUUID } from 'node:crypto';
+import { and, count, eq } from 'drizzle-orm';
+import { describeEachDatabase } from '../support/runtime.js';
+import { issueTestToken, type TestToken } from '../support/tokens.js';
+import { buildProduct, type Product } from '../support/factories.js';
+import { postGraphQL } from '../support/graphql.js';
+import { idempotencyKeys, orders } from '../../src/db/schema.js';
+
+describeEachDatabase('idempotent order creation', (context) => {
+  let buyer: TestToken;
+  let product: Product;
+  let other: Product;
+
+  beforeAll(async () => {
+    const { runtime } = context();
+    buyer = await issueTestToken(runtime);
+    product = await buildProduct(runtime, { name: 'Kettle', priceCents: 3000 });
+    other = await buildProduct(runtime, { name: 'Mug', priceCents: 800 });
+  });
+
+  const app = () => request(context().app);
+  const post = (key: string | undefined, body: object, token: TestToken = buyer, query = '') => {
+    let req = app().post(`/orders${query}`).set('Authorization', token.authorization);
+    if (key !== undefined) req = req.set('Idempotency-Key', key);
+    return req.send(body);
+  };
+  const orderCount = async (userId = buyer.userId) =>
+    (await context().runtime.db.select({ n: count() }).from(orders).where(eq(orders.userId, userId)))[0]!.n;
+  const body = () => ({ items: [{ productId: product.id, quantity: 1 }], memo: 'retry me' });
+
+  describe('REST Idempotency-Key', () => {
+    it('replays the first answer byte for byte for the same key and body, creating one order', async () => {
+      const key = randomUUID();
+      const before = await orderCount();
+      const first = await post(key, body());
+      expect(first.status).toBe(201);
+      expect(first.headers['idempotent-replayed']).toBeUndefined();
+      // Even after the order moves on, the retry gets the first answer.
+      await context().runtime.db.update(orders).set({ status: 'paid' }).where(eq(orders.id, first.body.id));
+      const again = await post(key, body());
+      expect(again.status).toBe(201);
+      expect(again.headers['idempotent-replayed']).toBe('true');
+      expect(again.text).toBe(first.text);
+      expect(again.headers.location).toBe(first.headers.location);
+      expect(again.headers.etag).toBe(first.headers.etag);
+      expect(await orderCount()).toBe(before + 1);
+    });
+
+    it('accepts the key as a structured-field string ("…") as well as bare', async () => {
+      const key = `k-${randomUUID()}`;
+      const first = await post(`"${key}"`, body());
+      const again = await post(key, body());
+      expect(again.status).toBe(201);
+      expect(again.body.id).toBe(first.body.id);
+    });
+
+    it('answers 10 concurrent requests with one key with one order', async () => {
+      const key = randomUUID();
+      const before = await orderCount();
+      const results = await Promise.all(Array.from({ length: 10 }, () => post(key, body())));
+      expect(results.map((res) => res.status)).toEqual(Array<number>(10).fill(201));
+      expect(new Set(results.map((res) => res.body.id)).size).toBe(1);
+      expect(await orderCount()).toBe(before + 1);
+    });
+
+    it('refuses the same key with another body with 422 IDEMPOTENCY_KEY_REUSED, creating nothing', async () => {
+      const key = randomUUID();
+      expect((await post(key, body())).status).toBe(201);
+      const before = await orderCount();
+      for (const changed of [{ ...body(), memo: 'other' }, { items: [{ productId: other.id, quantity: 1 }], memo: 'retry me' }, { items: body().items }]) {
+        const res = await post(key, changed);
+        expect(res.status).toBe(422);
+        expect(res.body.error).toMatchObject({ code: 422, status: 'FAILED_PRECONDITION' });
+        expect(res.body.error.details[0]).toMatchObject({ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'IDEMPOTENCY_KEY_REUSED' });
+      }
+      expect(await orderCount()).toBe(before);
+    });
+
+    it('scopes keys per user and per client', async () => {
+      const key = randomUUID();
+      const mine = await post(key, body());
+      const otherUser = await issueTestToken(context().runtime);
+      const sameUserOtherClient = await issueTestToken(context().runtime, { userId: buyer.userId });
+      const theirs = await post(key, body(), otherUser);
+      const mineElsewhere = await post(key, body(), sameUserOtherClient);
+      expect([theirs.status, mineElsewhere.status]).toEqual([201, 201]);
+      expect(new Set([mine.body.id, theirs.body.id, mineElsewhere.body.id]).size).toBe(3);
+    });
+
+    it('a failed request keeps no key, so the corrected retry creates the order', async () => {
+      const key = randomUUID();
+      const failed = await post(key, { items: [{ productId: 2_147_483_000, quantity: 1 }] });
+      expect(failed.status).toBe(400);
+      const fixed = await post(key, body());
+      expect(fixed.status).toBe(201);
+    });
+
+    it('an expired key is free again', async () => {
+      const key = randomUUID();
+      const first = await post(key, body());
+      await context()
+        .runtime.db.update(idempotencyKeys)
+        .set({ expiresAt: new Date(Date.now() - 1000) })
+        .where(and(eq(idempotencyKeys.userId, buyer.userId), eq(idempotencyKeys.key, key)));
+      const second = await post(key, { ...body(), memo: 'new request' });
+      expect(second.status).toBe(201);
+      expect(second.body.id).not.toBe(first.body.id);
+    });
+
+    it('with other fields, the retry gets the same order shaped as asked', async () => {
+      const key = randomUUID();
+      const first = await post(key, body(), buyer, '?fields=id');
+      const again = await post(key, body(), buyer, '?fields=id,memo');
+      expect(again.status).toBe(201);
+      expect(again.body).toEqual({ id: first.body.id, memo: 'retry me' });
+    });
+
+    it.each([
+      ['', 'empty'],
+      ['x'.repeat(256), 'too long'],
+      ['tab\there', 'a control character'],
+    ])('an invalid key (%#: %s) is 400 naming the header', async (key) => {
+      const before = await orderCount();
+      const res = await post(key, body());
+      expect(res.status).toBe(400);
+      expect(res.body.error.details).toEqual([
+        expect.objectContaining({ reason: 'INVALID_IDEMPOTENCY_KEY' }),
+        expect.objectContaining({ fieldViolations: [expect.objectContaining({ field: 'Idempotency-Key' })] }),
+      ]);
+      expect(await orderCount()).toBe(before);
+    });
+  });
+
+  describe('GraphQL createOrder(idempotencyKey:)', () => {
+    const CREATE = 'mutation ($input: CreateOrderInput!, $key: String) { createOrder(input: $input, idempotencyKey: $key) { id memo } }';
+    const create = (key: string, input: object) => postGraphQL(context().app, buyer.token, CREATE, { input, key });
+
+    it('returns the first order for the same key and input, also across REST and GraphQL', async () => {
+      const key = randomUUID();
+      const before = await orderCount();
+      const viaRest = await post(key, body());
+      const results = await Promise.all(Array.from({ length: 5 }, () => create(key, body())));
+      for (const result of results) expect(result.body.data?.createOrder).toEqual({ id: viaRest.body.id, memo: 'retry me' });
+      expect(await orderCount()).toBe(before + 1);
+    });
+
+    it('refuses another input with FAILED_PRECONDITION (IDEMPOTENCY_KEY_REUSED) and an invalid key with INVALID_ARGUMENT', async () => {
+      const key = randomUUID();
+      expect((await create(key, body())).body.errors).toBeUndefined();
+      const reused = await create(key, { ...body(), memo: 'changed' });
+      expect(reused.body.data?.createOrder).toBeNull();
+      expect(reused.body.errors?.[0]?.extensions).toMatchObject({ code: 'FAILED_PRECONDITION', reason: 'IDEMPOTENCY_KEY_REUSED' });
+      const invalid = await create('', body());
+      expect(invalid.body.errors?.[0]?.extensions).toMatchObject({ code: 'INVALID_ARGUMENT', reason: 'INVALID_IDEMPOTENCY_KEY', field: 'idempotencyKey' });
+    });
+  });
+});
