@@ -208,7 +208,7 @@ describeEachDatabase('REST products', (context) => {
       });
       expect(statements).toMatchInlineSnapshot(`
         [
-          "select "d0"."id" as "id", "d0"."name" as "name" from "products" as "d0" order by "d0"."id" asc limit $1 offset $2",
+          "select "d0"."id" as "id", "d0"."name" as "name" from "products" as "d0" order by "d0"."id" asc limit $1",
         ]
       `);
     });
