@@ -26,6 +26,8 @@ export interface Runtime {
   sessionSecret: string;
   /** Key that derives a refresh token's successor from it (see stores/refresh-tokens.ts). */
   refreshTokenSecret: string;
+  /** Key of pairwise OIDC subject identifiers (src/oauth/oidc/subject.ts). */
+  pairwiseSecret: string;
   close(): Promise<void>;
 }
 
@@ -55,10 +57,11 @@ async function wireRuntime(config: Config, logger: Logger, database: Database): 
     audience: config.issuer,
     ttlSeconds: config.accessTokenTtl,
   });
-  const [clientSecretKey, sessionSecret, refreshTokenSecret] = await Promise.all([
+  const [clientSecretKey, sessionSecret, refreshTokenSecret, pairwiseSecret] = await Promise.all([
     instanceSecret(db, 'client-secret-hmac'),
     instanceSecret(db, 'session-cookie'),
     instanceSecret(db, 'refresh-token-successor'),
+    instanceSecret(db, 'pairwise-subject'),
   ]);
   return {
     config,
@@ -72,6 +75,7 @@ async function wireRuntime(config: Config, logger: Logger, database: Database): 
     users: new UserStore(db),
     sessionSecret,
     refreshTokenSecret,
+    pairwiseSecret,
     close: () => database.close(),
   };
 }

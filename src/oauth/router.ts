@@ -13,9 +13,11 @@ import { addJwksEndpoint } from './endpoints/jwks.js';
 import { addMetadataEndpoint } from './endpoints/metadata.js';
 import { addRevocationEndpoint } from './endpoints/revoke.js';
 import { addTokenEndpoint } from './endpoints/token.js';
+import { addUserinfoEndpoint } from './endpoints/userinfo.js';
+import { ACCOUNT_PATH, END_SESSION_PATH, USERINFO_PATH } from './oidc/paths.js';
 
 /** The first path segments of every endpoint and page below. */
-export const OAUTH_PATHS = ['/authorize', '/token', '/revoke', '/introspect', '/.well-known'];
+export const OAUTH_PATHS = ['/authorize', '/token', '/revoke', '/introspect', '/.well-known', USERINFO_PATH, END_SESSION_PATH, ACCOUNT_PATH];
 
 export function createOAuthRouter(runtime: Runtime): express.Router {
   const oauth = createOAuthContext(runtime);
@@ -27,5 +29,6 @@ export function createOAuthRouter(runtime: Runtime): express.Router {
   addIntrospectionEndpoint(router, oauth, cors);
   addMetadataEndpoint(router, oauth, cors);
   addJwksEndpoint(router, oauth, cors);
+  addUserinfoEndpoint(router, oauth, cors);
   return router;
 }

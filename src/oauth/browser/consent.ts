@@ -18,7 +18,7 @@ export function consentHandler(browser: BrowserContext) {
     requireCsrf(browser, req, 'consent');
     const request = await readAuthorizationRequest(oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''));
     const session = browser.sessions.current(req);
-    const user = session?.userId === undefined ? undefined : await oauth.consents.lookup(session.userId, request.client.id);
+    const user = session?.userId === undefined ? undefined : await oauth.consents.lookup(session.userId, request.client.id, session.epoch ?? 0);
     if (!user) {
       // Signed out meanwhile: /authorize shows the login page again.
       continueAuthorization(browser, res, request);
@@ -33,7 +33,7 @@ export function consentHandler(browser: BrowserContext) {
         return;
       }
       oauth.events(req, 'consent_granted', { clientId, userId: user.userId });
-      continueAuthorization(browser, res, request);
+      continueAuthorization(browser, res, request, 'consent');
       return;
     }
     if (decision === 'deny') {

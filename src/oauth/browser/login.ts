@@ -66,8 +66,8 @@ export function loginHandler(browser: BrowserContext) {
     }
 
     await oauth.loginThrottle.recordSuccess(username, req.ip);
-    browser.sessions.signIn(req, res, user.id);
+    browser.sessions.signIn(req, res, user.id, user.sessionEpoch);
     oauth.events(req, 'login_succeeded', { clientId, userId: user.id });
-    continueAuthorization(browser, res, request);
+    continueAuthorization(browser, res, request, 'login');
   };
 }

@@ -7,6 +7,8 @@ import type { Request } from 'express';
 import type { Client } from '../stores/clients.js';
 import type { OAuthContext } from '../context.js';
 import type { Parameters } from '../params.js';
+import { issueIdToken } from '../oidc/id-token.js';
+import { parseScope } from '../scopes.js';
 
 export interface GrantRequest {
   oauth: OAuthContext;
@@ -21,6 +23,16 @@ export interface TokenResponse {
   expires_in: number;
   refresh_token?: string;
   scope: string;
+  /** OIDC: when the scope includes `openid`. */
+  id_token?: string;
+}
+
+/** What an ID Token needs beyond the grant: the full client, and the sign-in it stems from. */
+export interface IdTokenContext {
+  client: Client;
+  authTime: number | null;
+  /** Only on the code exchange; a refreshed ID Token carries none (OIDC Core §12.2). */
+  nonce: string | null;
 }
 
 export interface Grant {
@@ -35,14 +47,20 @@ export async function tokenResponse(
   oauth: OAuthContext,
   grant: { grantId: string; userId: number; clientId: string; scope: string },
   refreshToken: string | undefined,
+  oidc?: IdTokenContext,
 ): Promise<TokenResponse> {
   const accessToken = await oauth.runtime.accessTokens.issue(grant);
+  const idToken =
+    oidc && parseScope(grant.scope).includes('openid')
+      ? await issueIdToken(oauth, { ...oidc, userId: grant.userId, scope: grant.scope, accessToken: accessToken.token })
+      : undefined;
   return {
     access_token: accessToken.token,
     token_type: 'Bearer',
     expires_in: accessToken.expiresIn,
     ...(refreshToken === undefined ? {} : { refresh_token: refreshToken }),
     scope: grant.scope,
+    ...(idToken === undefined ? {} : { id_token: idToken }),
   };
 }
 

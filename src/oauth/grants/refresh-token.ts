@@ -42,7 +42,7 @@ async function refuse({ oauth, client, req }: GrantRequest, refreshToken: string
     const successor = record.withinGrace ? await oauth.refreshTokens.liveSuccessor(refreshToken) : undefined;
     if (successor !== undefined) {
       oauth.events(req, 'refresh_token_reuse_within_grace', fields);
-      return tokenResponse(oauth, { ...record, scope: scope ?? record.scope }, successor);
+      return tokenResponse(oauth, { ...record, scope: scope ?? record.scope }, successor, { client, authTime: record.authTime, nonce: null });
     }
     await oauth.runtime.revocations.revokeGrant(record.grantId);
     oauth.events(req, 'refresh_token_reuse_detected', fields);
@@ -59,5 +59,9 @@ export async function handler(request: GrantRequest): Promise<TokenResponse> {
   const rotated = await oauth.refreshTokens.rotate(refreshToken, client.id);
   if (!rotated) return refuse(request, refreshToken, scope);
   oauth.events(req, 'refresh_token_rotated', { clientId: client.id, userId: rotated.userId, grantId: rotated.grantId });
-  return tokenResponse(oauth, { ...rotated, scope: scope ?? rotated.scope }, rotated.refreshToken);
+  return tokenResponse(oauth, { ...rotated, scope: scope ?? rotated.scope }, rotated.refreshToken, {
+    client,
+    authTime: rotated.authTime,
+    nonce: null,
+  });
 }

@@ -22,6 +22,10 @@ export interface NewAuthorizationCode {
   redirectUri: string | null;
   codeChallenge: string | null;
   codeChallengeMethod: 'S256' | null;
+  /** OIDC: echoed in the ID Token. */
+  nonce?: string | null;
+  /** OIDC: when the user signed in (seconds since the epoch), kept with the grant. */
+  authTime?: number | null;
 }
 
 export interface RedeemedCode {
@@ -31,6 +35,9 @@ export interface RedeemedCode {
   redirectUri: string | null;
   codeChallenge: string | null;
   codeChallengeMethod: string | null;
+  nonce: string | null;
+  /** Seconds since the epoch, or null for a grant made without one. */
+  authTime: number | null;
 }
 
 /** Why a code could not be redeemed, for the error and the security log. */
@@ -47,6 +54,18 @@ export type CodeRejection =
   | { reason: 'expired'; userId: number }
   | { reason: 'grant_revoked'; userId: number };
 
+/**
+ * OIDC Core §11: an OpenID request gets a refresh token only when `offline_access` was granted;
+ * a plain OAuth request gets one as before. Mirrored by `refreshTokenAllowed`.
+ */
+const OFFLINE_CONDITION = sql.raw(
+  `not ('openid' = any(string_to_array(scope, ' '))) or 'offline_access' = any(string_to_array(scope, ' '))`,
+);
+
+export function refreshTokenAllowed(scopes: readonly string[]): boolean {
+  return !scopes.includes('openid') || scopes.includes('offline_access');
+}
+
 export class AuthorizationCodeStore {
   constructor(
     private readonly db: Db,
@@ -59,14 +78,14 @@ export class AuthorizationCodeStore {
     const grantId = randomToken(16);
     await this.db.execute(sql`
       with new_grant as (
-        insert into ${grants} (id, client_id, user_id, scope)
-        values (${grantId}, ${input.clientId}, ${input.userId}, ${input.scope})
+        insert into ${grants} (id, client_id, user_id, scope, auth_time)
+        values (${grantId}, ${input.clientId}, ${input.userId}, ${input.scope}, to_timestamp(${input.authTime ?? null}::double precision))
         returning id
       )
       insert into ${authorizationCodes}
-        (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, code_challenge_method, expires_at)
+        (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, code_challenge_method, nonce, expires_at)
       select ${sha256(code)}, new_grant.id, ${input.clientId}, ${input.userId}, ${input.redirectUri}, ${input.scope},
-             ${input.codeChallenge}, ${input.codeChallengeMethod}, now() + make_interval(secs => ${this.ttlSeconds})
+             ${input.codeChallenge}, ${input.codeChallengeMethod}, ${input.nonce ?? null}, now() + make_interval(secs => ${this.ttlSeconds})
       from new_grant`);
     return { code, grantId };
   }
@@ -83,6 +102,7 @@ export class AuthorizationCodeStore {
    */
   async issueIfConsented(
     input: NewAuthorizationCode,
+    sessionEpoch = 0,
   ): Promise<{ user?: SignedInUser; issued?: { code: string; grantId: string } }> {
     const code = randomToken(32);
     const grantId = randomToken(16);
@@ -92,19 +112,19 @@ export class AuthorizationCodeStore {
         with signed_in as (
           select u.id, u.username, c.scope
           from ${users} u left join ${consents} c on c.user_id = u.id and c.client_id = ${input.clientId}
-          where u.id = ${input.userId}
+          where u.id = ${input.userId} and u.session_epoch = ${sessionEpoch}
         ), consented as (
           select id from signed_in
           where string_to_array(coalesce(scope, ''), ' ') @> string_to_array(${input.scope}, ' ')
         ), new_grant as (
-          insert into ${grants} (id, client_id, user_id, scope)
-          select ${grantId}, ${input.clientId}, id, ${input.scope} from consented
+          insert into ${grants} (id, client_id, user_id, scope, auth_time)
+          select ${grantId}, ${input.clientId}, id, ${input.scope}, to_timestamp(${input.authTime ?? null}::double precision) from consented
           returning id
         ), new_code as (
           insert into ${authorizationCodes}
-            (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, code_challenge_method, expires_at)
+            (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, code_challenge_method, nonce, expires_at)
           select ${sha256(code)}, new_grant.id, ${input.clientId}, ${input.userId}, ${input.redirectUri}, ${input.scope},
-                 ${input.codeChallenge}, ${input.codeChallengeMethod}, now() + make_interval(secs => ${this.ttlSeconds})
+                 ${input.codeChallenge}, ${input.codeChallengeMethod}, ${input.nonce ?? null}, now() + make_interval(secs => ${this.ttlSeconds})
           from new_grant
           returning 1
         )
@@ -127,6 +147,8 @@ export class AuthorizationCodeStore {
       redirect_uri: string | null;
       code_challenge: string | null;
       code_challenge_method: string | null;
+      nonce: string | null;
+      auth_time: number | null;
     }>(
       this.db,
       sql`
@@ -135,9 +157,14 @@ export class AuthorizationCodeStore {
           where code_hash = ${sha256(code)} and client_id = ${clientId}
             and consumed_at is null and expires_at > now()
             and not exists (select 1 from ${grants} g where g.id = ${authorizationCodes.grantId} and g.revoked_at is not null)
-          returning grant_id, client_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method
-        )${refreshToken ? sql`, issued as (${insertRefreshTokenFrom(sql`redeemed`, refreshToken)})` : sql``}
-        select grant_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method from redeemed`,
+          returning grant_id, client_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method, nonce
+        ), touched as (
+          update ${grants} set last_used_at = now() where id = (select grant_id from redeemed)
+          returning extract(epoch from auth_time)::float8 as auth_time
+        )${refreshToken ? sql`, issued as (${insertRefreshTokenFrom(sql`(select * from redeemed where ${OFFLINE_CONDITION}) as offline`, refreshToken)})` : sql``}
+        select grant_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method, nonce,
+               (select auth_time from touched) as auth_time
+        from redeemed`,
     );
     if (!row) return undefined;
     return {
@@ -147,6 +174,8 @@ export class AuthorizationCodeStore {
       redirectUri: row.redirect_uri,
       codeChallenge: row.code_challenge,
       codeChallengeMethod: row.code_challenge_method,
+      nonce: row.nonce,
+      authTime: row.auth_time === null ? null : Math.floor(Number(row.auth_time)),
     };
   }
 

@@ -23,12 +23,12 @@ export class ConsentStore {
    * The user (if the account still exists) and what they have allowed `clientId`, in one query:
    * a session outliving its account reads as signed out.
    */
-  async lookup(userId: number, clientId: string): Promise<SignedInUser | undefined> {
+  async lookup(userId: number, clientId: string, sessionEpoch = 0): Promise<SignedInUser | undefined> {
     const [row] = await queryRows<{ id: number; username: string; scope: string | null }>(
       this.db,
       sql`select u.id, u.username, c.scope
           from ${users} u left join ${consents} c on c.user_id = u.id and c.client_id = ${clientId}
-          where u.id = ${userId}`,
+          where u.id = ${userId} and u.session_epoch = ${sessionEpoch}`,
     );
     if (!row) return undefined;
     return { userId: row.id, username: row.username, consentedScopes: new Set(parseScope(row.scope)) };

@@ -25,6 +25,8 @@ export interface RefreshTokenFamily {
 export interface RotatedRefreshToken extends RefreshTokenFamily {
   /** The successor, shown once. */
   refreshToken: string;
+  /** OIDC `auth_time` of the grant (seconds), for the refreshed ID Token. */
+  authTime: number | null;
 }
 
 /** Everything known about a presented refresh token, whatever its state. */
@@ -34,6 +36,7 @@ export interface RefreshTokenRecord extends RefreshTokenFamily {
   expired: boolean;
   consumed: boolean;
   grantRevoked: boolean;
+  authTime: number | null;
   /**
    * Retired no longer than `graceSeconds` ago and no later token of its family retired since:
    * the "lost response" retry the optional grace window forgives.
@@ -97,7 +100,7 @@ export class RefreshTokenStore {
    */
   async rotate(token: string, clientId: string): Promise<RotatedRefreshToken | undefined> {
     const successor = this.successorOf(token);
-    const [row] = await queryRows<{ grant_id: string; client_id: string; user_id: number; scope: string }>(
+    const [row] = await queryRows<{ grant_id: string; client_id: string; user_id: number; scope: string; auth_time: number | null }>(
       this.db,
       sql`
         with retired as (
@@ -106,12 +109,24 @@ export class RefreshTokenStore {
             and consumed_at is null and expires_at > now()
             and not exists (select 1 from ${grants} g where g.id = ${refreshTokens.grantId} and g.revoked_at is not null)
           returning grant_id, client_id, user_id, scope
+        ), touched as (
+          update ${grants} set last_used_at = now() where id = (select grant_id from retired)
+          returning extract(epoch from auth_time)::float8 as auth_time
+        ), issued as (
+          ${insertRefreshTokenFrom(sql`retired`, { tokenHash: sha256(successor), ttlSeconds: this.ttlSeconds })}
+          returning grant_id, client_id, user_id, scope
         )
-        ${insertRefreshTokenFrom(sql`retired`, { tokenHash: sha256(successor), ttlSeconds: this.ttlSeconds })}
-        returning grant_id, client_id, user_id, scope`,
+        select grant_id, client_id, user_id, scope, (select auth_time from touched) as auth_time from issued`,
     );
     if (!row) return undefined;
-    return { refreshToken: successor, grantId: row.grant_id, clientId: row.client_id, userId: row.user_id, scope: row.scope };
+    return {
+      refreshToken: successor,
+      grantId: row.grant_id,
+      clientId: row.client_id,
+      userId: row.user_id,
+      scope: row.scope,
+      authTime: row.auth_time === null ? null : Math.floor(Number(row.auth_time)),
+    };
   }
 
   /** The record of `token` in any state, or undefined for a token this server never issued. */
@@ -126,6 +141,7 @@ export class RefreshTokenStore {
       expired: boolean;
       consumed: boolean;
       grant_revoked: boolean;
+      auth_time: number | null;
       within_grace: boolean;
     }>(
       this.db,
@@ -133,7 +149,7 @@ export class RefreshTokenStore {
         select t.grant_id, t.client_id, t.user_id, t.scope, t.created_at, t.expires_at,
                t.expires_at <= now() as expired,
                t.consumed_at is not null as consumed,
-               g.revoked_at is not null as grant_revoked,
+               g.revoked_at is not null as grant_revoked, extract(epoch from g.auth_time)::float8 as auth_time,
                (t.consumed_at is not null
                 and t.consumed_at > now() - make_interval(secs => ${graceSeconds})
                 and not exists (select 1 from ${refreshTokens} later
@@ -152,6 +168,7 @@ export class RefreshTokenStore {
       expired: row.expired,
       consumed: row.consumed,
       grantRevoked: row.grant_revoked,
+      authTime: row.auth_time === null ? null : Math.floor(Number(row.auth_time)),
       withinGrace: graceSeconds > 0 && row.within_grace,
     };
   }
