@@ -21,7 +21,7 @@ describeEachDatabase('GET /.well-known/oauth-authorization-server', (context) =>
       code_challenge_methods_supported: ['S256'],
       token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
       introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
-      scopes_supported: ['products:read', 'orders:read', 'orders:write'],
+      scopes_supported: ['products:read', 'orders:read', 'orders:write', 'openid', 'profile', 'email', 'offline_access'],
       authorization_response_iss_parameter_supported: true,
     });
   });
