@@ -122,6 +122,18 @@ export interface Config {
   janitorRetention: number;
   /** Most rows one cleanup statement deletes. */
   janitorBatchSize: number;
+  // OpenID Connect and the sign-in pages
+  /** Product name at the top of the sign-in, consent and account pages (BRAND_NAME). */
+  brandName: string;
+  /** https URL of a logo shown beside it (BRAND_LOGO_URL); undefined: none. */
+  brandLogoUrl: string | undefined;
+  /** Accent colour of buttons and links, `#rgb` or `#rrggbb` (BRAND_COLOR). */
+  brandColor: string;
+  /**
+   * Let back-channel logout POST to loopback and private addresses (BACKCHANNEL_LOGOUT_ALLOW_PRIVATE).
+   * Off by default: a client's backchannel_logout_uri must not reach inside our network (SSRF).
+   */
+  backchannelLogoutAllowPrivate: boolean;
 }
 
 function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
@@ -238,5 +250,21 @@ export function loadConfig(env: Env = process.env): Config {
     janitorInterval: integer(env, 'JANITOR_INTERVAL', 300, 0, 86_400),
     janitorRetention: integer(env, 'JANITOR_RETENTION', 86_400, 0, 31_536_000),
     janitorBatchSize: integer(env, 'JANITOR_BATCH_SIZE', 1000, 1, 100_000),
+    ...brand(env),
+    backchannelLogoutAllowPrivate: flag(env, 'BACKCHANNEL_LOGOUT_ALLOW_PRIVATE', false),
   };
+}
+
+function brand(env: Env): Pick<Config, 'brandName' | 'brandLogoUrl' | 'brandColor'> {
+  const brandName = env.BRAND_NAME?.trim() || 'Fieldgate';
+  if (brandName.length > 60 || /[\u0000-\u001f\u007f]/.test(brandName)) {
+    throw new ConfigError('BRAND_NAME', 'must be at most 60 printable characters');
+  }
+  const brandLogoUrl = env.BRAND_LOGO_URL?.trim() || undefined;
+  if (brandLogoUrl) url('BRAND_LOGO_URL', brandLogoUrl, ['https:']);
+  const brandColor = env.BRAND_COLOR?.trim() || '#1d4ed8';
+  if (!/^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/.test(brandColor)) {
+    throw new ConfigError('BRAND_COLOR', `must be a hex colour like #1d4ed8, got "${env.BRAND_COLOR}"`);
+  }
+  return { brandName, brandLogoUrl, brandColor };
 }

@@ -14,6 +14,9 @@ import { addMetadataEndpoint } from './endpoints/metadata.js';
 import { addRevocationEndpoint } from './endpoints/revoke.js';
 import { addTokenEndpoint } from './endpoints/token.js';
 import { addUserinfoEndpoint } from './endpoints/userinfo.js';
+import { createEndSessionRouter } from './endpoints/end-session.js';
+import { createAccountRouter } from './browser/account.js';
+import { createBrowserContext } from './browser/flow.js';
 import { ACCOUNT_PATH, END_SESSION_PATH, USERINFO_PATH } from './oidc/paths.js';
 
 /** The first path segments of every endpoint and page below. */
@@ -23,7 +26,10 @@ export function createOAuthRouter(runtime: Runtime): express.Router {
   const oauth = createOAuthContext(runtime);
   const cors = oauthCors(runtime.config.corsOrigins);
   const router = express.Router();
-  router.use(createAuthorizeRouter(oauth));
+  const browser = createBrowserContext(oauth);
+  router.use(createAuthorizeRouter(oauth, browser));
+  router.use(createEndSessionRouter(oauth, browser));
+  router.use(createAccountRouter(oauth, browser));
   addTokenEndpoint(router, oauth, cors);
   addRevocationEndpoint(router, oauth, cors);
   addIntrospectionEndpoint(router, oauth, cors);

@@ -117,8 +117,7 @@ function methodNotAllowed(allowed: string) {
   };
 }
 
-export function createAuthorizeRouter(oauth: OAuthContext): express.Router {
-  const browser = createBrowserContext(oauth);
+export function createAuthorizeRouter(oauth: OAuthContext, browser: BrowserContext = createBrowserContext(oauth)): express.Router {
   const router = express.Router();
   router.route('/authorize').get(browser.sessions.cookies, authorizeHandler(browser)).all(methodNotAllowed('GET'));
   router.route(LOGIN_PATH).post(browser.sessions.cookies, ...formBody, loginHandler(browser)).all(methodNotAllowed('POST'));

@@ -5,6 +5,7 @@
  * Token needs no userinfo call (§5.4 allows either).
  */
 import { createHash } from 'node:crypto';
+import { compactVerify, decodeProtectedHeader } from 'jose';
 import type { OAuthContext } from '../context.js';
 import type { Client } from '../stores/clients.js';
 import { parseScope } from '../scopes.js';
@@ -46,4 +47,25 @@ export async function issueIdToken(oauth: OAuthContext, request: IdTokenRequest)
     ...userClaims(user, new Set(parseScope(request.scope))),
   };
   return key.sign(claims, ID_TOKEN_TYP);
+}
+
+/**
+ * Reads an `id_token_hint` (RP-Initiated Logout §2): our signature and issuer are checked, but
+ * an expired token is accepted — the hint is often old by the time a user signs out. Undefined
+ * when it is not an ID Token this server signed (including one whose key has since been dropped).
+ */
+export async function readIdTokenHint(oauth: OAuthContext, token: string): Promise<{ clientId: string; sub: string } | undefined> {
+  try {
+    const { kid, typ } = decodeProtectedHeader(token);
+    if (typ !== undefined && typ !== ID_TOKEN_TYP) return undefined;
+    const key = await oauth.runtime.keys.verificationKey(kid);
+    if (!key) return undefined;
+    const { payload } = await compactVerify(token, key, { algorithms: ['ES256'] });
+    const claims = JSON.parse(new TextDecoder().decode(payload)) as Record<string, unknown>;
+    const aud = Array.isArray(claims.aud) && claims.aud.length === 1 ? claims.aud[0] : claims.aud;
+    if (claims.iss !== oauth.issuer || typeof aud !== 'string' || typeof claims.sub !== 'string') return undefined;
+    return { clientId: aud, sub: claims.sub };
+  } catch {
+    return undefined;
+  }
 }

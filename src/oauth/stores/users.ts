@@ -90,14 +90,15 @@ export class UserStore {
   }
 
   /**
-   * Sets a new password and revokes every grant of the user (a password is changed after a leak:
-   * what was obtained with the old one must end too). False if there is no such user.
+   * Sets a new password, revokes every grant of the user and ends every browser session (a
+   * password is changed after a leak: what was obtained with the old one must end too). False if
+   * there is no such user.
    */
   async setPassword(username: string, password: string): Promise<boolean> {
     checkPassword(password);
     const passwordHash = await hashPassword(password);
     return this.db.transaction(async (tx) => {
-      const [user] = await tx.update(users).set({ passwordHash }).where(eq(users.username, username.trim())).returning({ id: users.id });
+      const [user] = await tx.update(users).set({ passwordHash, sessionEpoch: sql`${users.sessionEpoch} + 1` }).where(eq(users.username, username.trim())).returning({ id: users.id });
       if (!user) return false;
       await tx.update(grants).set({ revokedAt: sql`now()` }).where(and(eq(grants.userId, user.id), isNull(grants.revokedAt)));
       return true;
@@ -110,6 +111,22 @@ export class UserStore {
     if (Object.keys(set).length === 0) return (await this.db.select({ id: users.id }).from(users).where(eq(users.username, username.trim()))).length > 0;
     const updated = await this.db.update(users).set(set).where(eq(users.username, username.trim())).returning({ id: users.id });
     return updated.length > 0;
+  }
+
+  /** "Sign out everywhere": every browser session signed in before now is void. Returns the new epoch. */
+  async endSessions(id: number): Promise<number | undefined> {
+    const [row] = await this.db
+      .update(users)
+      .set({ sessionEpoch: sql`${users.sessionEpoch} + 1` })
+      .where(eq(users.id, id))
+      .returning({ epoch: users.sessionEpoch });
+    return row?.epoch;
+  }
+
+  /** The user of a browser session, if the account exists and the session's epoch is current. */
+  async findSignedIn(id: number, sessionEpoch: number): Promise<User | undefined> {
+    const [row] = await this.db.select().from(users).where(and(eq(users.id, id), eq(users.sessionEpoch, sessionEpoch)));
+    return row;
   }
 
   async find(id: number): Promise<User | undefined> {

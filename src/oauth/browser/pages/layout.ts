@@ -21,6 +21,13 @@ button{padding:.65rem 1.1rem;border-radius:.4rem;border:1px solid #1d4ed8;backgr
 button.secondary{background:#fff;color:#1f2937;border-color:#d1d5db}
 .actions{display:flex;gap:.75rem;justify-content:flex-end;margin-top:1.5rem}
 .alert{padding:.7rem .9rem;border-radius:.4rem;background:#fef2f2;color:#991b1b;border:1px solid #fecaca}
+.notice{padding:.7rem .9rem;border-radius:.4rem;background:#f0fdf4;color:#166534;border:1px solid #bbf7d0}
+h2{margin:1.5rem 0 .5rem;font-size:1.15rem}h3{margin:0 0 .25rem;font-size:1rem}
+ul.apps{margin:0;padding:0;list-style:none}li.app{padding:.8rem 0;border-top:1px solid #e5e7eb}
+li.app form .actions,li.app form{margin:0}
+button:focus-visible,a:focus-visible{outline:3px solid #93c5fd;outline-offset:2px}
+.links-row{display:flex;flex-wrap:wrap;gap:.75rem;margin:0 0 1rem}
+form.inline{display:inline;margin:0}button.link{padding:0;border:0;background:none;color:#1d4ed8;text-decoration:underline;font-weight:400}
 ul.scopes{margin:0 0 1rem;padding-left:1.2rem}
 ul.scopes li{margin:.3rem 0}
 .muted{color:#6b7280;font-size:.9rem}
