@@ -17,6 +17,7 @@ import { addUserinfoEndpoint } from './endpoints/userinfo.js';
 import { createEndSessionRouter } from './endpoints/end-session.js';
 import { createAccountRouter } from './browser/account.js';
 import { createBrowserContext } from './browser/flow.js';
+import { configureBrand } from './browser/pages/layout.js';
 import { ACCOUNT_PATH, END_SESSION_PATH, USERINFO_PATH } from './oidc/paths.js';
 
 /** The first path segments of every endpoint and page below. */
@@ -24,6 +25,7 @@ export const OAUTH_PATHS = ['/authorize', '/token', '/revoke', '/introspect', '/
 
 export function createOAuthRouter(runtime: Runtime): express.Router {
   const oauth = createOAuthContext(runtime);
+  configureBrand({ name: runtime.config.brandName, logoUrl: runtime.config.brandLogoUrl, color: runtime.config.brandColor });
   const cors = oauthCors(runtime.config.corsOrigins);
   const router = express.Router();
   const browser = createBrowserContext(oauth);

@@ -43,3 +43,14 @@ export function consentHandler(browser: BrowserContext) {
     throw new PageError(400, 'Choose Allow or Deny', 'The form did not say whether you allow the application access.');
   };
 }
+
+/** `POST /authorize/switch-account`: "Not you?" — ends the session and shows the login page for the same request. */
+export function switchAccountHandler(browser: BrowserContext) {
+  return async function switchAccount(req: Request, res: Response): Promise<void> {
+    const params = bodyParameters(res);
+    requireCsrf(browser, req, 'switch_account');
+    const request = await readAuthorizationRequest(browser.oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''));
+    browser.sessions.signOut(req, res);
+    continueAuthorization(browser, res, request, 'login');
+  };
+}

@@ -16,10 +16,12 @@ import { sendPage } from './pages/layout.js';
 import { loginPage } from './pages/login.js';
 import { describeScope } from '../scopes.js';
 import { Sessions } from './session.js';
+import { ACCOUNT_PATH } from '../oidc/paths.js';
 import type { SignedInUser } from '../stores/consents.js';
 
 export const LOGIN_PATH = '/authorize/login';
 export const CONSENT_PATH = '/authorize/consent';
+export const SWITCH_ACCOUNT_PATH = '/authorize/switch-account';
 
 export interface BrowserContext {
   oauth: OAuthContext;
@@ -64,6 +66,10 @@ export function showConsent(browser: BrowserContext, req: Request, res: Response
     action: `${browser.oauth.issuer}${CONSENT_PATH}`,
     csrfToken: browser.csrf.token(req, res),
     authorizationRequest: request.query,
+    switchAccountAction: `${browser.oauth.issuer}${SWITCH_ACCOUNT_PATH}`,
+    accountUrl: `${browser.oauth.issuer}${ACCOUNT_PATH}`,
+    policyUri: request.client.policyUri,
+    tosUri: request.client.tosUri,
   });
   sendPage(res, page, { formActionOrigins: [redirectOrigin(request)] });
 }

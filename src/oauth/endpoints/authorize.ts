@@ -7,8 +7,8 @@
 import express, { type ErrorRequestHandler, type Request, type Response } from 'express';
 import { AuthorizationError, readAuthorizationRequest, UntrustedAuthorizationRequest, type AuthorizationRequest } from '../authorization-request.js';
 import { redirectWithCode, redirectWithError } from '../authorize-response.js';
-import { CONSENT_PATH, createBrowserContext, LOGIN_PATH, showConsent, showLogin, type BrowserContext } from '../browser/flow.js';
-import { consentHandler } from '../browser/consent.js';
+import { CONSENT_PATH, createBrowserContext, LOGIN_PATH, showConsent, showLogin, SWITCH_ACCOUNT_PATH, type BrowserContext } from '../browser/flow.js';
+import { consentHandler, switchAccountHandler } from '../browser/consent.js';
 import type { OAuthContext } from '../context.js';
 import type { NewAuthorizationCode } from '../stores/codes.js';
 import { ConsentRequired, LoginRequired, OAuthError } from '../errors.js';
@@ -122,6 +122,7 @@ export function createAuthorizeRouter(oauth: OAuthContext, browser: BrowserConte
   router.route('/authorize').get(browser.sessions.cookies, authorizeHandler(browser)).all(methodNotAllowed('GET'));
   router.route(LOGIN_PATH).post(browser.sessions.cookies, ...formBody, loginHandler(browser)).all(methodNotAllowed('POST'));
   router.route(CONSENT_PATH).post(browser.sessions.cookies, ...formBody, consentHandler(browser)).all(methodNotAllowed('POST'));
-  router.use(['/authorize', LOGIN_PATH, CONSENT_PATH], authorizeErrorHandler(oauth));
+  router.route(SWITCH_ACCOUNT_PATH).post(browser.sessions.cookies, ...formBody, switchAccountHandler(browser)).all(methodNotAllowed('POST'));
+  router.use(['/authorize', LOGIN_PATH, CONSENT_PATH, SWITCH_ACCOUNT_PATH], authorizeErrorHandler(oauth));
   return router;
 }
