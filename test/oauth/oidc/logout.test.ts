@@ -84,7 +84,7 @@ describeEachDatabase('RP-Initiated Logout', (context) => {
     expect(payload).toBeTruthy();
   });
 
-  it('does not sign out without the CSRF token, nor on "Stay signed in"', async () => {
+  it('does not sign out without the CSRF token, nor when the user chooses to stay', async () => {
     const { browser } = await signedInWithIdToken();
     const page = await browser.open(logoutPath({ client_id: client.id }));
     const forged = await browser.submit(formAction(page.text), { ...formFields(page.text), csrf_token: 'forged', decision: 'logout' });
