@@ -83,8 +83,9 @@ export interface RegisteredClient {
   scope: string;
   grant_types: string[];
   token_endpoint_auth_method: 'client_secret_basic' | 'none';
-  subject_type: string;
-  post_logout_redirect_uris: string[];
+  /** Only when not the default (public). */
+  subject_type?: string;
+  post_logout_redirect_uris?: string[];
   backchannel_logout_uri?: string;
   policy_uri?: string;
   tos_uri?: string;
@@ -305,8 +306,8 @@ export function describeClient(row: Client, secret?: string): RegisteredClient {
     scope: row.scopes.join(' '),
     grant_types: row.grantTypes,
     token_endpoint_auth_method: row.isPublic ? 'none' : 'client_secret_basic',
-    subject_type: row.subjectType,
-    post_logout_redirect_uris: row.postLogoutRedirectUris,
+    ...(row.subjectType === 'public' ? {} : { subject_type: row.subjectType }),
+    ...(row.postLogoutRedirectUris.length ? { post_logout_redirect_uris: row.postLogoutRedirectUris } : {}),
     ...(row.backchannelLogoutUri ? { backchannel_logout_uri: row.backchannelLogoutUri } : {}),
     ...(row.policyUri ? { policy_uri: row.policyUri } : {}),
     ...(row.tosUri ? { tos_uri: row.tosUri } : {}),
