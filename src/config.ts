@@ -133,6 +133,19 @@ export interface Config {
    * For development and tests only: otherwise they are an SSRF path into the internal network.
    */
   clientJwksAllowPrivate: boolean;
+
+  // OpenID Connect and the sign-in pages
+  /** Product name at the top of the sign-in, consent and account pages (BRAND_NAME). */
+  brandName: string;
+  /** https URL of a logo shown beside it (BRAND_LOGO_URL); undefined: none. */
+  brandLogoUrl: string | undefined;
+  /** Accent colour of buttons and links, `#rgb` or `#rrggbb` (BRAND_COLOR). */
+  brandColor: string;
+  /**
+   * Let back-channel logout POST to loopback and private addresses (BACKCHANNEL_LOGOUT_ALLOW_PRIVATE).
+   * Off by default: a client's backchannel_logout_uri must not reach inside our network (SSRF).
+   */
+  backchannelLogoutAllowPrivate: boolean;
 }
 
 export const DPOP_NONCE_POLICIES = ['token', 'all', 'off'] as const;
@@ -268,5 +281,21 @@ export function loadConfig(env: Env = process.env): Config {
     dpopProofMaxAge: integer(env, 'DPOP_PROOF_MAX_AGE', 60, 1, 300),
     dpopNonce: dpopNonce(env),
     clientJwksAllowPrivate: flag(env, 'CLIENT_JWKS_ALLOW_PRIVATE', false),
+    ...brand(env),
+    backchannelLogoutAllowPrivate: flag(env, 'BACKCHANNEL_LOGOUT_ALLOW_PRIVATE', false),
   };
+}
+
+function brand(env: Env): Pick<Config, 'brandName' | 'brandLogoUrl' | 'brandColor'> {
+  const brandName = env.BRAND_NAME?.trim() || 'Fieldgate';
+  if (brandName.length > 60 || /[\u0000-\u001f\u007f]/.test(brandName)) {
+    throw new ConfigError('BRAND_NAME', 'must be at most 60 printable characters');
+  }
+  const brandLogoUrl = env.BRAND_LOGO_URL?.trim() || undefined;
+  if (brandLogoUrl) url('BRAND_LOGO_URL', brandLogoUrl, ['https:']);
+  const brandColor = env.BRAND_COLOR?.trim() || '#1d4ed8';
+  if (!/^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/.test(brandColor)) {
+    throw new ConfigError('BRAND_COLOR', `must be a hex colour like #1d4ed8, got "${env.BRAND_COLOR}"`);
+  }
+  return { brandName, brandLogoUrl, brandColor };
 }

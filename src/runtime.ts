@@ -33,6 +33,8 @@ export interface Runtime {
   refreshTokenSecret: string;
   /** Key that signs list page tokens and GraphQL cursors (see api/page-token.ts). */
   pageTokenSecret: string;
+  /** Key of pairwise OIDC subject identifiers (src/oauth/oidc/subject.ts). */
+  pairwiseSecret: string;
   close(): Promise<void>;
 }
 
@@ -62,12 +64,13 @@ async function wireRuntime(config: Config, logger: Logger, database: Database): 
     audience: config.issuer,
     ttlSeconds: config.accessTokenTtl,
   });
-  const [clientSecretKey, sessionSecret, refreshTokenSecret, pageTokenSecret, dpopNonceKey] = await Promise.all([
+  const [clientSecretKey, sessionSecret, refreshTokenSecret, pageTokenSecret, dpopNonceKey, pairwiseSecret] = await Promise.all([
     instanceSecret(db, 'client-secret-hmac'),
     instanceSecret(db, 'session-cookie'),
     instanceSecret(db, 'refresh-token-successor'),
     instanceSecret(db, 'page-token'),
     instanceSecret(db, 'dpop-nonce'),
+    instanceSecret(db, 'pairwise-subject'),
   ]);
   const usedJtis = new JtiReplayStore(db);
   return {
@@ -85,6 +88,7 @@ async function wireRuntime(config: Config, logger: Logger, database: Database): 
     sessionSecret,
     refreshTokenSecret,
     pageTokenSecret,
+    pairwiseSecret,
     close: () => database.close(),
   };
 }

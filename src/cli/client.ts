@@ -1,6 +1,38 @@
 import { readFileSync } from 'node:fs';
 import { CommandFailed, defineCommand, onePositional, parseDuration, print, UsageError, withRuntime, type CommandGroup } from './command.js';
-import type { RegisteredClient } from '../oauth/stores/clients.js';
+import type { ClientOidcSettings, RegisteredClient } from '../oauth/stores/clients.js';
+import type { SubjectType } from '../oauth/oidc/subject.js';
+
+const OIDC_DETAILS = [
+  '--subject-type public|pairwise          OpenID `sub`: the user id (default) or per redirect host',
+  '--post-logout-redirect-uri URI          where /logout may return to (repeat; replaces the list)',
+  '--backchannel-logout-uri URI            receives Back-Channel Logout tokens ("" removes it)',
+  '--policy-uri URI, --tos-uri URI          linked from the consent page ("" removes it)',
+];
+const OIDC_OPTIONS = {
+  'subject-type': { type: 'string' },
+  'post-logout-redirect-uri': { type: 'string', multiple: true },
+  'backchannel-logout-uri': { type: 'string' },
+  'policy-uri': { type: 'string' },
+  'tos-uri': { type: 'string' },
+} as const;
+
+function oidcSettings(values: {
+  'subject-type'?: string | undefined;
+  'post-logout-redirect-uri'?: string[] | undefined;
+  'backchannel-logout-uri'?: string | undefined;
+  'policy-uri'?: string | undefined;
+  'tos-uri'?: string | undefined;
+}): ClientOidcSettings | undefined {
+  const settings: ClientOidcSettings = {
+    ...(values['subject-type'] === undefined ? {} : { subjectType: values['subject-type'] as SubjectType }),
+    ...(values['post-logout-redirect-uri'] === undefined ? {} : { postLogoutRedirectUris: values['post-logout-redirect-uri'] }),
+    ...(values['backchannel-logout-uri'] === undefined ? {} : { backchannelLogoutUri: values['backchannel-logout-uri'] }),
+    ...(values['policy-uri'] === undefined ? {} : { policyUri: values['policy-uri'] }),
+    ...(values['tos-uri'] === undefined ? {} : { tosUri: values['tos-uri'] }),
+  };
+  return Object.keys(settings).length ? settings : undefined;
+}
 
 function describe(client: RegisteredClient): string {
   return [
@@ -42,6 +74,7 @@ const create = defineCommand({
     '--auth-method private_key_jwt   no secret: the client signs JWT assertions (RFC 7523) with a key of',
     '                     --jwks-uri URL (https; fetched and cached) or --jwks-file FILE (a JWK Set of public keys)',
     '--require-dpop       every token request must carry a DPoP proof (dpop_bound_access_tokens, RFC 9449)',
+    ...OIDC_DETAILS,
   ],
   options: {
     name: { type: 'string' },
@@ -52,6 +85,7 @@ const create = defineCommand({
     'jwks-uri': { type: 'string' },
     'jwks-file': { type: 'string' },
     'require-dpop': { type: 'boolean' },
+    ...OIDC_OPTIONS,
   },
   async run({ io, values, config }) {
     if (!values.name) throw new UsageError('client create needs --name NAME');
@@ -74,6 +108,7 @@ const create = defineCommand({
         ...(jwks === undefined ? {} : { jwks }),
         ...(values['jwks-uri'] === undefined ? {} : { jwksUri: values['jwks-uri'] }),
         ...(values['require-dpop'] ? { dpopBoundAccessTokens: true } : {}),
+        ...(oidcSettings(values) === undefined ? {} : { oidc: oidcSettings(values)! }),
       });
       const { client_name: _name, grant_types: _grants, ...shown } = client;
       print(io, values.json, shown, describe(client));
@@ -108,6 +143,7 @@ const update = defineCommand({
     '--redirect-uri URI          replace every redirect URI with these (repeat for several)',
     '--add-redirect-uri URI      add one (repeatable)',
     '--remove-redirect-uri URI   remove one (repeatable); a client keeps at least one',
+    ...OIDC_DETAILS,
     'Running servers see the change within 5 seconds (their client cache).',
   ],
   options: {
@@ -116,6 +152,7 @@ const update = defineCommand({
     'add-redirect-uri': { type: 'string', multiple: true },
     'remove-redirect-uri': { type: 'string', multiple: true },
     scope: { type: 'string' },
+    ...OIDC_OPTIONS,
   },
   async run({ io, values, positionals, config }) {
     const id = onePositional('client update', 'client ID', positionals);
@@ -124,7 +161,8 @@ const update = defineCommand({
     if (values['redirect-uri'] && (adding.length || removing.length)) {
       throw new UsageError('client update: use --redirect-uri (replace all) or --add-/--remove-redirect-uri, not both');
     }
-    if (values.name === undefined && values.scope === undefined && !values['redirect-uri'] && !adding.length && !removing.length) {
+    const oidc = oidcSettings(values);
+    if (values.name === undefined && values.scope === undefined && !values['redirect-uri'] && !adding.length && !removing.length && !oidc) {
       throw new UsageError('client update needs something to change: --name, --redirect-uri, --add-redirect-uri, --remove-redirect-uri or --scope');
     }
     await withRuntime(config(), async (runtime) => {
@@ -140,6 +178,7 @@ const update = defineCommand({
         ...(values.name === undefined ? {} : { name: values.name }),
         ...(values.scope === undefined ? {} : { scope: values.scope }),
         ...(redirectUris === undefined ? {} : { redirectUris }),
+        ...(oidc === undefined ? {} : { oidc }),
       });
       if (!updated) throw new CommandFailed(`no client with id ${id}`);
       print(io, values.json, updated, `Updated client ${id} (${updated.client_name}).\n${describe(updated)}`);

@@ -1,4 +1,5 @@
 import { text } from 'node:stream/consumers';
+import type { UserProfile } from '../oauth/stores/users.js';
 import { CommandFailed, defineCommand, print, UsageError, withRuntime, type CommandGroup } from './command.js';
 
 /** The password piped to standard input (one trailing newline dropped). */
@@ -8,17 +9,32 @@ export async function passwordFromStdin(stdin: NodeJS.ReadableStream): Promise<s
   return password;
 }
 
+const PROFILE_DETAILS = [
+  '--name "Display Name"   the OpenID `name` claim (scope profile); "" clears it',
+  '--email ADDRESS         the OpenID `email` claim (scope email); "" clears it',
+  '--email-verified        mark the address verified (email_verified=true); a new address is unverified otherwise',
+];
+const PROFILE_OPTIONS = { name: { type: 'string' }, email: { type: 'string' }, 'email-verified': { type: 'boolean' } } as const;
+
+function profileOf(values: { name?: string | undefined; email?: string | undefined; 'email-verified'?: boolean | undefined }): UserProfile {
+  return {
+    ...(values.name === undefined ? {} : { displayName: values.name }),
+    ...(values.email === undefined ? {} : { email: values.email }),
+    ...(values['email-verified'] === undefined ? {} : { emailVerified: values['email-verified'] }),
+  };
+}
+
 const create = defineCommand({
   summary: 'add a user who can sign in',
-  synopsis: 'user create --username NAME --password-stdin',
-  details: ['--password-stdin   read the password (at least 8 characters) from standard input'],
-  options: { username: { type: 'string' }, 'password-stdin': { type: 'boolean' } },
+  synopsis: 'user create --username NAME --password-stdin [--name "Display Name"] [--email ADDRESS [--email-verified]]',
+  details: ['--password-stdin   read the password (at least 8 characters) from standard input', ...PROFILE_DETAILS],
+  options: { username: { type: 'string' }, 'password-stdin': { type: 'boolean' }, ...PROFILE_OPTIONS },
   async run({ io, values, config }) {
     if (!values.username) throw new UsageError('user create needs --username NAME');
     if (!values['password-stdin']) throw new UsageError('user create needs --password-stdin (the password is read from standard input)');
     const password = await passwordFromStdin(io.stdin);
     await withRuntime(config(), async (runtime) => {
-      const user = await runtime.users.create(values.username!, password);
+      const user = await runtime.users.create(values.username!, password, { profile: profileOf(values) });
       print(io, values.json, user, `Created user ${user.username} (id ${user.id}).`);
     });
   },
@@ -73,6 +89,23 @@ const passwd = defineCommand({
   },
 });
 
+const update = defineCommand({
+  summary: "change a user's display name or email (OpenID profile and email claims)",
+  synopsis: 'user update USERNAME [--name "Display Name"] [--email ADDRESS] [--email-verified]',
+  details: PROFILE_DETAILS,
+  options: PROFILE_OPTIONS,
+  takesArguments: true,
+  async run({ io, values, positionals, config }) {
+    const username = onlyUsername(positionals, 'update');
+    const profile = profileOf(values);
+    if (Object.keys(profile).length === 0) throw new UsageError('user update needs something to change: --name, --email or --email-verified');
+    await withRuntime(config(), async (runtime) => {
+      if (!(await runtime.users.updateProfile(username, profile))) throw new CommandFailed(`no user ${username}`);
+      print(io, values.json, { updated: username }, `Updated ${username}.`);
+    });
+  },
+});
+
 const unlock = defineCommand({
   summary: 'clear the failed sign-in lock of an account',
   synopsis: 'user unlock USERNAME',
@@ -90,5 +123,5 @@ const unlock = defineCommand({
 
 export default {
   summary: 'manage the people who sign in',
-  subcommands: { create, list, delete: remove, passwd, unlock },
+  subcommands: { create, list, update, delete: remove, passwd, unlock },
 } satisfies CommandGroup;

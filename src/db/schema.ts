@@ -46,6 +46,14 @@ export const clients = pgTable('clients', {
   jwksUri: text('jwks_uri'),
   /** RFC 9449 §5.2 `dpop_bound_access_tokens`: every token request must carry a DPoP proof. */
   dpopBoundAccessTokens: boolean('dpop_bound_access_tokens').notNull().default(false),
+  // OpenID Connect
+  /** `public` (the user id) or `pairwise` (per redirect host, see src/oauth/oidc/subject.ts). */
+  subjectType: text('subject_type').notNull().default('public'),
+  /** Where RP-Initiated Logout may send the browser afterwards (exact match). */
+  postLogoutRedirectUris: text('post_logout_redirect_uris').array().notNull().default(sql`'{}'::text[]`),
+  backchannelLogoutUri: text('backchannel_logout_uri'),
+  policyUri: text('policy_uri'),
+  tosUri: text('tos_uri'),
 });
 
 export const users = pgTable('users', {
@@ -54,6 +62,11 @@ export const users = pgTable('users', {
   /** scrypt, in the self-describing form produced by src/oauth/passwords.ts */
   passwordHash: text('password_hash').notNull(),
   createdAt: createdAt(),
+  displayName: text('display_name'),
+  email: text('email'),
+  emailVerified: boolean('email_verified').notNull().default(false),
+  /** Browser sessions signed in before the current epoch are void ("Sign out everywhere"). */
+  sessionEpoch: integer('session_epoch').notNull().default(0),
 });
 
 /**
@@ -69,6 +82,10 @@ export const grants = pgTable(
     scope: text('scope').notNull(),
     createdAt: createdAt(),
     revokedAt: timestamp('revoked_at', { withTimezone: true }),
+    /** When the user signed in for the authorization behind this grant (OIDC `auth_time`). */
+    authTime: timestamp('auth_time', { withTimezone: true }),
+    /** Last code redemption or refresh, for the user's "Connected apps" page. */
+    lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
   },
   (t) => [index('grants_client_user_idx').on(t.clientId, t.userId)],
 );
@@ -91,6 +108,8 @@ export const authorizationCodes = pgTable(
     expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
     consumedAt: timestamp('consumed_at', { withTimezone: true }),
     createdAt: createdAt(),
+    /** The OIDC `nonce` of the authorization request, echoed in the ID Token. */
+    nonce: text('nonce'),
   },
   (t) => [index('authorization_codes_grant_idx').on(t.grantId)],
 );

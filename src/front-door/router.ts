@@ -26,6 +26,7 @@ function homePage(runtime: Runtime): express.RequestHandler {
 ${demo ? html`<li><a id="sign-in" href="${demoAuthorizeLink(issuer)}">Sign in with the demo account</a> <span class="muted">(demo / demo), then exchange the code for a token</span></li>` : ''}
 <li><a id="api-reference" href="${API_REFERENCE_PATH}">API reference</a> <span class="muted">(REST, from /openapi.json)</span></li>
 <li><a id="graphiql" href="/graphql">GraphQL IDE</a> <span class="muted">(GraphiQL)</span></li>
+<li><a id="account" href="/account">Your account</a> <span class="muted">(connected apps, sign out everywhere, password)</span></li>
 </ul>
 <p class="muted">Both tools take the access token from the sign-in as <code>Authorization: Bearer …</code>.
 Metadata: <a href="/.well-known/oauth-authorization-server">/.well-known/oauth-authorization-server</a></p>`,

@@ -12,6 +12,8 @@ export interface PageSecurityOptions {
   formActionOrigins?: readonly string[];
   /** Allow scripts from this origin (static files only; never inline). */
   selfScripts?: boolean;
+  /** Origins images may come from (the configured brand logo). */
+  imageOrigins?: readonly string[];
 }
 
 /** Only plain scheme://host[:port] values may reach the header (no `;` or `,` injection). */
@@ -20,12 +22,13 @@ const ORIGIN = /^https?:\/\/[A-Za-z0-9.\-[\]:]+$/;
 export function setPageSecurityHeaders(res: Response, options: PageSecurityOptions = {}): void {
   const styles = options.styleHashes?.length ? options.styleHashes.map((hash) => `'${hash}'`).join(' ') : "'none'";
   const formActions = ["'self'", ...(options.formActionOrigins ?? []).filter((origin) => ORIGIN.test(origin))];
+  const images = (options.imageOrigins ?? []).filter((origin) => ORIGIN.test(origin));
   res.setHeader('Cache-Control', 'no-store');
   res.setHeader('Pragma', 'no-cache');
   res.setHeader('X-Frame-Options', 'DENY');
   res.setHeader(
     'Content-Security-Policy',
-    `default-src 'none'; ${options.selfScripts ? "script-src 'self'; " : ''}style-src ${styles}; form-action ${formActions.join(' ')}; frame-ancestors 'none'; base-uri 'none'`,
+    `default-src 'none'; ${options.selfScripts ? "script-src 'self'; " : ''}style-src ${styles}; ${images.length ? `img-src ${images.join(' ')}; ` : ''}form-action ${formActions.join(' ')}; frame-ancestors 'none'; base-uri 'none'`,
   );
   res.setHeader('Referrer-Policy', 'no-referrer');
   res.setHeader('X-Content-Type-Options', 'nosniff');

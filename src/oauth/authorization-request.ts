@@ -5,10 +5,18 @@
  * then everything else, whose failures go back to the (now trusted) redirect URI.
  */
 import { redirectUriMatches, type Client } from './stores/clients.js';
-import { InvalidRequest, InvalidScope, OAuthError, UnauthorizedClient, UnsupportedResponseType } from './errors.js';
+import {
+  InvalidRequest,
+  InvalidScope,
+  OAuthError,
+  RequestNotSupported,
+  RequestUriNotSupported,
+  UnauthorizedClient,
+  UnsupportedResponseType,
+} from './errors.js';
 import type { Parameters } from './params.js';
 import { isValidCodeChallenge, type CodeChallengeMethod } from './pkce.js';
-import { isScope, parseScope } from './scopes.js';
+import { isIdentityScope, isScope, parseScope } from './scopes.js';
 import type { ClientCache } from './stores/client-cache.js';
 
 export const AUTHORIZE_PARAMETERS = [
@@ -20,7 +28,19 @@ export const AUTHORIZE_PARAMETERS = [
   'code_challenge',
   'code_challenge_method',
   'dpop_jkt',
+  // OpenID Connect Core §3.1.2.1
+  'nonce',
+  'prompt',
+  'max_age',
+  'login_hint',
 ] as const;
+
+/** OIDC `prompt` values (§3.1.2.1); `none` may not be combined with others. */
+export const PROMPT_VALUES = ['none', 'login', 'consent', 'select_account'] as const;
+export type Prompt = (typeof PROMPT_VALUES)[number];
+
+const MAX_NONCE_LENGTH = 512;
+const MAX_LOGIN_HINT_LENGTH = 256;
 
 /** A request whose client or redirect URI cannot be trusted: answered with our error page only. */
 export class UntrustedAuthorizationRequest extends Error {
@@ -52,6 +72,13 @@ export interface AuthorizationRequest {
   codeChallengeMethod: CodeChallengeMethod | null;
   /** RFC 9449 §10: the thumbprint of the DPoP key the code is bound to, or null. */
   dpopJkt: string | null;
+  /** Whether `openid` was requested: the token response then carries an ID Token. */
+  openid: boolean;
+  nonce: string | null;
+  prompt: ReadonlySet<Prompt>;
+  /** Seconds: a sign-in older than this must be repeated (OIDC `max_age`). */
+  maxAge: number | null;
+  loginHint: string | null;
   /** The query string that reproduces this request at /authorize (known parameters only). */
   query: string;
 }
@@ -91,9 +118,10 @@ async function trustedClient(clients: ClientCache, params: Parameters): Promise<
 function requestedScopes(client: Client, scope: string | undefined): string[] {
   const requested = parseScope(scope);
   if (requested.length === 0) return [...client.scopes];
-  const unknown = requested.filter((s) => !isScope(s));
+  const unknown = requested.filter((s) => !isScope(s) && !isIdentityScope(s));
   if (unknown.length) throw new InvalidScope('the scope names a scope this server does not know');
-  const notAllowed = requested.filter((s) => !client.scopes.includes(s));
+  // Identity scopes are open to every code-flow client; API scopes only as registered.
+  const notAllowed = requested.filter((s) => !isIdentityScope(s) && !client.scopes.includes(s));
   if (notAllowed.length) throw new InvalidScope(`this client may not request ${notAllowed.join(' ')}`);
   return requested;
 }
@@ -118,6 +146,37 @@ function dpopJkt(params: Parameters): string | null {
   if (jkt === undefined) return null;
   if (!/^[A-Za-z0-9_-]{43}$/.test(jkt)) throw new InvalidRequest('dpop_jkt must be the base64url SHA-256 thumbprint of a JWK');
   return jkt;
+}
+
+function promptOf(params: Parameters): Set<Prompt> {
+  const values = parseScope(params.get('prompt'));
+  const prompt = new Set<Prompt>();
+  for (const value of values) {
+    if (!(PROMPT_VALUES as readonly string[]).includes(value)) throw new InvalidRequest('prompt has a value this server does not support');
+    prompt.add(value as Prompt);
+  }
+  if (prompt.has('none') && prompt.size > 1) throw new InvalidRequest('prompt=none cannot be combined with other prompt values');
+  return prompt;
+}
+
+function maxAgeOf(params: Parameters): number | null {
+  const raw = params.get('max_age');
+  if (raw === undefined) return null;
+  if (!/^\d{1,10}$/.test(raw)) throw new InvalidRequest('max_age must be a whole number of seconds');
+  return Number(raw);
+}
+
+function boundedText(params: Parameters, name: string, max: number): string | null {
+  const value = params.get(name);
+  if (value === undefined) return null;
+  if (value.length > max) throw new InvalidRequest(`${name} is longer than ${max} characters`);
+  return value;
+}
+
+/** OIDC Core §6: request objects are not supported; say so instead of silently ignoring them. */
+function refuseRequestObjects(params: Parameters): void {
+  if (params.has('request')) throw new RequestNotSupported('request objects are not supported; send the parameters in the query');
+  if (params.has('request_uri')) throw new RequestUriNotSupported('request_uri is not supported; send the parameters in the query');
 }
 
 function canonicalQuery(params: Parameters): string {
@@ -154,7 +213,9 @@ export async function readAuthorizationRequest(clients: ClientCache, params: Par
     if (!client.grantTypes.includes('authorization_code')) {
       throw new UnauthorizedClient('this client may not use the authorization code grant');
     }
+    refuseRequestObjects(params);
     const scopes = requestedScopes(client, params.get('scope'));
+    const openid = scopes.includes('openid');
     return {
       client,
       redirectUri,
@@ -163,6 +224,12 @@ export async function readAuthorizationRequest(clients: ClientCache, params: Par
       scopes,
       ...pkce(client, params),
       dpopJkt: dpopJkt(params),
+      openid,
+      // The `claims` parameter (§5.5) is ignored, as claims_parameter_supported=false announces.
+      nonce: boundedText(params, 'nonce', MAX_NONCE_LENGTH),
+      prompt: promptOf(params),
+      maxAge: maxAgeOf(params),
+      loginHint: boundedText(params, 'login_hint', MAX_LOGIN_HINT_LENGTH),
       query: canonicalQuery(params),
     };
   } catch (error) {

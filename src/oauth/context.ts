@@ -41,6 +41,10 @@ export interface OAuthContext {
   /** DPoP proof checks (RFC 9449) and whether the token endpoint demands a server nonce. */
   dpop: DpopVerifier;
   dpopNonce: Config['dpopNonce'];
+  /** Key of pairwise OIDC subject identifiers. */
+  pairwiseSecret: string;
+  accessTokenTtl: number;
+  backchannelLogoutAllowPrivate: boolean;
 }
 
 export function createOAuthContext(runtime: Runtime): OAuthContext {
@@ -63,5 +67,8 @@ export function createOAuthContext(runtime: Runtime): OAuthContext {
     refreshTokenReuseGrace: config.refreshTokenReuseGrace,
     dpop: runtime.dpop,
     dpopNonce: config.dpopNonce,
+    pairwiseSecret: runtime.pairwiseSecret,
+    accessTokenTtl: config.accessTokenTtl,
+    backchannelLogoutAllowPrivate: config.backchannelLogoutAllowPrivate,
   };
 }

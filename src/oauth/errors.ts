@@ -18,7 +18,14 @@ export type OAuthErrorCode =
   | 'invalid_token'
   | 'insufficient_scope'
   | 'invalid_dpop_proof'
-  | 'use_dpop_nonce';
+  | 'use_dpop_nonce'
+
+  // OpenID Connect Core §3.1.2.6
+  | 'login_required'
+  | 'consent_required'
+  | 'interaction_required'
+  | 'request_not_supported'
+  | 'request_uri_not_supported';
 
 export interface OAuthErrorOptions {
   cause?: unknown;
@@ -176,4 +183,34 @@ export class InsufficientScope extends OAuthError {
   ) {
     super(`this request needs the scope ${requiredScope}`, options);
   }
+}
+
+/** OIDC Core §3.1.2.6: `prompt=none`, but the user must sign in. */
+export class LoginRequired extends OAuthError {
+  readonly code = 'login_required';
+  readonly status = 400;
+}
+
+/** OIDC Core §3.1.2.6: `prompt=none`, but the user has not allowed these scopes. */
+export class ConsentRequired extends OAuthError {
+  readonly code = 'consent_required';
+  readonly status = 400;
+}
+
+/** OIDC Core §3.1.2.6: `prompt=none`, but a page would have to be shown. */
+export class InteractionRequired extends OAuthError {
+  readonly code = 'interaction_required';
+  readonly status = 400;
+}
+
+/** OIDC Core §6: request objects (`request`) are not supported. */
+export class RequestNotSupported extends OAuthError {
+  readonly code = 'request_not_supported';
+  readonly status = 400;
+}
+
+/** OIDC Core §6: `request_uri` is not supported. */
+export class RequestUriNotSupported extends OAuthError {
+  readonly code = 'request_uri_not_supported';
+  readonly status = 400;
 }

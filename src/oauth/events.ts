@@ -23,7 +23,12 @@ export type SecurityEventName =
   | 'refresh_token_reuse_detected'
   | 'refresh_token_reuse_within_grace'
   | 'refresh_token_rejected'
-  | 'token_revoked';
+  | 'token_revoked'
+  | 'consent_revoked'
+  | 'sessions_ended'
+  | 'password_changed'
+  | 'logout'
+  | 'backchannel_logout_failed';
 
 export interface SecurityEventFields {
   clientId?: string | undefined;

@@ -13,19 +13,30 @@ import { addJwksEndpoint } from './endpoints/jwks.js';
 import { addMetadataEndpoint } from './endpoints/metadata.js';
 import { addRevocationEndpoint } from './endpoints/revoke.js';
 import { addTokenEndpoint } from './endpoints/token.js';
+import { addUserinfoEndpoint } from './endpoints/userinfo.js';
+import { createEndSessionRouter } from './endpoints/end-session.js';
+import { createAccountRouter } from './browser/account.js';
+import { createBrowserContext } from './browser/flow.js';
+import { configureBrand } from './browser/pages/layout.js';
+import { ACCOUNT_PATH, END_SESSION_PATH, USERINFO_PATH } from './oidc/paths.js';
 
 /** The first path segments of every endpoint and page below. */
-export const OAUTH_PATHS = ['/authorize', '/token', '/revoke', '/introspect', '/.well-known'];
+export const OAUTH_PATHS = ['/authorize', '/token', '/revoke', '/introspect', '/.well-known', USERINFO_PATH, END_SESSION_PATH, ACCOUNT_PATH];
 
 export function createOAuthRouter(runtime: Runtime): express.Router {
   const oauth = createOAuthContext(runtime);
+  configureBrand({ name: runtime.config.brandName, logoUrl: runtime.config.brandLogoUrl, color: runtime.config.brandColor });
   const cors = oauthCors(runtime.config.corsOrigins);
   const router = express.Router();
-  router.use(createAuthorizeRouter(oauth));
+  const browser = createBrowserContext(oauth);
+  router.use(createAuthorizeRouter(oauth, browser));
+  router.use(createEndSessionRouter(oauth, browser));
+  router.use(createAccountRouter(oauth, browser));
   addTokenEndpoint(router, oauth, cors);
   addRevocationEndpoint(router, oauth, cors);
   addIntrospectionEndpoint(router, oauth, cors);
   addMetadataEndpoint(router, oauth, cors);
   addJwksEndpoint(router, oauth, cors);
+  addUserinfoEndpoint(router, oauth, cors);
   return router;
 }

@@ -5,12 +5,40 @@ export const SCOPES = {
   'orders:write': 'Place orders and change them',
 } as const;
 
-export type Scope = keyof typeof SCOPES;
+/**
+ * OpenID Connect scopes (OIDC Core §5.4, §11). Every client that may use the code flow may
+ * request them; they say who the user is, not what the app may do in the API.
+ */
+export const IDENTITY_SCOPES = {
+  openid: 'Know who you are when you sign in',
+  profile: 'See your name',
+  email: 'See your email address',
+  offline_access: 'Keep access while you are not using it',
+} as const;
 
-export const ALL_SCOPES = Object.keys(SCOPES) as Scope[];
+export type ApiScope = keyof typeof SCOPES;
+export type IdentityScope = keyof typeof IDENTITY_SCOPES;
+export type Scope = ApiScope | IdentityScope;
 
-export function isScope(value: string): value is Scope {
+/** The API scopes: what a client may be registered for, and its default. */
+export const ALL_SCOPES = Object.keys(SCOPES) as ApiScope[];
+
+/** Every scope this server knows, for the metadata document. */
+export const SUPPORTED_SCOPES: readonly Scope[] = [...ALL_SCOPES, ...(Object.keys(IDENTITY_SCOPES) as IdentityScope[])];
+
+export function isScope(value: string): value is ApiScope {
   return Object.hasOwn(SCOPES, value);
+}
+
+export function isIdentityScope(value: string): value is IdentityScope {
+  return Object.hasOwn(IDENTITY_SCOPES, value);
+}
+
+/** The consent page's plain words for a scope. */
+export function describeScope(scope: string): string {
+  if (isScope(scope)) return SCOPES[scope];
+  if (isIdentityScope(scope)) return IDENTITY_SCOPES[scope];
+  return scope;
 }
 
 /** Splits a space-delimited scope string (RFC 6749 §3.3) into its distinct tokens. */

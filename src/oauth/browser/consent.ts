@@ -18,7 +18,7 @@ export function consentHandler(browser: BrowserContext) {
     requireCsrf(browser, req, 'consent');
     const request = await readAuthorizationRequest(oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''));
     const session = browser.sessions.current(req);
-    const user = session?.userId === undefined ? undefined : await oauth.consents.lookup(session.userId, request.client.id);
+    const user = session?.userId === undefined ? undefined : await oauth.consents.lookup(session.userId, request.client.id, session.epoch ?? 0);
     if (!user) {
       // Signed out meanwhile: /authorize shows the login page again.
       continueAuthorization(browser, res, request);
@@ -33,7 +33,7 @@ export function consentHandler(browser: BrowserContext) {
         return;
       }
       oauth.events(req, 'consent_granted', { clientId, userId: user.userId });
-      continueAuthorization(browser, res, request);
+      continueAuthorization(browser, res, request, 'consent');
       return;
     }
     if (decision === 'deny') {
@@ -41,5 +41,16 @@ export function consentHandler(browser: BrowserContext) {
       throw new AuthorizationError(new AccessDenied('the user denied the request'), request.redirectUri, request.state, clientId);
     }
     throw new PageError(400, 'Choose Allow or Deny', 'The form did not say whether you allow the application access.');
+  };
+}
+
+/** `POST /authorize/switch-account`: "Not you?" — ends the session and shows the login page for the same request. */
+export function switchAccountHandler(browser: BrowserContext) {
+  return async function switchAccount(req: Request, res: Response): Promise<void> {
+    const params = bodyParameters(res);
+    requireCsrf(browser, req, 'switch_account');
+    const request = await readAuthorizationRequest(browser.oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''));
+    browser.sessions.signOut(req, res);
+    continueAuthorization(browser, res, request, 'login');
   };
 }

@@ -14,12 +14,14 @@ import { CsrfProtection } from './csrf.js';
 import { consentPage } from './pages/consent.js';
 import { sendPage } from './pages/layout.js';
 import { loginPage } from './pages/login.js';
-import { SCOPES, isScope } from '../scopes.js';
+import { describeScope } from '../scopes.js';
 import { Sessions } from './session.js';
+import { ACCOUNT_PATH } from '../oidc/paths.js';
 import type { SignedInUser } from '../stores/consents.js';
 
 export const LOGIN_PATH = '/authorize/login';
 export const CONSENT_PATH = '/authorize/consent';
+export const SWITCH_ACCOUNT_PATH = '/authorize/switch-account';
 
 export interface BrowserContext {
   oauth: OAuthContext;
@@ -49,7 +51,7 @@ export function showLogin(browser: BrowserContext, req: Request, res: Response, 
     action: `${browser.oauth.issuer}${LOGIN_PATH}`,
     csrfToken: browser.csrf.token(req, res),
     authorizationRequest: request.query,
-    username: state.username,
+    username: state.username ?? request.loginHint ?? undefined,
     error: state.error,
   });
   sendPage(res, page, { status: state.status ?? 200, formActionOrigins: [redirectOrigin(request)] });
@@ -59,16 +61,37 @@ export function showConsent(browser: BrowserContext, req: Request, res: Response
   const page = consentPage({
     clientName: request.client.name,
     username: user.username,
-    scopes: request.scopes.map((scope) => ({ scope, description: isScope(scope) ? SCOPES[scope] : scope })),
+    scopes: request.scopes.map((scope) => ({ scope, description: describeScope(scope) })),
     redirectOrigin: redirectOrigin(request),
     action: `${browser.oauth.issuer}${CONSENT_PATH}`,
     csrfToken: browser.csrf.token(req, res),
     authorizationRequest: request.query,
+    switchAccountAction: `${browser.oauth.issuer}${SWITCH_ACCOUNT_PATH}`,
+    accountUrl: `${browser.oauth.issuer}${ACCOUNT_PATH}`,
+    policyUri: request.client.policyUri,
+    tosUri: request.client.tosUri,
   });
   sendPage(res, page, { formActionOrigins: [redirectOrigin(request)] });
 }
 
+/**
+ * What a form just satisfied, so /authorize does not ask again: a sign-in satisfies
+ * `prompt=login`/`select_account` and `max_age`; a consent satisfies `prompt=consent`.
+ */
+export type Satisfied = 'login' | 'consent';
+
+function remainingQuery(query: string, satisfied: Satisfied | undefined): string {
+  if (!satisfied) return query;
+  const params = new URLSearchParams(query);
+  const dropped: readonly string[] = satisfied === 'login' ? ['login', 'select_account'] : ['consent'];
+  const prompt = (params.get('prompt') ?? '').split(' ').filter((value) => value && !dropped.includes(value));
+  if (prompt.length) params.set('prompt', prompt.join(' '));
+  else params.delete('prompt');
+  if (satisfied === 'login') params.delete('max_age');
+  return params.toString();
+}
+
 /** After a form: back to /authorize with the same request (303, so the browser GETs it). */
-export function continueAuthorization(browser: BrowserContext, res: Response, request: AuthorizationRequest): void {
-  redirectTo(res, `${browser.oauth.issuer}/authorize?${request.query}`, 303);
+export function continueAuthorization(browser: BrowserContext, res: Response, request: AuthorizationRequest, satisfied?: Satisfied): void {
+  redirectTo(res, `${browser.oauth.issuer}/authorize?${remainingQuery(request.query, satisfied)}`, 303);
 }

@@ -9,9 +9,10 @@ import { readAuthorizationRequest } from '../authorization-request.js';
 import { continueAuthorization, showLogin, type BrowserContext } from './flow.js';
 import { bodyParameters, Parameters } from '../params.js';
 import { PageError } from './pages/error.js';
+import type { User } from '../stores/users.js';
 
 export const WRONG_CREDENTIALS = 'The username or password is incorrect.';
-const MAX_USERNAME_LENGTH = 256;
+export const MAX_USERNAME_LENGTH = 256;
 
 function lockedMessage(retryAfterSeconds: number): string {
   const minutes = Math.ceil(retryAfterSeconds / 60);
@@ -29,6 +30,35 @@ export function requireCsrf(browser: BrowserContext, req: Request, formName: str
   );
 }
 
+/** The outcome of one sign-in attempt: the user, or what the login page must say (and its status). */
+export type SignInAttempt =
+  | { user: User }
+  | { user?: undefined; status: 400 | 401 | 429; error: string; retryAfterSeconds?: number };
+
+/**
+ * Checks a username and password under the login throttle, shared by the authorization flow's
+ * login form and the account pages' one. `clientId` is for the security log only.
+ */
+export async function attemptSignIn(browser: BrowserContext, req: Request, username: string, password: string, clientId?: string): Promise<SignInAttempt> {
+  const { oauth } = browser;
+  if (!username || !password) return { status: 400, error: 'Enter your username and password.' };
+  // Counted before the password is checked, so concurrent guesses cannot outrun the limit.
+  const throttle = await oauth.loginThrottle.recordAttempt(username, req.ip);
+  if (throttle.locked) {
+    oauth.events(req, 'login_throttled', { clientId, reason: 'locked' });
+    return { status: 429, error: lockedMessage(throttle.retryAfterSeconds), retryAfterSeconds: throttle.retryAfterSeconds };
+  }
+  const user = await oauth.users.authenticate(username, password);
+  if (!user) {
+    const after = await oauth.loginThrottle.check(username, req.ip);
+    oauth.events(req, 'login_failed', { clientId, reason: after.locked ? 'now_locked' : 'bad_credentials' });
+    if (after.locked) return { status: 429, error: lockedMessage(after.retryAfterSeconds), retryAfterSeconds: after.retryAfterSeconds };
+    return { status: 401, error: WRONG_CREDENTIALS };
+  }
+  await oauth.loginThrottle.recordSuccess(username, req.ip);
+  return { user };
+}
+
 export function loginHandler(browser: BrowserContext) {
   const { oauth } = browser;
   return async function signIn(req: Request, res: Response): Promise<void> {
@@ -39,35 +69,15 @@ export function loginHandler(browser: BrowserContext) {
     const password = params.get('password') ?? '';
     const clientId = request.client.id;
 
-    if (!username || !password) {
-      showLogin(browser, req, res, request, { status: 400, error: 'Enter your username and password.', username });
+    const attempt = await attemptSignIn(browser, req, username, password, clientId);
+    if (!attempt.user) {
+      if (attempt.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(attempt.retryAfterSeconds));
+      showLogin(browser, req, res, request, { status: attempt.status, error: attempt.error, username });
       return;
     }
-    // Counted before the password is checked, so concurrent guesses cannot outrun the limit.
-    const throttle = await oauth.loginThrottle.recordAttempt(username, req.ip);
-    if (throttle.locked) {
-      oauth.events(req, 'login_throttled', { clientId, reason: 'locked' });
-      res.setHeader('Retry-After', String(throttle.retryAfterSeconds));
-      showLogin(browser, req, res, request, { status: 429, error: lockedMessage(throttle.retryAfterSeconds), username });
-      return;
-    }
-
-    const user = await oauth.users.authenticate(username, password);
-    if (!user) {
-      const after = await oauth.loginThrottle.check(username, req.ip);
-      oauth.events(req, 'login_failed', { clientId, reason: after.locked ? 'now_locked' : 'bad_credentials' });
-      if (after.locked) {
-        res.setHeader('Retry-After', String(after.retryAfterSeconds));
-        showLogin(browser, req, res, request, { status: 429, error: lockedMessage(after.retryAfterSeconds), username });
-      } else {
-        showLogin(browser, req, res, request, { status: 401, error: WRONG_CREDENTIALS, username });
-      }
-      return;
-    }
-
-    await oauth.loginThrottle.recordSuccess(username, req.ip);
-    browser.sessions.signIn(req, res, user.id);
+    const { user } = attempt;
+    browser.sessions.signIn(req, res, user.id, user.sessionEpoch);
     oauth.events(req, 'login_succeeded', { clientId, userId: user.id });
-    continueAuthorization(browser, res, request);
+    continueAuthorization(browser, res, request, 'login');
   };
 }

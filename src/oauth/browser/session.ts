@@ -19,6 +19,8 @@ export interface BrowserSession {
   userId?: number;
   /** Seconds since the epoch. */
   authTime?: number;
+  /** The user's session epoch at sign-in; "Sign out everywhere" raises it, voiding this session. */
+  epoch?: number;
   /** Seconds since the epoch after which the session is void, whatever the cookie's Max-Age. */
   expiresAt: number;
 }
@@ -32,7 +34,8 @@ function isSession(value: unknown): value is BrowserSession {
     v !== null &&
     typeof v.sid === 'string' &&
     typeof v.expiresAt === 'number' &&
-    (v.userId === undefined || Number.isSafeInteger(v.userId))
+    (v.userId === undefined || Number.isSafeInteger(v.userId)) &&
+    (v.epoch === undefined || Number.isSafeInteger(v.epoch))
   );
 }
 
@@ -79,11 +82,16 @@ export class Sessions {
   }
 
   /** Starts a new session (a new id) for `userId`, replacing any previous one. */
-  signIn(req: Request, res: Response, userId: number): BrowserSession {
-    return this.start(req, res, { userId, authTime: Math.floor(Date.now() / 1000) });
+  signIn(req: Request, res: Response, userId: number, epoch = 0): BrowserSession {
+    return this.start(req, res, { userId, authTime: Math.floor(Date.now() / 1000), epoch });
   }
 
-  private start(req: Request, res: Response, fields: Pick<BrowserSession, 'userId' | 'authTime'>): BrowserSession {
+  /** Ends the sign-in: a new anonymous session (new id, so CSRF tokens of the old one die with it). */
+  signOut(req: Request, res: Response): BrowserSession {
+    return this.start(req, res, {});
+  }
+
+  private start(req: Request, res: Response, fields: Pick<BrowserSession, 'userId' | 'authTime' | 'epoch'>): BrowserSession {
     const session: BrowserSession = { sid: randomToken(16), ...fields, expiresAt: Math.floor(Date.now() / 1000) + SESSION_TTL_SECONDS };
     res.cookie(this.cookieName, Buffer.from(JSON.stringify(session)).toString('base64url'), this.cookieOptions());
     sessions.set(req, session);

@@ -7,43 +7,69 @@
 import express, { type ErrorRequestHandler, type Request, type Response } from 'express';
 import { AuthorizationError, readAuthorizationRequest, UntrustedAuthorizationRequest, type AuthorizationRequest } from '../authorization-request.js';
 import { redirectWithCode, redirectWithError } from '../authorize-response.js';
-import { CONSENT_PATH, createBrowserContext, LOGIN_PATH, showConsent, showLogin, type BrowserContext } from '../browser/flow.js';
-import { consentHandler } from '../browser/consent.js';
+import { CONSENT_PATH, createBrowserContext, LOGIN_PATH, showConsent, showLogin, SWITCH_ACCOUNT_PATH, type BrowserContext } from '../browser/flow.js';
+import { consentHandler, switchAccountHandler } from '../browser/consent.js';
 import type { OAuthContext } from '../context.js';
 import type { NewAuthorizationCode } from '../stores/codes.js';
-import { OAuthError } from '../errors.js';
+import { ConsentRequired, LoginRequired, OAuthError } from '../errors.js';
+import type { BrowserSession } from '../browser/session.js';
 import { loginHandler } from '../browser/login.js';
 import { bodyReadError, formBody, queryParameters } from '../params.js';
 import { errorPage, PageError } from '../browser/pages/error.js';
 import { sendPage } from '../browser/pages/layout.js';
 
-function codeRequest(request: AuthorizationRequest, userId: number): NewAuthorizationCode {
+function codeRequest(request: AuthorizationRequest, session: BrowserSession & { userId: number }): NewAuthorizationCode {
   return {
     clientId: request.client.id,
-    userId,
+    userId: session.userId,
     scope: request.scopes.join(' '),
     redirectUri: request.redirectUriSent ? request.redirectUri : null,
     codeChallenge: request.codeChallenge,
     codeChallengeMethod: request.codeChallengeMethod,
     dpopJkt: request.dpopJkt,
+    nonce: request.nonce,
+    authTime: session.authTime ?? null,
   };
+}
+
+/** An error for the client's redirect URI (OIDC Core §3.1.2.6 for `prompt=none`). */
+function toClient(request: AuthorizationRequest, error: OAuthError): AuthorizationError {
+  return new AuthorizationError(error, request.redirectUri, request.state, request.client.id);
+}
+
+/** Whether this request needs a fresh sign-in although there is a session (OIDC `prompt`, `max_age`). */
+function needsSignIn(request: AuthorizationRequest, session: BrowserSession): boolean {
+  if (request.prompt.has('login') || request.prompt.has('select_account')) return true;
+  if (request.maxAge === null) return false;
+  return session.authTime === undefined || Math.floor(Date.now() / 1000) - session.authTime > request.maxAge;
 }
 
 function authorizeHandler(browser: BrowserContext) {
   return async function authorize(req: Request, res: Response): Promise<void> {
     const request = await readAuthorizationRequest(browser.oauth.clients, queryParameters(req.originalUrl));
+    const silent = request.prompt.has('none');
     const session = browser.sessions.current(req);
-    if (session?.userId === undefined) {
+    const signIn = (): void => {
+      if (silent) throw toClient(request, new LoginRequired('the user is not signed in'));
       showLogin(browser, req, res, request);
+    };
+    if (session?.userId === undefined) return signIn();
+    if (needsSignIn(request, session)) {
+      if (silent) throw toClient(request, new LoginRequired('the sign-in is older than max_age'));
+      return signIn();
+    }
+    const signedIn = { ...session, userId: session.userId };
+    if (request.prompt.has('consent')) {
+      const user = await browser.oauth.consents.lookup(session.userId, request.client.id, session.epoch ?? 0);
+      if (!user) return signIn();
+      showConsent(browser, req, res, request, user);
       return;
     }
     // One statement: the user, their consent and — when it covers the request — the code.
-    const { user, issued } = await browser.oauth.codes.issueIfConsented(codeRequest(request, session.userId));
-    if (!user) {
-      showLogin(browser, req, res, request);
-      return;
-    }
+    const { user, issued } = await browser.oauth.codes.issueIfConsented(codeRequest(request, signedIn), session.epoch ?? 0);
+    if (!user) return signIn();
     if (!issued) {
+      if (silent) throw toClient(request, new ConsentRequired('the user has not allowed this application these scopes'));
       showConsent(browser, req, res, request, user);
       return;
     }
@@ -92,12 +118,12 @@ function methodNotAllowed(allowed: string) {
   };
 }
 
-export function createAuthorizeRouter(oauth: OAuthContext): express.Router {
-  const browser = createBrowserContext(oauth);
+export function createAuthorizeRouter(oauth: OAuthContext, browser: BrowserContext = createBrowserContext(oauth)): express.Router {
   const router = express.Router();
   router.route('/authorize').get(browser.sessions.cookies, authorizeHandler(browser)).all(methodNotAllowed('GET'));
   router.route(LOGIN_PATH).post(browser.sessions.cookies, ...formBody, loginHandler(browser)).all(methodNotAllowed('POST'));
   router.route(CONSENT_PATH).post(browser.sessions.cookies, ...formBody, consentHandler(browser)).all(methodNotAllowed('POST'));
-  router.use(['/authorize', LOGIN_PATH, CONSENT_PATH], authorizeErrorHandler(oauth));
+  router.route(SWITCH_ACCOUNT_PATH).post(browser.sessions.cookies, ...formBody, switchAccountHandler(browser)).all(methodNotAllowed('POST'));
+  router.use(['/authorize', LOGIN_PATH, CONSENT_PATH, SWITCH_ACCOUNT_PATH], authorizeErrorHandler(oauth));
   return router;
 }

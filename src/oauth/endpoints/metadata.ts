@@ -1,16 +1,26 @@
-/** Authorization server metadata, `GET /.well-known/oauth-authorization-server` (RFC 8414). */
+/**
+ * Authorization server metadata, `GET /.well-known/oauth-authorization-server` (RFC 8414), and
+ * the OpenID Provider configuration, `GET /.well-known/openid-configuration` (OIDC Discovery
+ * §3): one generator, one document, served at both addresses so they can never disagree.
+ */
 import type express from 'express';
 import type { RequestHandler } from 'express';
 import { CLIENT_AUTH_METHODS } from '../client-auth.js';
 import type { OAuthContext } from '../context.js';
 import { CODE_CHALLENGE_METHODS } from '../pkce.js';
-import { ALL_SCOPES } from '../scopes.js';
 import { GRANT_TYPES_SUPPORTED, POLICY } from '../../policy.js';
 import { DPOP_ALGORITHMS } from '../../tokens/dpop.js';
 import { ASSERTION_ALGORITHMS } from '../client-assertion.js';
+import { SUPPORTED_SCOPES } from '../scopes.js';
+import { PROMPT_VALUES } from '../authorization-request.js';
+import { PROFILE_CLAIMS } from '../oidc/claims.js';
+import { SUBJECT_TYPES } from '../oidc/subject.js';
+import { SIGNING_ALG } from '../../tokens/signing-keys.js';
+import { END_SESSION_PATH, USERINFO_PATH } from '../oidc/paths.js';
 
 export const METADATA_PATH = '/.well-known/oauth-authorization-server';
 export const JWKS_PATH = '/.well-known/jwks.json';
+export const OPENID_CONFIGURATION_PATH = '/.well-known/openid-configuration';
 
 export function authorizationServerMetadata(issuer: string): Record<string, unknown> {
   return {
@@ -20,7 +30,7 @@ export function authorizationServerMetadata(issuer: string): Record<string, unkn
     revocation_endpoint: `${issuer}/revoke`,
     introspection_endpoint: `${issuer}/introspect`,
     jwks_uri: `${issuer}${JWKS_PATH}`,
-    scopes_supported: ALL_SCOPES,
+    scopes_supported: SUPPORTED_SCOPES,
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
     grant_types_supported: GRANT_TYPES_SUPPORTED,
@@ -34,15 +44,27 @@ export function authorizationServerMetadata(issuer: string): Record<string, unkn
     introspection_endpoint_auth_signing_alg_values_supported: ASSERTION_ALGORITHMS,
     authorization_response_iss_parameter_supported: true,
     dpop_signing_alg_values_supported: DPOP_ALGORITHMS,
+    // OpenID Connect Discovery 1.0 §3
+    userinfo_endpoint: `${issuer}${USERINFO_PATH}`,
+    end_session_endpoint: `${issuer}${END_SESSION_PATH}`,
+    subject_types_supported: SUBJECT_TYPES,
+    id_token_signing_alg_values_supported: [SIGNING_ALG],
+    claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', ...PROFILE_CLAIMS],
+    prompt_values_supported: PROMPT_VALUES,
+    claims_parameter_supported: false,
+    request_parameter_supported: false,
+    request_uri_parameter_supported: false,
+    backchannel_logout_supported: true,
+    backchannel_logout_session_supported: false,
   };
 }
 
 export function addMetadataEndpoint(router: express.Router, oauth: OAuthContext, cors: RequestHandler): void {
   const body = JSON.stringify(authorizationServerMetadata(oauth.issuer));
-  router.get(METADATA_PATH, cors, function serveMetadata(_req, res) {
+  router.get([METADATA_PATH, OPENID_CONFIGURATION_PATH], cors, function serveMetadata(_req, res) {
     res.setHeader('Cache-Control', `public, max-age=${POLICY.metadataMaxAgeSeconds.value}`);
     res.setHeader('Content-Type', 'application/json;charset=UTF-8');
     res.end(body);
   });
-  router.options(METADATA_PATH, cors);
+  router.options([METADATA_PATH, OPENID_CONFIGURATION_PATH], cors);
 }

@@ -8,7 +8,8 @@
  */
 import { InvalidGrant } from '../errors.js';
 import { verifyCodeVerifier } from '../pkce.js';
-import type { NewRefreshToken, RedeemedCode } from '../stores/codes.js';
+import { refreshTokenAllowed, type NewRefreshToken, type RedeemedCode } from '../stores/codes.js';
+import { parseScope } from '../scopes.js';
 import { redirectUriMatches, type Client } from '../stores/clients.js';
 import { issuesRefreshTokens, refreshTokenJkt, tokenResponse, type GrantRequest, type TokenResponse } from './grant.js';
 import type { DpopProof } from '../../tokens/dpop.js';
@@ -86,5 +87,7 @@ export async function handler(request: GrantRequest): Promise<TokenResponse> {
 
   const grant = { grantId: redeemed.grantId, userId: redeemed.userId, clientId: client.id, scope: redeemed.scope };
   oauth.events(req, 'code_redeemed', { clientId: client.id, userId: redeemed.userId, grantId: redeemed.grantId });
-  return tokenResponse(oauth, grant, refreshToken?.token, dpop);
+  // The redeeming statement stored the refresh token only when §11 allows one (see refreshTokenAllowed).
+  const issuedRefreshToken = refreshToken && refreshTokenAllowed(parseScope(redeemed.scope)) ? refreshToken.token : undefined;
+  return tokenResponse(oauth, grant, issuedRefreshToken, dpop, { client, authTime: redeemed.authTime, nonce: redeemed.nonce });
 }

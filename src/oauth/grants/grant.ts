@@ -8,6 +8,8 @@ import type { Client } from '../stores/clients.js';
 import type { OAuthContext } from '../context.js';
 import type { Parameters } from '../params.js';
 import type { DpopProof } from '../../tokens/dpop.js';
+import { issueIdToken } from '../oidc/id-token.js';
+import { parseScope } from '../scopes.js';
 
 export interface GrantRequest {
   oauth: OAuthContext;
@@ -25,6 +27,16 @@ export interface TokenResponse {
   expires_in: number;
   refresh_token?: string;
   scope: string;
+  /** OIDC: when the scope includes `openid`. */
+  id_token?: string;
+}
+
+/** What an ID Token needs beyond the grant: the full client, and the sign-in it stems from. */
+export interface IdTokenContext {
+  client: Client;
+  authTime: number | null;
+  /** Only on the code exchange; a refreshed ID Token carries none (OIDC Core §12.2). */
+  nonce: string | null;
 }
 
 export interface Grant {
@@ -40,14 +52,20 @@ export async function tokenResponse(
   grant: { grantId: string; userId: number; clientId: string; scope: string },
   refreshToken: string | undefined,
   dpop: DpopProof | undefined,
+  oidc?: IdTokenContext,
 ): Promise<TokenResponse> {
   const accessToken = await oauth.accessTokens.issue({ ...grant, ...(dpop && { jkt: dpop.jkt }) });
+  const idToken =
+    oidc && parseScope(grant.scope).includes('openid')
+      ? await issueIdToken(oauth, { ...oidc, userId: grant.userId, scope: grant.scope, accessToken: accessToken.token })
+      : undefined;
   return {
     access_token: accessToken.token,
     token_type: dpop ? 'DPoP' : 'Bearer',
     expires_in: accessToken.expiresIn,
     ...(refreshToken === undefined ? {} : { refresh_token: refreshToken }),
     scope: grant.scope,
+    ...(idToken === undefined ? {} : { id_token: idToken }),
   };
 }
 

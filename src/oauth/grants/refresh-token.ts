@@ -48,7 +48,7 @@ async function refuse({ oauth, client, req, dpop }: GrantRequest, refreshToken: 
     const successor = record.withinGrace ? await oauth.refreshTokens.liveSuccessor(refreshToken) : undefined;
     if (successor !== undefined) {
       oauth.events(req, 'refresh_token_reuse_within_grace', fields);
-      return tokenResponse(oauth, { ...record, scope: scope ?? record.scope }, successor, dpop);
+      return tokenResponse(oauth, { ...record, scope: scope ?? record.scope }, successor, dpop, { client, authTime: record.authTime, nonce: null });
     }
     await oauth.revocations.revokeGrant(record.grantId);
     oauth.events(req, 'refresh_token_reuse_detected', fields);
@@ -65,5 +65,9 @@ export async function handler(request: GrantRequest): Promise<TokenResponse> {
   const rotated = await oauth.refreshTokens.rotate(refreshToken, client.id, dpop?.jkt);
   if (!rotated) return refuse(request, refreshToken, scope);
   oauth.events(req, 'refresh_token_rotated', { clientId: client.id, userId: rotated.userId, grantId: rotated.grantId });
-  return tokenResponse(oauth, { ...rotated, scope: scope ?? rotated.scope }, rotated.refreshToken, dpop);
+  return tokenResponse(oauth, { ...rotated, scope: scope ?? rotated.scope }, rotated.refreshToken, dpop, {
+    client,
+    authTime: rotated.authTime,
+    nonce: null,
+  });
 }

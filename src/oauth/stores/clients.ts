@@ -8,6 +8,7 @@ import type { Db } from '../../db/database.js';
 import { clients } from '../../db/schema.js';
 import { ALL_SCOPES, isScope, parseScope } from '../scopes.js';
 import { constantTimeEqual, hmacSha256, randomToken } from '../../crypto/secrets.js';
+import { isSubjectType, sectorOf, type SubjectType } from '../oidc/subject.js';
 
 export type Client = typeof clients.$inferSelect;
 
@@ -33,6 +34,53 @@ export interface NewClient {
   jwksUri?: string;
   /** RFC 9449 §5.2: every token request must carry a DPoP proof. */
   dpopBoundAccessTokens?: boolean;
+  /** OpenID Connect and page details; see ClientOidcSettings. */
+  oidc?: ClientOidcSettings;
+}
+
+/** A client's OpenID Connect settings and the links its consent page shows. */
+export interface ClientOidcSettings {
+  subjectType?: SubjectType;
+  postLogoutRedirectUris?: string[];
+  backchannelLogoutUri?: string | null;
+  policyUri?: string | null;
+  tosUri?: string | null;
+}
+
+function httpsUri(raw: string, what: string): string {
+  let uri: URL;
+  try {
+    uri = new URL(raw);
+  } catch {
+    throw new ClientRegistrationError(`${what} "${raw}" is not an absolute URI`);
+  }
+  if (uri.protocol !== 'https:' && !(uri.protocol === 'http:' && isLoopbackHost(uri.hostname))) {
+    throw new ClientRegistrationError(`${what} "${raw}" must use https (or http on a loopback host)`);
+  }
+  if (uri.username || uri.password || raw.includes('#')) throw new ClientRegistrationError(`${what} "${raw}" must not contain credentials or a fragment`);
+  return raw;
+}
+
+function validateOidc(settings: ClientOidcSettings, redirectUris: readonly string[]): Partial<typeof clients.$inferInsert> {
+  const set: Partial<typeof clients.$inferInsert> = {};
+  if (settings.subjectType !== undefined) {
+    if (!isSubjectType(settings.subjectType)) throw new ClientRegistrationError('the subject type is public or pairwise');
+    if (settings.subjectType === 'pairwise' && sectorOf(redirectUris) === undefined) {
+      throw new ClientRegistrationError('a pairwise client needs all its redirect URIs on one host (its sector)');
+    }
+    set.subjectType = settings.subjectType;
+  }
+  if (settings.postLogoutRedirectUris !== undefined) {
+    set.postLogoutRedirectUris = [...new Set(settings.postLogoutRedirectUris.map((uri) => httpsUri(uri, 'post-logout redirect URI')))];
+  }
+  const optional = (value: string | null | undefined, what: string) => (value === undefined ? undefined : value === null || value === '' ? null : httpsUri(value, what));
+  const backchannel = optional(settings.backchannelLogoutUri, 'back-channel logout URI');
+  if (backchannel !== undefined) set.backchannelLogoutUri = backchannel;
+  const policy = optional(settings.policyUri, 'policy URI');
+  if (policy !== undefined) set.policyUri = policy;
+  const tos = optional(settings.tosUri, 'terms of service URI');
+  if (tos !== undefined) set.tosUri = tos;
+  return set;
 }
 
 export interface RegisteredClient {
@@ -45,6 +93,12 @@ export interface RegisteredClient {
   token_endpoint_auth_method: 'client_secret_basic' | 'none' | 'private_key_jwt';
   jwks_uri?: string;
   dpop_bound_access_tokens?: true;
+  /** Only when not the default (public). */
+  subject_type?: string;
+  post_logout_redirect_uris?: string[];
+  backchannel_logout_uri?: string;
+  policy_uri?: string;
+  tos_uri?: string;
 }
 
 /**
@@ -152,6 +206,7 @@ export class ClientStore {
         isPublic: input.isPublic ?? false,
         ...keys,
         dpopBoundAccessTokens: input.dpopBoundAccessTokens ?? false,
+        ...validateOidc(input.oidc ?? {}, redirectUris),
       })
       .returning();
     return describeClient(row!, secret);
@@ -181,6 +236,10 @@ export class ClientStore {
       set.redirectUris = [...new Set(changes.redirectUris.map(validateRedirectUri))];
     }
     if (changes.scope !== undefined) set.scopes = validateScopes(changes.scope);
+    if (changes.oidc !== undefined) {
+      const redirectUris = set.redirectUris ?? (await this.find(id))?.redirectUris ?? [];
+      Object.assign(set, validateOidc(changes.oidc, redirectUris));
+    }
     if (Object.keys(set).length === 0) {
       const row = await this.find(id);
       return row && describeClient(row);
@@ -234,6 +293,7 @@ export interface ClientChanges {
   redirectUris?: string[];
   /** Space-separated; replaces the scopes the client may request. */
   scope?: string;
+  oidc?: ClientOidcSettings;
 }
 
 /** Private members of a JWK: none may be registered (RFC 7517 §6.2, §6.3, §6.4). */
@@ -298,5 +358,10 @@ export function describeClient(row: Client, secret?: string): RegisteredClient {
     token_endpoint_auth_method: row.isPublic ? 'none' : row.tokenEndpointAuthMethod === 'private_key_jwt' ? 'private_key_jwt' : 'client_secret_basic',
     ...(row.jwksUri === null ? {} : { jwks_uri: row.jwksUri }),
     ...(row.dpopBoundAccessTokens ? { dpop_bound_access_tokens: true as const } : {}),
+    ...(row.subjectType === 'public' ? {} : { subject_type: row.subjectType }),
+    ...(row.postLogoutRedirectUris.length ? { post_logout_redirect_uris: row.postLogoutRedirectUris } : {}),
+    ...(row.backchannelLogoutUri ? { backchannel_logout_uri: row.backchannelLogoutUri } : {}),
+    ...(row.policyUri ? { policy_uri: row.policyUri } : {}),
+    ...(row.tosUri ? { tos_uri: row.tosUri } : {}),
   };
 }

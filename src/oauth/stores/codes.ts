@@ -25,6 +25,10 @@ export interface NewAuthorizationCode {
   codeChallengeMethod: 'S256' | null;
   /** RFC 9449 §10: the `dpop_jkt` of the authorization request, if it sent one. */
   dpopJkt?: string | null;
+  /** OIDC: echoed in the ID Token. */
+  nonce?: string | null;
+  /** OIDC: when the user signed in (seconds since the epoch), kept with the grant. */
+  authTime?: number | null;
 }
 
 export interface RedeemedCode {
@@ -35,6 +39,9 @@ export interface RedeemedCode {
   codeChallenge: string | null;
   codeChallengeMethod: string | null;
   dpopJkt: string | null;
+  nonce: string | null;
+  /** Seconds since the epoch, or null for a grant made without one. */
+  authTime: number | null;
 }
 
 /** Why a code could not be redeemed, for the error and the security log. */
@@ -53,6 +60,18 @@ export type CodeRejection =
   | { reason: 'expired'; userId: number }
   | { reason: 'grant_revoked'; userId: number };
 
+/**
+ * OIDC Core §11: an OpenID request gets a refresh token only when `offline_access` was granted;
+ * a plain OAuth request gets one as before. Mirrored by `refreshTokenAllowed`.
+ */
+const OFFLINE_CONDITION = sql.raw(
+  `not ('openid' = any(string_to_array(scope, ' '))) or 'offline_access' = any(string_to_array(scope, ' '))`,
+);
+
+export function refreshTokenAllowed(scopes: readonly string[]): boolean {
+  return !scopes.includes('openid') || scopes.includes('offline_access');
+}
+
 export class AuthorizationCodeStore {
   constructor(
     private readonly db: Db,
@@ -65,14 +84,14 @@ export class AuthorizationCodeStore {
     const grantId = randomToken(16);
     await this.db.execute(sql`
       with new_grant as (
-        insert into ${grants} (id, client_id, user_id, scope)
-        values (${grantId}, ${input.clientId}, ${input.userId}, ${input.scope})
+        insert into ${grants} (id, client_id, user_id, scope, auth_time)
+        values (${grantId}, ${input.clientId}, ${input.userId}, ${input.scope}, to_timestamp(${input.authTime ?? null}::double precision))
         returning id
       )
       insert into ${authorizationCodes}
-        (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, code_challenge_method, dpop_jkt, expires_at)
+        (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, code_challenge_method, dpop_jkt, nonce, expires_at)
       select ${sha256(code)}, new_grant.id, ${input.clientId}, ${input.userId}, ${input.redirectUri}, ${input.scope},
-             ${input.codeChallenge}, ${input.codeChallengeMethod}, ${input.dpopJkt ?? null}, now() + make_interval(secs => ${this.ttlSeconds})
+             ${input.codeChallenge}, ${input.codeChallengeMethod}, ${input.dpopJkt ?? null}, ${input.nonce ?? null}, now() + make_interval(secs => ${this.ttlSeconds})
       from new_grant`);
     return { code, grantId };
   }
@@ -89,6 +108,7 @@ export class AuthorizationCodeStore {
    */
   async issueIfConsented(
     input: NewAuthorizationCode,
+    sessionEpoch = 0,
   ): Promise<{ user?: SignedInUser; issued?: { code: string; grantId: string } }> {
     const code = randomToken(32);
     const grantId = randomToken(16);
@@ -98,19 +118,19 @@ export class AuthorizationCodeStore {
         with signed_in as (
           select u.id, u.username, c.scope
           from ${users} u left join ${consents} c on c.user_id = u.id and c.client_id = ${input.clientId}
-          where u.id = ${input.userId}
+          where u.id = ${input.userId} and u.session_epoch = ${sessionEpoch}
         ), consented as (
           select id from signed_in
           where string_to_array(coalesce(scope, ''), ' ') @> string_to_array(${input.scope}, ' ')
         ), new_grant as (
-          insert into ${grants} (id, client_id, user_id, scope)
-          select ${grantId}, ${input.clientId}, id, ${input.scope} from consented
+          insert into ${grants} (id, client_id, user_id, scope, auth_time)
+          select ${grantId}, ${input.clientId}, id, ${input.scope}, to_timestamp(${input.authTime ?? null}::double precision) from consented
           returning id
         ), new_code as (
           insert into ${authorizationCodes}
-            (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, code_challenge_method, dpop_jkt, expires_at)
+            (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, code_challenge_method, dpop_jkt, nonce, expires_at)
           select ${sha256(code)}, new_grant.id, ${input.clientId}, ${input.userId}, ${input.redirectUri}, ${input.scope},
-                 ${input.codeChallenge}, ${input.codeChallengeMethod}, ${input.dpopJkt ?? null}, now() + make_interval(secs => ${this.ttlSeconds})
+                 ${input.codeChallenge}, ${input.codeChallengeMethod}, ${input.dpopJkt ?? null}, ${input.nonce ?? null}, now() + make_interval(secs => ${this.ttlSeconds})
           from new_grant
           returning 1
         )
@@ -134,6 +154,8 @@ export class AuthorizationCodeStore {
       code_challenge: string | null;
       code_challenge_method: string | null;
       dpop_jkt: string | null;
+      nonce: string | null;
+      auth_time: number | null;
     }>(
       this.db,
       sql`
@@ -142,9 +164,14 @@ export class AuthorizationCodeStore {
           hashColumn: authorizationCodes.codeHash,
           hash: sha256(code),
           clientId,
-          returning: sql.raw('grant_id, client_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method, dpop_jkt'),
-        })})${refreshToken ? sql`, issued as (${insertRefreshTokenFrom(sql`redeemed`, refreshToken)})` : sql``}
-        select grant_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method, dpop_jkt from redeemed`,
+          returning: sql.raw('grant_id, client_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method, dpop_jkt, nonce'),
+        })}), touched as (
+          update ${grants} set last_used_at = now() where id = (select grant_id from redeemed)
+          returning extract(epoch from auth_time)::float8 as auth_time
+        )${refreshToken ? sql`, issued as (${insertRefreshTokenFrom(sql`(select * from redeemed where ${OFFLINE_CONDITION}) as offline`, refreshToken)})` : sql``}
+        select grant_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method, dpop_jkt, nonce,
+               (select auth_time from touched) as auth_time
+        from redeemed`,
     );
     if (!row) return undefined;
     return {
@@ -155,6 +182,8 @@ export class AuthorizationCodeStore {
       codeChallenge: row.code_challenge,
       codeChallengeMethod: row.code_challenge_method,
       dpopJkt: row.dpop_jkt,
+      nonce: row.nonce,
+      authTime: row.auth_time === null ? null : Math.floor(Number(row.auth_time)),
     };
   }
 

@@ -19,16 +19,26 @@ export interface SignedInUser {
 export class ConsentStore {
   constructor(private readonly db: Db) {}
 
+  /** The clients `userId` has allowed that registered a back-channel logout URI (OIDC Back-Channel Logout). */
+  backchannelLogoutTargets(userId: number) {
+    return queryRows<{ id: string; subject_type: string; redirect_uris: string[]; backchannel_logout_uri: string }>(
+      this.db,
+      sql`select cl.id, cl.subject_type, cl.redirect_uris, cl.backchannel_logout_uri
+          from ${consents} c join ${clients} cl on cl.id = c.client_id
+          where c.user_id = ${userId} and cl.backchannel_logout_uri is not null`,
+    );
+  }
+
   /**
    * The user (if the account still exists) and what they have allowed `clientId`, in one query:
    * a session outliving its account reads as signed out.
    */
-  async lookup(userId: number, clientId: string): Promise<SignedInUser | undefined> {
+  async lookup(userId: number, clientId: string, sessionEpoch = 0): Promise<SignedInUser | undefined> {
     const [row] = await queryRows<{ id: number; username: string; scope: string | null }>(
       this.db,
       sql`select u.id, u.username, c.scope
           from ${users} u left join ${consents} c on c.user_id = u.id and c.client_id = ${clientId}
-          where u.id = ${userId}`,
+          where u.id = ${userId} and u.session_epoch = ${sessionEpoch}`,
     );
     if (!row) return undefined;
     return { userId: row.id, username: row.username, consentedScopes: new Set(parseScope(row.scope)) };
@@ -50,6 +60,46 @@ export class ConsentStore {
         throw error;
       },
     );
+  }
+
+  /** The apps `userId` has allowed, most recently used first. */
+  async connectedApps(userId: number): Promise<ConnectedApp[]> {
+    const rows = await queryRows<{ client_id: string; name: string; redirect_uris: string[]; scope: string; updated_at: Date | string; last_used_at: Date | string | null }>(
+      this.db,
+      sql`select c.client_id, cl.name, cl.redirect_uris, c.scope, c.updated_at,
+                 (select max(g.last_used_at) from ${grants} g where g.user_id = c.user_id and g.client_id = c.client_id) as last_used_at
+          from ${consents} c join ${clients} cl on cl.id = c.client_id
+          where c.user_id = ${userId}
+          order by last_used_at desc nulls last, c.updated_at desc`,
+    );
+    return rows.map((r) => ({
+      clientId: r.client_id,
+      clientName: r.name,
+      redirectUris: r.redirect_uris,
+      scope: r.scope,
+      allowedAt: toDate(r.updated_at),
+      lastUsedAt: r.last_used_at === null ? null : toDate(r.last_used_at),
+    }));
+  }
+
+  /**
+   * Withdraws what `userId` allowed `clientId` and revokes every grant between them in one
+   * statement; returns the revoked grant ids (for the caller's revocation cache).
+   */
+  async revokeApp(userId: number, clientId: string): Promise<{ consentDeleted: boolean; grantIds: string[] }> {
+    const rows = await queryRows<{ consent_deleted: boolean; grant_id: string | null }>(
+      this.db,
+      sql`with deleted as (
+            delete from ${consents} where user_id = ${userId} and client_id = ${clientId} returning 1
+          ), revoked as (
+            update ${grants} set revoked_at = now()
+            where user_id = ${userId} and client_id = ${clientId} and revoked_at is null
+            returning id
+          )
+          select exists(select 1 from deleted) as consent_deleted, r.id as grant_id
+          from (select 1) one left join revoked r on true`,
+    );
+    return { consentDeleted: Boolean(rows[0]?.consent_deleted), grantIds: rows.flatMap((r) => (r.grant_id === null ? [] : [r.grant_id])) };
   }
 
   /** Every consent, optionally of one user (by name) or one client, with the live grants under it. */
@@ -97,6 +147,17 @@ export class ConsentStore {
     if (!row?.user_found) return undefined;
     return { consentDeleted: row.consent_deleted, grantsRevoked: row.grants_revoked };
   }
+}
+
+/** One app on the user's "Connected apps" page. */
+export interface ConnectedApp {
+  clientId: string;
+  clientName: string;
+  redirectUris: string[];
+  scope: string;
+  allowedAt: Date;
+  /** Last code exchange or refresh of any of its grants, if any. */
+  lastUsedAt: Date | null;
 }
 
 export interface ConsentRecord {

@@ -32,6 +32,8 @@ export interface DpopBinding {
 export interface RotatedRefreshToken extends RefreshTokenFamily {
   /** The successor, shown once. */
   refreshToken: string;
+  /** OIDC `auth_time` of the grant (seconds), for the refreshed ID Token. */
+  authTime: number | null;
 }
 
 /** Everything known about a presented refresh token, whatever its state. */
@@ -41,6 +43,7 @@ export interface RefreshTokenRecord extends RefreshTokenFamily, DpopBinding {
   expired: boolean;
   consumed: boolean;
   grantRevoked: boolean;
+  authTime: number | null;
   /**
    * Retired no longer than `graceSeconds` ago and no later token of its family retired since:
    * the "lost response" retry the optional grace window forgives.
@@ -107,7 +110,7 @@ export class RefreshTokenStore {
    */
   async rotate(token: string, clientId: string, dpopJkt?: string): Promise<RotatedRefreshToken | undefined> {
     const successor = this.successorOf(token);
-    const [row] = await queryRows<{ grant_id: string; client_id: string; user_id: number; scope: string }>(
+    const [row] = await queryRows<{ grant_id: string; client_id: string; user_id: number; scope: string; auth_time: number | null }>(
       this.db,
       sql`
         with retired as (${consumeIfUnused({
@@ -117,12 +120,24 @@ export class RefreshTokenStore {
           clientId,
           returning: sql.raw('grant_id, client_id, user_id, scope, dpop_jkt'),
           andAlso: sql`(dpop_jkt is null or dpop_jkt = ${dpopJkt ?? null})`,
-        })})
-        ${insertRefreshTokenFrom(sql`retired`, { tokenHash: sha256(successor), ttlSeconds: this.ttlSeconds })}
-        returning grant_id, client_id, user_id, scope`,
+        })}), touched as (
+          update ${grants} set last_used_at = now() where id = (select grant_id from retired)
+          returning extract(epoch from auth_time)::float8 as auth_time
+        ), issued as (
+          ${insertRefreshTokenFrom(sql`retired`, { tokenHash: sha256(successor), ttlSeconds: this.ttlSeconds })}
+          returning grant_id, client_id, user_id, scope
+        )
+        select grant_id, client_id, user_id, scope, (select auth_time from touched) as auth_time from issued`,
     );
     if (!row) return undefined;
-    return { refreshToken: successor, grantId: row.grant_id, clientId: row.client_id, userId: row.user_id, scope: row.scope };
+    return {
+      refreshToken: successor,
+      grantId: row.grant_id,
+      clientId: row.client_id,
+      userId: row.user_id,
+      scope: row.scope,
+      authTime: row.auth_time === null ? null : Math.floor(Number(row.auth_time)),
+    };
   }
 
   /** The record of `token` in any state, or undefined for a token this server never issued. */
@@ -137,6 +152,7 @@ export class RefreshTokenStore {
       expired: boolean;
       consumed: boolean;
       grant_revoked: boolean;
+      auth_time: number | null;
       within_grace: boolean;
       dpop_jkt: string | null;
     }>(
@@ -145,7 +161,7 @@ export class RefreshTokenStore {
         select t.grant_id, t.client_id, t.user_id, t.scope, t.created_at, t.expires_at, t.dpop_jkt,
                t.expires_at <= now() as expired,
                t.consumed_at is not null as consumed,
-               g.revoked_at is not null as grant_revoked,
+               g.revoked_at is not null as grant_revoked, extract(epoch from g.auth_time)::float8 as auth_time,
                (t.consumed_at is not null
                 and t.consumed_at > now() - make_interval(secs => ${graceSeconds})
                 and not exists (select 1 from ${refreshTokens} later
@@ -164,6 +180,7 @@ export class RefreshTokenStore {
       expired: row.expired,
       consumed: row.consumed,
       grantRevoked: row.grant_revoked,
+      authTime: row.auth_time === null ? null : Math.floor(Number(row.auth_time)),
       withinGrace: graceSeconds > 0 && row.within_grace,
       dpopJkt: row.dpop_jkt,
     };

@@ -20,11 +20,48 @@ function checkPassword(password: string, min = MIN_PASSWORD_LENGTH): void {
   }
 }
 
+/** OIDC `profile` and `email` claims (src/oauth/oidc/claims.ts). Null clears a field. */
+export interface UserProfile {
+  displayName?: string | null;
+  email?: string | null;
+  emailVerified?: boolean;
+}
+
+const MAX_DISPLAY_NAME_LENGTH = 200;
+
+function validateProfile(profile: UserProfile): Partial<typeof users.$inferInsert> {
+  const set: Partial<typeof users.$inferInsert> = {};
+  if (profile.displayName !== undefined) {
+    const name = profile.displayName?.trim() || null;
+    if (name !== null && (name.length > MAX_DISPLAY_NAME_LENGTH || /[\u0000-\u001f\u007f]/.test(name))) {
+      throw new UserRegistrationError(`a display name is at most ${MAX_DISPLAY_NAME_LENGTH} printable characters`);
+    }
+    set.displayName = name;
+  }
+  if (profile.email !== undefined) {
+    const email = profile.email?.trim() || null;
+    // Deliberately loose (RFC 5322 is not a regex): one @, no spaces, something on both sides.
+    if (email !== null && (email.length > 254 || !/^[^\s@]+@[^\s@]+$/.test(email))) {
+      throw new UserRegistrationError('an email address looks like name@example.com');
+    }
+    set.email = email;
+    // A changed address is unverified unless the caller says otherwise.
+    set.emailVerified = email !== null && (profile.emailVerified ?? false);
+  } else if (profile.emailVerified !== undefined) {
+    set.emailVerified = profile.emailVerified;
+  }
+  return set;
+}
+
 export class UserStore {
   constructor(private readonly db: Db) {}
 
   /** `allowShortPassword` is for the demo account only, whose password is public by design. */
-  async create(username: string, password: string, options: { allowShortPassword?: boolean } = {}): Promise<{ id: number; username: string }> {
+  async create(
+    username: string,
+    password: string,
+    options: { allowShortPassword?: boolean; profile?: UserProfile } = {},
+  ): Promise<{ id: number; username: string }> {
     const name = username.trim();
     if (!/^[A-Za-z0-9._@-]{1,64}$/.test(name)) {
       throw new UserRegistrationError('a username is 1 to 64 letters, digits or . _ @ -');
@@ -32,7 +69,7 @@ export class UserStore {
     checkPassword(password, options.allowShortPassword ? 1 : MIN_PASSWORD_LENGTH);
     const [row] = await this.db
       .insert(users)
-      .values({ username: name, passwordHash: await hashPassword(password) })
+      .values({ username: name, passwordHash: await hashPassword(password), ...validateProfile(options.profile ?? {}) })
       .onConflictDoNothing()
       .returning({ id: users.id, username: users.username });
     if (!row) throw new UserRegistrationError(`the username ${name} is taken`);
@@ -53,18 +90,43 @@ export class UserStore {
   }
 
   /**
-   * Sets a new password and revokes every grant of the user (a password is changed after a leak:
-   * what was obtained with the old one must end too). False if there is no such user.
+   * Sets a new password, revokes every grant of the user and ends every browser session (a
+   * password is changed after a leak: what was obtained with the old one must end too). False if
+   * there is no such user.
    */
   async setPassword(username: string, password: string): Promise<boolean> {
     checkPassword(password);
     const passwordHash = await hashPassword(password);
     return this.db.transaction(async (tx) => {
-      const [user] = await tx.update(users).set({ passwordHash }).where(eq(users.username, username.trim())).returning({ id: users.id });
+      const [user] = await tx.update(users).set({ passwordHash, sessionEpoch: sql`${users.sessionEpoch} + 1` }).where(eq(users.username, username.trim())).returning({ id: users.id });
       if (!user) return false;
       await tx.update(grants).set({ revokedAt: sql`now()` }).where(and(eq(grants.userId, user.id), isNull(grants.revokedAt)));
       return true;
     });
+  }
+
+  /** Changes the display name or email; false if there is no such user. */
+  async updateProfile(username: string, profile: UserProfile): Promise<boolean> {
+    const set = validateProfile(profile);
+    if (Object.keys(set).length === 0) return (await this.db.select({ id: users.id }).from(users).where(eq(users.username, username.trim()))).length > 0;
+    const updated = await this.db.update(users).set(set).where(eq(users.username, username.trim())).returning({ id: users.id });
+    return updated.length > 0;
+  }
+
+  /** "Sign out everywhere": every browser session signed in before now is void. Returns the new epoch. */
+  async endSessions(id: number): Promise<number | undefined> {
+    const [row] = await this.db
+      .update(users)
+      .set({ sessionEpoch: sql`${users.sessionEpoch} + 1` })
+      .where(eq(users.id, id))
+      .returning({ epoch: users.sessionEpoch });
+    return row?.epoch;
+  }
+
+  /** The user of a browser session, if the account exists and the session's epoch is current. */
+  async findSignedIn(id: number, sessionEpoch: number): Promise<User | undefined> {
+    const [row] = await this.db.select().from(users).where(and(eq(users.id, id), eq(users.sessionEpoch, sessionEpoch)));
+    return row;
   }
 
   async find(id: number): Promise<User | undefined> {

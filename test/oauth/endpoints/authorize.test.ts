@@ -232,7 +232,7 @@ describeEachDatabase('GET /authorize', (context) => {
 
     it('ignores unknown parameters', async () => {
       const browser = new Browser(context().app);
-      const res = await browser.authorize(authorizeParams(client, { nonce: 'n', prompt: 'whatever' }), user);
+      const res = await browser.authorize(authorizeParams(client, { nonce: 'n', display: 'page', whatever: 'x' }), user);
       expect(redirectParams(res).get('code')).toBeTruthy();
     });
 

@@ -27,7 +27,7 @@ describeEachDatabase('GET /.well-known/oauth-authorization-server', (context) =>
       introspection_endpoint_auth_signing_alg_values_supported: ['ES256', 'ES384', 'EdDSA', 'Ed25519', 'PS256', 'RS256'],
       revocation_endpoint_auth_signing_alg_values_supported: ['ES256', 'ES384', 'EdDSA', 'Ed25519', 'PS256', 'RS256'],
       dpop_signing_alg_values_supported: ['ES256', 'EdDSA', 'Ed25519', 'RS256'],
-      scopes_supported: ['products:read', 'orders:read', 'orders:write'],
+      scopes_supported: ['products:read', 'orders:read', 'orders:write', 'openid', 'profile', 'email', 'offline_access'],
       authorization_response_iss_parameter_supported: true,
     });
   });

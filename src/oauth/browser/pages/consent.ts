@@ -12,6 +12,11 @@ export interface ConsentPage {
   action: string;
   csrfToken: string;
   authorizationRequest: string;
+  /** Where "Not you? Switch account" posts (signs out, then shows the login page). */
+  switchAccountAction: string;
+  accountUrl: string;
+  policyUri?: string | null | undefined;
+  tosUri?: string | null | undefined;
 }
 
 export function consentPage(page: ConsentPage): SafeHtml {
@@ -22,7 +27,8 @@ export function consentPage(page: ConsentPage): SafeHtml {
 <ul class="scopes">
 ${page.scopes.map(({ scope, description }) => html`<li title="${scope}">${description}</li>\n`)}
 </ul>
-<p class="muted">Signed in as <strong>${page.username}</strong>. You will be sent back to <code>${page.redirectOrigin}</code>.</p>
+${page.policyUri || page.tosUri ? html`<p class="links-row">${page.policyUri ? html`<a href="${page.policyUri}" rel="noopener noreferrer" target="_blank">${page.clientName} privacy policy</a>` : ''}${page.tosUri ? html`<a href="${page.tosUri}" rel="noopener noreferrer" target="_blank">${page.clientName} terms of service</a>` : ''}</p>` : ''}
+<p class="muted">You will be sent back to <code>${page.redirectOrigin}</code>. You can withdraw access at any time on <a href="${page.accountUrl}">your account page</a>.</p>
 <form method="post" action="${page.action}">
 <input type="hidden" name="csrf_token" value="${page.csrfToken}">
 <input type="hidden" name="authorization_request" value="${page.authorizationRequest}">
@@ -30,6 +36,11 @@ ${page.scopes.map(({ scope, description }) => html`<li title="${scope}">${descri
 <button type="submit" name="decision" value="deny" class="secondary">Deny</button>
 <button type="submit" name="decision" value="allow">Allow</button>
 </div>
+</form>
+<form method="post" action="${page.switchAccountAction}" class="muted">
+<input type="hidden" name="csrf_token" value="${page.csrfToken}">
+<input type="hidden" name="authorization_request" value="${page.authorizationRequest}">
+<p>Signed in as <strong>${page.username}</strong>. Not you? <button type="submit" class="link">Switch account</button></p>
 </form>`,
   );
 }

@@ -11,16 +11,24 @@ const STYLE = `
 *{box-sizing:border-box}
 body{margin:0;min-height:100vh;display:flex;align-items:center;justify-content:center;background:#f3f4f6;color:#111827;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
 main{width:100%;max-width:26rem;margin:1.5rem;padding:2rem;background:#fff;border-radius:.75rem;box-shadow:0 10px 30px rgba(0,0,0,.08)}
-.brand{margin:0 0 1.5rem;font-weight:700;letter-spacing:.02em;color:#1d4ed8}
+.brand{margin:0 0 1.5rem;font-weight:700;letter-spacing:.02em;color:var(--brand,#1d4ed8);display:flex;align-items:center;gap:.5rem}
+.brand img{height:2rem;width:auto}
 h1{margin:0 0 .75rem;font-size:1.4rem}
 p{margin:0 0 1rem}
 label{display:block;margin:0 0 1rem;font-weight:600}
 input{display:block;width:100%;margin-top:.35rem;padding:.6rem .7rem;border:1px solid #d1d5db;border-radius:.4rem;font:inherit}
 input:focus{outline:2px solid #93c5fd;border-color:#2563eb}
-button{padding:.65rem 1.1rem;border-radius:.4rem;border:1px solid #1d4ed8;background:#1d4ed8;color:#fff;font:inherit;font-weight:600;cursor:pointer}
+button{padding:.65rem 1.1rem;border-radius:.4rem;border:1px solid var(--brand,#1d4ed8);background:var(--brand,#1d4ed8);color:#fff;font:inherit;font-weight:600;cursor:pointer}
 button.secondary{background:#fff;color:#1f2937;border-color:#d1d5db}
 .actions{display:flex;gap:.75rem;justify-content:flex-end;margin-top:1.5rem}
 .alert{padding:.7rem .9rem;border-radius:.4rem;background:#fef2f2;color:#991b1b;border:1px solid #fecaca}
+.notice{padding:.7rem .9rem;border-radius:.4rem;background:#f0fdf4;color:#166534;border:1px solid #bbf7d0}
+h2{margin:1.5rem 0 .5rem;font-size:1.15rem}h3{margin:0 0 .25rem;font-size:1rem}
+ul.apps{margin:0;padding:0;list-style:none}li.app{padding:.8rem 0;border-top:1px solid #e5e7eb}
+li.app form .actions,li.app form{margin:0}
+button:focus-visible,a:focus-visible{outline:3px solid #93c5fd;outline-offset:2px}
+.links-row{display:flex;flex-wrap:wrap;gap:.75rem;margin:0 0 1rem}
+form.inline{display:inline;margin:0}button.link{padding:0;border:0;background:none;color:#1d4ed8;text-decoration:underline;font-weight:400}
 ul.scopes{margin:0 0 1rem;padding-left:1.2rem}
 ul.scopes li{margin:.3rem 0}
 .muted{color:#6b7280;font-size:.9rem}
@@ -30,14 +38,38 @@ pre{margin:0 0 1rem;padding:.8rem;background:#f3f4f6;border-radius:.4rem;white-s
 dl{margin:0 0 1rem}dt{font-weight:600}dd{margin:0 0 .6rem}
 ul.links{margin:0 0 1rem;padding:0;list-style:none}
 ul.links li{margin:.5rem 0}
-a{color:#1d4ed8}
+a{color:var(--brand,#1d4ed8)}
 .copyable{display:flex;gap:.5rem;align-items:flex-start}.copyable>:first-child{flex:1;min-width:0}
 button.copy{padding:.3rem .6rem;font-size:.85rem}
 `;
 
 /** Our own constant stylesheet: the one value that skips escaping. */
 const TRUSTED_STYLE = new SafeHtml(STYLE);
-const STYLE_HASH = `sha256-${createHash('sha256').update(STYLE).digest('base64')}`;
+const styleHash = (css: string) => `sha256-${createHash('sha256').update(css).digest('base64')}`;
+const STYLE_HASH = styleHash(STYLE);
+
+/**
+ * The deployment's brand (BRAND_NAME, BRAND_LOGO_URL, BRAND_COLOR), set once when the
+ * authorization server is built. The colour arrives validated as a hex value, so its one-rule
+ * stylesheet is safe to inline; it is allowed by its own CSP hash.
+ */
+export interface Brand {
+  name: string;
+  logoUrl: string | undefined;
+  color: string;
+}
+
+let brand: Brand & { css: SafeHtml; cssHash: string; logoOrigin: string | undefined } = withStyle({ name: 'Fieldgate', logoUrl: undefined, color: '#1d4ed8' });
+
+function withStyle(value: Brand) {
+  if (!/^#[0-9a-fA-F]{3,6}$/.test(value.color)) throw new Error('brand colour must be a hex colour');
+  const css = `:root{--brand:${value.color}}`;
+  return { ...value, css: new SafeHtml(css), cssHash: styleHash(css), logoOrigin: value.logoUrl ? new URL(value.logoUrl).origin : undefined };
+}
+
+export function configureBrand(value: Brand): void {
+  brand = withStyle(value);
+}
 
 export interface SendPageOptions {
   status?: number;
@@ -61,12 +93,13 @@ export function layout(title: string, body: SafeHtml, options: LayoutOptions = {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
-<title>${title} · Fieldgate</title>
+<title>${title} · ${brand.name}</title>
 <style>${TRUSTED_STYLE}</style>
+<style>${brand.css}</style>
 </head>
 <body>
 <main${options.wide ? html` class="wide"` : ''}>
-<p class="brand">Fieldgate</p>
+<p class="brand">${brand.logoUrl ? html`<img src="${brand.logoUrl}" alt="">` : ''}${brand.name}</p>
 ${body}
 </main>
 ${(options.scripts ?? []).map((src) => html`<script src="${src}"></script>`)}
@@ -76,6 +109,11 @@ ${(options.scripts ?? []).map((src) => html`<script src="${src}"></script>`)}
 }
 
 export function sendPage(res: Response, page: SafeHtml, options: SendPageOptions = {}): void {
-  setPageSecurityHeaders(res, { styleHashes: [STYLE_HASH], formActionOrigins: options.formActionOrigins ?? [], selfScripts: options.selfScripts ?? false });
+  setPageSecurityHeaders(res, {
+    styleHashes: [STYLE_HASH, brand.cssHash],
+    formActionOrigins: options.formActionOrigins ?? [],
+    selfScripts: options.selfScripts ?? false,
+    imageOrigins: brand.logoOrigin ? [brand.logoOrigin] : [],
+  });
   res.status(options.status ?? 200).type('html').send(page.value);
 }

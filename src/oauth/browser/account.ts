@@ -1,0 +1,156 @@
+/**
+ * The user's account pages under /account (server-rendered, same session and CSRF machinery as
+ * the sign-in pages): Connected apps with Revoke, Sign out everywhere, and Change password.
+ * Every POST answers 303 back to /account, so a reload never repeats it.
+ *
+ * Revoke withdraws the consent and revokes every grant of that app: its refresh tokens stop at
+ * once, its access tokens on this instance at once and on the others within
+ * REVOCATION_CACHE_MS (src/tokens/revocation.ts).
+ */
+import express, { type ErrorRequestHandler, type Request, type Response } from 'express';
+import type { OAuthContext } from '../context.js';
+import { OAuthError } from '../errors.js';
+import { bodyParameters, bodyReadError, formBody } from '../params.js';
+import { ACCOUNT_PATH } from '../oidc/paths.js';
+import { MIN_PASSWORD_LENGTH, MAX_PASSWORD_LENGTH, type User } from '../stores/users.js';
+import { createBrowserContext, type BrowserContext } from './flow.js';
+import { attemptSignIn, MAX_USERNAME_LENGTH, requireCsrf } from './login.js';
+import { accountLoginPage, accountPage } from './pages/account.js';
+import { errorPage, PageError } from './pages/error.js';
+import { sendPage } from './pages/layout.js';
+
+const NOTICES: Record<string, { kind: 'ok' | 'error'; text: string }> = {
+  revoked: { kind: 'ok', text: 'Access revoked. The app can no longer use your account.' },
+  password: { kind: 'ok', text: 'Password changed. Other sessions and every app’s access have ended.' },
+  'wrong-password': { kind: 'error', text: 'The current password is incorrect.' },
+  'short-password': { kind: 'error', text: `The new password must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters.` },
+  throttled: { kind: 'error', text: 'Too many failed attempts. Try again later.' },
+};
+
+function seeOther(browser: BrowserContext, res: Response, path: string): void {
+  res.setHeader('Cache-Control', 'no-store');
+  res.redirect(303, `${browser.oauth.issuer}${path}`);
+}
+
+/** The signed-in user of this browser, if the session is current ("Sign out everywhere" voids older ones). */
+async function signedInUser(browser: BrowserContext, req: Request): Promise<User | undefined> {
+  const session = browser.sessions.current(req);
+  if (session?.userId === undefined) return undefined;
+  return browser.oauth.users.findSignedIn(session.userId, session.epoch ?? 0);
+}
+
+async function requireSignedIn(browser: BrowserContext, req: Request, form: string): Promise<User> {
+  requireCsrf(browser, req, form);
+  const user = await signedInUser(browser, req);
+  if (!user) throw new PageError(401, 'You are signed out', 'Sign in again to manage your account.');
+  return user;
+}
+
+function showAccount(browser: BrowserContext) {
+  return async function account(req: Request, res: Response): Promise<void> {
+    browser.sessions.ensure(req, res);
+    const user = await signedInUser(browser, req);
+    const csrfToken = browser.csrf.token(req, res);
+    if (!user) {
+      sendPage(res, accountLoginPage({ csrfToken, issuer: browser.oauth.issuer }));
+      return;
+    }
+    const notice = typeof req.query.notice === 'string' ? NOTICES[req.query.notice] : undefined;
+    const apps = await browser.oauth.consents.connectedApps(user.id);
+    sendPage(res, accountPage({ username: user.username, displayName: user.displayName, apps, csrfToken, notice, minPasswordLength: MIN_PASSWORD_LENGTH, issuer: browser.oauth.issuer }));
+  };
+}
+
+function accountSignIn(browser: BrowserContext) {
+  return async function signIn(req: Request, res: Response): Promise<void> {
+    const params = bodyParameters(res);
+    requireCsrf(browser, req, 'account_login');
+    const username = (params.get('username') ?? '').slice(0, MAX_USERNAME_LENGTH);
+    const attempt = await attemptSignIn(browser, req, username, params.get('password') ?? '');
+    if (!attempt.user) {
+      if (attempt.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(attempt.retryAfterSeconds));
+      sendPage(res, accountLoginPage({ csrfToken: browser.csrf.token(req, res), issuer: browser.oauth.issuer, username, error: attempt.error }), { status: attempt.status });
+      return;
+    }
+    browser.sessions.signIn(req, res, attempt.user.id, attempt.user.sessionEpoch);
+    browser.oauth.events(req, 'login_succeeded', { userId: attempt.user.id });
+    seeOther(browser, res, ACCOUNT_PATH);
+  };
+}
+
+function revokeApp(browser: BrowserContext) {
+  const { oauth } = browser;
+  return async function revoke(req: Request, res: Response): Promise<void> {
+    const user = await requireSignedIn(browser, req, 'account_revoke');
+    const clientId = bodyParameters(res).get('client_id');
+    if (!clientId) throw new PageError(400, 'Choose an app', 'The form did not say which app to revoke.');
+    const { grantIds } = await oauth.consents.revokeApp(user.id, clientId);
+    // Already revoked by the statement above; this clears this instance's revocation cache.
+    await Promise.all(grantIds.map((grantId) => oauth.revocations.revokeGrant(grantId)));
+    oauth.events(req, 'consent_revoked', { clientId, userId: user.id });
+    seeOther(browser, res, `${ACCOUNT_PATH}?notice=revoked`);
+  };
+}
+
+function signOutEverywhere(browser: BrowserContext) {
+  return async function signOutAll(req: Request, res: Response): Promise<void> {
+    const user = await requireSignedIn(browser, req, 'account_sign_out_everywhere');
+    await browser.oauth.users.endSessions(user.id);
+    browser.sessions.signOut(req, res);
+    browser.oauth.events(req, 'sessions_ended', { userId: user.id });
+    seeOther(browser, res, ACCOUNT_PATH);
+  };
+}
+
+function changePassword(browser: BrowserContext) {
+  const { oauth } = browser;
+  return async function password(req: Request, res: Response): Promise<void> {
+    const user = await requireSignedIn(browser, req, 'account_password');
+    const params = bodyParameters(res);
+    const current = params.get('current_password') ?? '';
+    const next = params.get('new_password') ?? '';
+    if (next.length < MIN_PASSWORD_LENGTH || next.length > MAX_PASSWORD_LENGTH) return seeOther(browser, res, `${ACCOUNT_PATH}?notice=short-password`);
+    const attempt = await attemptSignIn(browser, req, user.username, current);
+    if (!attempt.user || attempt.user.id !== user.id) {
+      return seeOther(browser, res, `${ACCOUNT_PATH}?notice=${attempt.user ? 'wrong-password' : attempt.status === 429 ? 'throttled' : 'wrong-password'}`);
+    }
+    await oauth.users.setPassword(user.username, next);
+    const updated = await oauth.users.find(user.id);
+    // This browser stays signed in under the new epoch; every other session is void.
+    if (updated) browser.sessions.signIn(req, res, updated.id, updated.sessionEpoch);
+    oauth.events(req, 'password_changed', { userId: user.id });
+    seeOther(browser, res, `${ACCOUNT_PATH}?notice=password`);
+  };
+}
+
+function accountErrorHandler(oauth: OAuthContext): ErrorRequestHandler {
+  return function serializeAccountError(error, req, res, next) {
+    if (res.headersSent) {
+      next(error);
+      return;
+    }
+    if (error instanceof PageError) {
+      sendPage(res, errorPage(error.title, error.message), { status: error.status });
+      return;
+    }
+    const requestError = error instanceof OAuthError && error.expose ? error : bodyReadError(error);
+    if (requestError) {
+      sendPage(res, errorPage('The form could not be read', requestError.description), { status: requestError.status });
+      return;
+    }
+    oauth.logger.error({ err: error, reqId: req.id }, 'account page failed');
+    sendPage(res, errorPage('Something went wrong', 'The server could not complete this. Please try again later.'), { status: 500 });
+  };
+}
+
+export function createAccountRouter(oauth: OAuthContext, browser: BrowserContext = createBrowserContext(oauth)): express.Router {
+  const router = express.Router();
+  const cookies = browser.sessions.cookies;
+  router.get(ACCOUNT_PATH, cookies, showAccount(browser));
+  router.post(`${ACCOUNT_PATH}/login`, cookies, ...formBody, accountSignIn(browser));
+  router.post(`${ACCOUNT_PATH}/revoke`, cookies, ...formBody, revokeApp(browser));
+  router.post(`${ACCOUNT_PATH}/sign-out-everywhere`, cookies, ...formBody, signOutEverywhere(browser));
+  router.post(`${ACCOUNT_PATH}/password`, cookies, ...formBody, changePassword(browser));
+  router.use(ACCOUNT_PATH, accountErrorHandler(oauth));
+  return router;
+}

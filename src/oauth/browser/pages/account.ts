@@ -1,0 +1,105 @@
+/**
+ * The user's account pages: "Connected apps" (each app allowed, its scopes in plain words and
+ * its last use, with a Revoke button), "Sign out everywhere" and the password change form.
+ * Every form carries the session's CSRF token; every control has a visible label.
+ */
+import { html, type SafeHtml } from '../../../http/html.js';
+import { describeScope, parseScope } from '../../scopes.js';
+import type { ConnectedApp } from '../../stores/consents.js';
+import { layout } from './layout.js';
+
+export interface AccountPage {
+  username: string;
+  displayName: string | null;
+  apps: readonly ConnectedApp[];
+  csrfToken: string;
+  /** A confirmation or error shown at the top, after a form. */
+  notice?: { kind: 'ok' | 'error'; text: string } | undefined;
+  minPasswordLength: number;
+  /** Base of the form actions (absolute, like the sign-in pages'). */
+  issuer: string;
+}
+
+function when(date: Date | null): SafeHtml | string {
+  if (!date) return 'Not used yet';
+  const iso = date.toISOString();
+  return html`<time datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>`;
+}
+
+function appItem(app: ConnectedApp, csrfToken: string, issuer: string): SafeHtml {
+  const host = (() => {
+    try {
+      return new URL(app.redirectUris[0] ?? '').host;
+    } catch {
+      return '';
+    }
+  })();
+  const headingId = `app-${app.clientId}`;
+  return html`<li class="app" aria-labelledby="${headingId}">
+<h3 id="${headingId}">${app.clientName}</h3>
+${host ? html`<p class="muted">${host}</p>` : ''}
+<ul class="scopes">${parseScope(app.scope).map((scope) => html`<li title="${scope}">${describeScope(scope)}</li>`)}</ul>
+<p class="muted">Last used: ${when(app.lastUsedAt)}</p>
+<form method="post" action="${issuer}/account/revoke">
+<input type="hidden" name="csrf_token" value="${csrfToken}">
+<input type="hidden" name="client_id" value="${app.clientId}">
+<button type="submit" class="secondary" aria-label="Revoke access for ${app.clientName}">Revoke access</button>
+</form>
+</li>`;
+}
+
+export function accountPage(page: AccountPage): SafeHtml {
+  return layout(
+    'Your account',
+    html`<h1>Your account</h1>
+<p>Signed in as <strong>${page.displayName ?? page.username}</strong>${page.displayName ? html` <span class="muted">(${page.username})</span>` : ''}</p>
+${page.notice ? html`<p class="${page.notice.kind === 'ok' ? 'notice' : 'alert'}" role="${page.notice.kind === 'ok' ? 'status' : 'alert'}">${page.notice.text}</p>` : ''}
+<section aria-labelledby="apps-heading">
+<h2 id="apps-heading">Connected apps</h2>
+${page.apps.length === 0 ? html`<p class="muted">You have not allowed any app to access your account.</p>` : html`<ul class="apps">${page.apps.map((app) => appItem(app, page.csrfToken, page.issuer))}</ul>`}
+</section>
+<section aria-labelledby="password-heading">
+<h2 id="password-heading">Change password</h2>
+<form method="post" action="${page.issuer}/account/password">
+<input type="hidden" name="csrf_token" value="${page.csrfToken}">
+<label>Current password
+<input name="current_password" type="password" autocomplete="current-password" required></label>
+<label>New password <span class="muted">(at least ${page.minPasswordLength} characters)</span>
+<input name="new_password" type="password" autocomplete="new-password" minlength="${page.minPasswordLength}" required></label>
+<p class="muted">Changing your password signs you out everywhere else and ends every app's access.</p>
+<div class="actions"><button type="submit">Change password</button></div>
+</form>
+</section>
+<section aria-labelledby="sessions-heading">
+<h2 id="sessions-heading">Sessions</h2>
+<form method="post" action="${page.issuer}/account/sign-out-everywhere">
+<input type="hidden" name="csrf_token" value="${page.csrfToken}">
+<p class="muted">Signs out this browser and every other one. Apps you allowed keep their access until you revoke it.</p>
+<div class="actions"><button type="submit" class="secondary">Sign out everywhere</button></div>
+</form>
+</section>`,
+  );
+}
+
+export interface AccountLoginPage {
+  csrfToken: string;
+  issuer: string;
+  username?: string | undefined;
+  error?: string | undefined;
+}
+
+export function accountLoginPage(page: AccountLoginPage): SafeHtml {
+  return layout(
+    'Sign in',
+    html`<h1>Sign in to your account</h1>
+${page.error ? html`<p class="alert" role="alert">${page.error}</p>` : ''}
+<form method="post" action="${page.issuer}/account/login">
+<input type="hidden" name="csrf_token" value="${page.csrfToken}">
+<label>Username
+<input name="username" autocomplete="username" autocapitalize="none" spellcheck="false" required autofocus value="${page.username ?? ''}"></label>
+<label>Password
+<input name="password" type="password" autocomplete="current-password" required></label>
+<div class="actions"><button type="submit">Sign in</button></div>
+</form>`,
+  );
+}

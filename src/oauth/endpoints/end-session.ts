@@ -1,0 +1,131 @@
+/**
+ * RP-Initiated Logout 1.0, the end_session_endpoint: `GET|POST /logout` with `id_token_hint`,
+ * `client_id`, `post_logout_redirect_uri` (exact match with one the client registered) and
+ * `state`. A signed-in user always confirms on a page (a CSRF-protected POST to
+ * /logout/confirm), so a cross-site link cannot sign anyone out. Signing out ends this
+ * browser's session and notifies back-channel clients; the apps' grants stay (revoke them
+ * on /account).
+ *
+ * A bad hint or an unregistered post_logout_redirect_uri is shown on our page and never
+ * redirected (an open redirector otherwise).
+ */
+import express, { type Request, type Response } from 'express';
+import type { OAuthContext } from '../context.js';
+import { createBrowserContext, type BrowserContext } from '../browser/flow.js';
+import { requireCsrf } from '../browser/login.js';
+import { logoutConfirmPage, signedOutPage } from '../browser/pages/logout.js';
+import { errorPage, PageError } from '../browser/pages/error.js';
+import { sendPage } from '../browser/pages/layout.js';
+import { redirectTo, authorizationResponseLocation } from '../authorize-response.js';
+import { bodyParameters, formBody, queryParameters, type Parameters } from '../params.js';
+import { readIdTokenHint } from '../oidc/id-token.js';
+import { notifyBackchannelLogout } from '../oidc/backchannel.js';
+import { END_SESSION_PATH } from '../oidc/paths.js';
+import type { Client } from '../stores/clients.js';
+import { OAuthError } from '../errors.js';
+
+const LOGOUT_PARAMETERS = ['id_token_hint', 'client_id', 'post_logout_redirect_uri', 'state'] as const;
+
+interface LogoutRequest {
+  client: Client | undefined;
+  postLogoutRedirectUri: string | undefined;
+  state: string | undefined;
+}
+
+function refuse(message: string): PageError {
+  return new PageError(400, 'This sign-out link does not work', message);
+}
+
+async function readLogoutRequest(oauth: OAuthContext, params: Parameters): Promise<LogoutRequest> {
+  let values: Partial<Record<(typeof LOGOUT_PARAMETERS)[number], string>>;
+  try {
+    params.rejectRepeated(LOGOUT_PARAMETERS);
+    values = Object.fromEntries(LOGOUT_PARAMETERS.map((name) => [name, params.get(name)]));
+  } catch (error) {
+    throw refuse(error instanceof OAuthError ? `${error.description}.` : 'The request could not be read.');
+  }
+  let clientId = values.client_id;
+  if (values.id_token_hint !== undefined) {
+    const hint = await readIdTokenHint(oauth, values.id_token_hint);
+    if (!hint) throw refuse('The id_token_hint is not an ID Token issued by this server.');
+    if (clientId !== undefined && clientId !== hint.clientId) throw refuse('The client_id does not match the id_token_hint.');
+    clientId = hint.clientId;
+  }
+  const client = clientId === undefined ? undefined : await oauth.clients.find(clientId);
+  if (clientId !== undefined && !client) throw refuse('The application that sent you here is not registered with this server.');
+  const uri = values.post_logout_redirect_uri;
+  if (uri !== undefined) {
+    if (!client) throw refuse('post_logout_redirect_uri needs id_token_hint or client_id to say which application asks.');
+    if (!client.postLogoutRedirectUris.includes(uri)) throw refuse('The post_logout_redirect_uri is not one this application registered.');
+  }
+  return { client, postLogoutRedirectUri: uri, state: values.state };
+}
+
+function finish(oauth: OAuthContext, res: Response, logout: LogoutRequest, signedOut: boolean): void {
+  if (logout.postLogoutRedirectUri !== undefined) {
+    redirectTo(res, authorizationResponseLocation(logout.postLogoutRedirectUri, { state: logout.state }), 303);
+    return;
+  }
+  sendPage(res, signedOutPage(signedOut, oauth.issuer));
+}
+
+function formFieldsOf(logout: LogoutRequest): Record<string, string> {
+  const fields: Record<string, string> = {};
+  if (logout.client) fields.client_id = logout.client.id;
+  if (logout.postLogoutRedirectUri !== undefined) fields.post_logout_redirect_uri = logout.postLogoutRedirectUri;
+  if (logout.state !== undefined) fields.state = logout.state;
+  return fields;
+}
+
+function endSession(browser: BrowserContext, from: 'query' | 'body') {
+  const { oauth } = browser;
+  return async function askToSignOut(req: Request, res: Response): Promise<void> {
+    const params = from === 'query' ? queryParameters(req.originalUrl) : bodyParameters(res);
+    const logout = await readLogoutRequest(oauth, params);
+    const session = browser.sessions.current(req);
+    const user = session?.userId === undefined ? undefined : await oauth.users.findSignedIn(session.userId, session.epoch ?? 0);
+    if (!user) {
+      finish(oauth, res, logout, true);
+      return;
+    }
+    const page = logoutConfirmPage({ username: user.username, clientName: logout.client?.name, csrfToken: browser.csrf.token(req, res), issuer: oauth.issuer, fields: formFieldsOf(logout) });
+    const origins = logout.postLogoutRedirectUri ? [new URL(logout.postLogoutRedirectUri).origin] : [];
+    sendPage(res, page, { formActionOrigins: origins });
+  };
+}
+
+function confirmSignOut(browser: BrowserContext) {
+  const { oauth } = browser;
+  return async function confirm(req: Request, res: Response): Promise<void> {
+    const params = bodyParameters(res);
+    requireCsrf(browser, req, 'logout');
+    const logout = await readLogoutRequest(oauth, params);
+    if (params.get('decision') !== 'logout') {
+      sendPage(res, signedOutPage(false, oauth.issuer));
+      return;
+    }
+    const userId = browser.sessions.current(req)?.userId;
+    browser.sessions.signOut(req, res);
+    if (userId !== undefined) {
+      oauth.events(req, 'logout', { clientId: logout.client?.id, userId });
+      void notifyBackchannelLogout(oauth, userId);
+    }
+    finish(oauth, res, logout, true);
+  };
+}
+
+export function createEndSessionRouter(oauth: OAuthContext, browser: BrowserContext = createBrowserContext(oauth)): express.Router {
+  const router = express.Router();
+  const cookies = browser.sessions.cookies;
+  router.get(END_SESSION_PATH, cookies, endSession(browser, 'query'));
+  router.post(END_SESSION_PATH, cookies, ...formBody, endSession(browser, 'body'));
+  router.post(`${END_SESSION_PATH}/confirm`, cookies, ...formBody, confirmSignOut(browser));
+  router.use(END_SESSION_PATH, function serializeLogoutError(error: unknown, req: Request, res: Response, next: express.NextFunction) {
+    if (res.headersSent) return next(error);
+    if (error instanceof PageError) return sendPage(res, errorPage(error.title, error.message), { status: error.status });
+    if (error instanceof OAuthError && error.expose) return sendPage(res, errorPage('The form could not be read', error.description), { status: error.status });
+    oauth.logger.error({ err: error, reqId: req.id }, 'end session endpoint failed');
+    sendPage(res, errorPage('Something went wrong', 'The server could not sign you out. Please try again later.'), { status: 500 });
+  });
+  return router;
+}

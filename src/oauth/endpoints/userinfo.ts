@@ -1,0 +1,43 @@
+/**
+ * The UserInfo endpoint, `GET|POST /userinfo` (OIDC Core §5.3): the claims of the access
+ * token's scopes, for a token that carries `openid`. Errors are RFC 6750 challenges
+ * (`WWW-Authenticate`) with the §5.2 JSON body.
+ */
+import type express from 'express';
+import type { Request, RequestHandler, Response } from 'express';
+import type { OAuthContext } from '../context.js';
+import { InvalidToken, OAuthError, ServerError } from '../errors.js';
+import { noStore, sendJson, sendJsonError } from '../json-response.js';
+import { userClaims } from '../oidc/claims.js';
+import { USERINFO_PATH } from '../oidc/paths.js';
+import { subjectFor } from '../oidc/subject.js';
+import { authenticateBearer, requireScope, wwwAuthenticate } from '../../tokens/bearer.js';
+import type { Principal } from '../../tokens/access-token.js';
+
+/** The caller's access token. DPoP-bound tokens will be accepted here too: this is the one line to change. */
+function authenticate(oauth: OAuthContext, req: Request): Promise<Principal> {
+  return authenticateBearer(oauth.accessTokens, req.headers.authorization);
+}
+
+function userinfoHandler(oauth: OAuthContext): RequestHandler {
+  return async function userinfo(req: Request, res: Response): Promise<void> {
+    noStore(res);
+    try {
+      const principal = await authenticate(oauth, req);
+      requireScope(principal, 'openid');
+      const [user, client] = await Promise.all([oauth.users.find(principal.userId), oauth.clients.find(principal.clientId)]);
+      if (!user || !client) throw new InvalidToken('the access token no longer speaks for an account');
+      sendJson(res, 200, { sub: subjectFor(client, user.id, oauth.pairwiseSecret), ...userClaims(user, principal.scopes) });
+    } catch (error) {
+      const oauthError = error instanceof OAuthError ? error : new ServerError('userinfo failed', { cause: error });
+      if (!oauthError.expose) oauth.logger.error({ err: error, reqId: req.id }, 'userinfo failed');
+      else res.setHeader('WWW-Authenticate', wwwAuthenticate(oauthError));
+      sendJsonError(res, oauthError);
+    }
+  };
+}
+
+export function addUserinfoEndpoint(router: express.Router, oauth: OAuthContext, cors: RequestHandler): void {
+  const handler = userinfoHandler(oauth);
+  router.route(USERINFO_PATH).options(cors).get(cors, handler).post(cors, handler);
+}

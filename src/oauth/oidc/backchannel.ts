@@ -1,0 +1,134 @@
+/**
+ * OpenID Connect Back-Channel Logout 1.0: when a user signs out here, every client they allowed
+ * that registered a backchannel_logout_uri gets a Logout Token (a JWT, `typ: logout+jwt`,
+ * §2.4) POSTed as `logout_token`. Fire-and-forget: each POST has a short timeout and its failure
+ * is only logged; nothing waits for it.
+ *
+ * SSRF: the address is resolved by our own lookup, which refuses loopback, private, link-local
+ * and other special-purpose addresses (unless BACKCHANNEL_LOGOUT_ALLOW_PRIVATE), and the
+ * connection goes to exactly the address checked, so DNS rebinding cannot swap it. Redirects
+ * are not followed.
+ */
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import http from 'node:http';
+import https from 'node:https';
+import { BlockList, isIP } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import type { OAuthContext } from '../context.js';
+import { subjectFor } from './subject.js';
+
+export const LOGOUT_TOKEN_TYP = 'logout+jwt';
+export const BACKCHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
+const TIMEOUT_MS = 5_000;
+
+// Separate lists: a BlockList matches IPv4 addresses against IPv4-mapped IPv6 ranges too.
+const SPECIAL_IPV4 = new BlockList();
+for (const [net, prefix] of [
+  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
+  ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4],
+] as const) SPECIAL_IPV4.addSubnet(net, prefix, 'ipv4');
+const SPECIAL_IPV6 = new BlockList();
+for (const [net, prefix] of [['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96], ['2001:db8::', 32]] as const) {
+  SPECIAL_IPV6.addSubnet(net, prefix, 'ipv6');
+}
+
+/** Whether `address` is one a client's URL must never make us reach (RFC 6890 special-purpose). */
+export function isSpecialPurposeAddress(address: string): boolean {
+  const bare = address.replace(/^\[|\]$/g, '');
+  const family = isIP(bare);
+  if (family === 4) return SPECIAL_IPV4.check(bare, 'ipv4');
+  if (family !== 6) return true;
+  const lower = bare.toLowerCase();
+  if (lower === '::' || lower === '::1') return true;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(lower)?.[1];
+  if (mapped) return SPECIAL_IPV4.check(mapped, 'ipv4');
+  // Any other IPv4-mapped/compatible form (::ffff:7f00:1) is refused outright.
+  if (lower.startsWith('::ffff:') || /^::[0-9a-f]/.test(lower)) return true;
+  return SPECIAL_IPV6.check(bare, 'ipv6');
+}
+
+type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+function guardedLookup(allowPrivate: boolean) {
+  return function lookup(hostname: string, options: object, callback: LookupCallback): void {
+    dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
+      if (error) return callback(error, '');
+      const list = addresses as LookupAddress[];
+      const refused = list.find((a) => !allowPrivate && isSpecialPurposeAddress(a.address));
+      if (refused || list.length === 0) {
+        return callback(Object.assign(new Error(`refusing to connect to ${hostname}: not a public address`), { code: 'EADDRNOTAVAIL' }), '');
+      }
+      if ((options as { all?: boolean }).all) return callback(null, list);
+      callback(null, list[0]!.address, list[0]!.family);
+    });
+  };
+}
+
+/** POSTs `logout_token` to `uri`; resolves with the status, rejects on network errors and timeouts. */
+export function postLogoutToken(uri: string, logoutToken: string, allowPrivate: boolean): Promise<number> {
+  const url = new URL(uri);
+  const body = new URLSearchParams({ logout_token: logoutToken }).toString();
+  const transport = url.protocol === 'https:' ? https : http;
+  // An IP literal never goes through `lookup`, so it is checked here.
+  if (isIP(url.hostname.replace(/^\[|\]$/g, '')) !== 0 && !allowPrivate && isSpecialPurposeAddress(url.hostname)) {
+    return Promise.reject(new Error(`refusing to connect to ${url.hostname}: not a public address`));
+  }
+  return new Promise((resolve, reject) => {
+    const req = transport.request(
+      url,
+      {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body) },
+        lookup: guardedLookup(allowPrivate) as never,
+        timeout: TIMEOUT_MS,
+      },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('back-channel logout timed out')));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Signs the Logout Token for one client (§2.4): iss, aud, iat, exp, jti, sub, events; never a nonce. */
+export async function logoutToken(oauth: OAuthContext, client: { id: string; subjectType: string; redirectUris: string[] }, userId: number): Promise<string> {
+  const key = await oauth.keys.signingKey();
+  const now = Math.floor(Date.now() / 1000);
+  return key.sign(
+    {
+      iss: oauth.issuer,
+      aud: client.id,
+      iat: now,
+      exp: now + 120,
+      jti: randomUUID(),
+      sub: subjectFor(client, userId, oauth.pairwiseSecret),
+      events: { [BACKCHANNEL_LOGOUT_EVENT]: {} },
+    },
+    LOGOUT_TOKEN_TYP,
+  );
+}
+
+/**
+ * Notifies every client `userId` has allowed that registered a back-channel logout URI. Returns
+ * at once; the POSTs (and their failures, which are logged) happen in the background.
+ */
+export function notifyBackchannelLogout(oauth: OAuthContext, userId: number): Promise<void> {
+  const done = (async () => {
+    const targets = await oauth.consents.backchannelLogoutTargets(userId);
+    await Promise.all(
+      targets.map(async (target) => {
+        try {
+          const token = await logoutToken(oauth, { id: target.id, subjectType: target.subject_type, redirectUris: target.redirect_uris }, userId);
+          const status = await postLogoutToken(target.backchannel_logout_uri, token, oauth.backchannelLogoutAllowPrivate);
+          if (status !== 200 && status !== 204) throw new Error(`answered HTTP ${status}`);
+        } catch (error) {
+          oauth.logger.warn({ err: error, event: 'backchannel_logout_failed', clientId: target.id }, 'back-channel logout failed');
+        }
+      }),
+    );
+  })().catch((error: unknown) => oauth.logger.warn({ err: error }, 'back-channel logout failed'));
+  return done;
+}

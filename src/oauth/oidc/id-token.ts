@@ -1,0 +1,71 @@
+/**
+ * ID Tokens (OIDC Core §2, §3.1.3.6): signed ES256 with the same key set as access tokens
+ * (published at jwks_uri), `aud` the client, `at_hash` binding the access token issued with it.
+ * The scope's profile and email claims are included too, so an app that only reads the ID
+ * Token needs no userinfo call (§5.4 allows either).
+ */
+import { createHash } from 'node:crypto';
+import { compactVerify, decodeProtectedHeader } from 'jose';
+import type { OAuthContext } from '../context.js';
+import type { Client } from '../stores/clients.js';
+import { parseScope } from '../scopes.js';
+import { userClaims } from './claims.js';
+import { subjectFor } from './subject.js';
+
+export const ID_TOKEN_TYP = 'JWT';
+
+/** §3.1.3.6: base64url of the left half of SHA-256 of the access token's ASCII. */
+export function atHash(accessToken: string): string {
+  return createHash('sha256').update(accessToken, 'ascii').digest().subarray(0, 16).toString('base64url');
+}
+
+export interface IdTokenRequest {
+  client: Client;
+  userId: number;
+  scope: string;
+  /** Seconds since the epoch; falls back to now for grants made before auth_time was stored. */
+  authTime: number | null;
+  nonce: string | null;
+  accessToken: string;
+}
+
+/** The signed ID Token, or undefined when the account no longer exists. */
+export async function issueIdToken(oauth: OAuthContext, request: IdTokenRequest): Promise<string | undefined> {
+  const user = await oauth.users.find(request.userId);
+  if (!user) return undefined;
+  const key = await oauth.keys.signingKey();
+  const now = Math.floor(Date.now() / 1000);
+  const claims: Record<string, unknown> = {
+    iss: oauth.issuer,
+    sub: subjectFor(request.client, request.userId, oauth.pairwiseSecret),
+    aud: request.client.id,
+    exp: now + oauth.accessTokenTtl,
+    iat: now,
+    auth_time: request.authTime ?? now,
+    ...(request.nonce === null ? {} : { nonce: request.nonce }),
+    at_hash: atHash(request.accessToken),
+    ...userClaims(user, new Set(parseScope(request.scope))),
+  };
+  return key.sign(claims, ID_TOKEN_TYP);
+}
+
+/**
+ * Reads an `id_token_hint` (RP-Initiated Logout §2): our signature and issuer are checked, but
+ * an expired token is accepted — the hint is often old by the time a user signs out. Undefined
+ * when it is not an ID Token this server signed (including one whose key has since been dropped).
+ */
+export async function readIdTokenHint(oauth: OAuthContext, token: string): Promise<{ clientId: string; sub: string } | undefined> {
+  try {
+    const { kid, typ } = decodeProtectedHeader(token);
+    if (typ !== undefined && typ !== ID_TOKEN_TYP) return undefined;
+    const key = await oauth.keys.verificationKey(kid);
+    if (!key) return undefined;
+    const { payload } = await compactVerify(token, key, { algorithms: ['ES256'] });
+    const claims = JSON.parse(new TextDecoder().decode(payload)) as Record<string, unknown>;
+    const aud = Array.isArray(claims.aud) && claims.aud.length === 1 ? claims.aud[0] : claims.aud;
+    if (claims.iss !== oauth.issuer || typeof aud !== 'string' || typeof claims.sub !== 'string') return undefined;
+    return { clientId: aud, sub: claims.sub };
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,46 @@
+/** The OpenID Connect options of the CLI: user profile claims and client OIDC settings. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { runCli } from '../support/processes.js';
+
+describe('fieldgate user and client OpenID options', () => {
+  let dataDir: string;
+  let env: Record<string, string>;
+
+  beforeAll(() => {
+    dataDir = mkdtempSync(path.join(tmpdir(), 'fieldgate-cli-oidc-'));
+    env = { DATA_DIR: dataDir };
+  });
+
+  afterAll(() => {
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('user create and update set the display name and email, and refuse a malformed address', async () => {
+    const created = await runCli(['user', 'create', '--username', 'ada', '--password-stdin', '--name', 'Ada Lovelace', '--email', 'ada@example.com', '--json'], env, 'correct horse battery\n');
+    expect(created.code).toBe(0);
+    const updated = await runCli(['user', 'update', 'ada', '--email', 'ada@math.example', '--email-verified', '--json'], env);
+    expect(updated.code).toBe(0);
+    const bad = await runCli(['user', 'update', 'ada', '--email', 'not an address'], env);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('email address');
+    const nobody = await runCli(['user', 'update', 'nobody', '--name', 'X'], env);
+    expect(nobody.code).not.toBe(0);
+  });
+
+  it('client create takes pairwise subjects, logout URIs and policy links, and refuses pairwise across hosts', async () => {
+    const created = await runCli(
+      ['client', 'create', '--name', 'RP', '--redirect-uri', 'https://rp.example/cb', '--subject-type', 'pairwise', '--post-logout-redirect-uri', 'https://rp.example/bye', '--policy-uri', 'https://rp.example/privacy', '--json'],
+      env,
+    );
+    expect(created.code).toBe(0);
+    expect(JSON.parse(created.stdout)).toMatchObject({ subject_type: 'pairwise', post_logout_redirect_uris: ['https://rp.example/bye'], policy_uri: 'https://rp.example/privacy' });
+    const spread = await runCli(['client', 'create', '--name', 'RP2', '--redirect-uri', 'https://a.example/cb', '--redirect-uri', 'https://b.example/cb', '--subject-type', 'pairwise'], env);
+    expect(spread.code).not.toBe(0);
+    expect(spread.stderr).toContain('one host');
+    const insecure = await runCli(['client', 'create', '--name', 'RP3', '--redirect-uri', 'https://c.example/cb', '--backchannel-logout-uri', 'http://c.example/bc'], env);
+    expect(insecure.code).not.toBe(0);
+  });
+});

@@ -1,0 +1,116 @@
+/**
+ * OpenID Connect Core end to end with openid-client (v6), a strict independent Relying Party:
+ * discovery, the code flow with PKCE, state and nonce, strict ID Token validation (signature
+ * against jwks_uri, iss, aud, exp, iat, nonce, at_hash, auth_time with max_age), userinfo,
+ * and a refresh whose new ID Token keeps `sub` and `auth_time` (OIDC Core §12.2).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as client from 'openid-client';
+import { decodeJwt } from 'jose';
+import { DATABASE_KINDS } from '../support/databases.js';
+import { Browser, buildClient, buildUser, type TestClient, type TestUser } from '../support/oauth.js';
+import { startTestServer, type RunningTestServer } from '../support/e2e-server.js';
+
+for (const kind of DATABASE_KINDS) {
+  describe(`openid-client against a running server [${kind}]`, () => {
+    let server: RunningTestServer;
+    let user: TestUser;
+
+    beforeAll(async () => {
+      server = await startTestServer(kind);
+      user = await buildUser(server.context.runtime);
+      await server.context.runtime.users.updateProfile(user.username, { displayName: 'Ada Lovelace', email: 'ada@example.com', emailVerified: true });
+    });
+
+    afterAll(async () => {
+      await server?.close();
+    });
+
+    async function configure(registered: TestClient): Promise<client.Configuration> {
+      const config = await client.discovery(
+        new URL(server.baseUrl),
+        registered.id,
+        { id_token_signed_response_alg: 'ES256', redirect_uris: [registered.redirectUri] },
+        registered.isPublic ? client.None() : client.ClientSecretBasic(registered.secret!),
+        { execute: [client.allowInsecureRequests] },
+      );
+      return config;
+    }
+
+    async function signIn(config: client.Configuration, registered: TestClient, browser: Browser, extra: Record<string, string> = {}) {
+      const verifier = client.randomPKCECodeVerifier();
+      const state = client.randomState();
+      const nonce = client.randomNonce();
+      const url = client.buildAuthorizationUrl(config, {
+        redirect_uri: registered.redirectUri,
+        scope: 'openid profile email offline_access products:read',
+        code_challenge: await client.calculatePKCECodeChallenge(verifier),
+        code_challenge_method: 'S256',
+        state,
+        nonce,
+        ...extra,
+      });
+      const landing = await browser.authorize(Object.fromEntries(url.searchParams), user);
+      expect(landing.status).toBe(302);
+      return { callback: new URL(landing.headers.location!), verifier, state, nonce };
+    }
+
+    it('discovers an OpenID Provider whose document matches the RFC 8414 one', async () => {
+      const registered = await buildClient(server.context.runtime, { redirectUris: ['http://127.0.0.1:9/cb'] });
+      const config = await configure(registered);
+      const metadata = config.serverMetadata();
+      expect(metadata.issuer).toBe(server.baseUrl);
+      expect(metadata.userinfo_endpoint).toBe(`${server.baseUrl}/userinfo`);
+      expect(metadata.id_token_signing_alg_values_supported).toEqual(['ES256']);
+      expect(metadata.subject_types_supported).toEqual(['public', 'pairwise']);
+      const oauthDocument = await (await fetch(`${server.baseUrl}/.well-known/oauth-authorization-server`)).json();
+      expect(oauthDocument).toEqual(JSON.parse(JSON.stringify(metadata)));
+    });
+
+    for (const variant of ['confidential', 'public'] as const) {
+      it(`signs in a ${variant} client, validates the ID Token strictly, reads userinfo and refreshes`, async () => {
+        const registered = await buildClient(server.context.runtime, { isPublic: variant === 'public', redirectUris: ['http://127.0.0.1:9/cb'] });
+        const config = await configure(registered);
+        const browser = new Browser(server.baseUrl);
+        const { callback, verifier, state, nonce } = await signIn(config, registered, browser, { max_age: '300' });
+
+        const tokens = await client.authorizationCodeGrant(config, callback, {
+          pkceCodeVerifier: verifier,
+          expectedState: state,
+          expectedNonce: nonce,
+          maxAge: 300,
+          idTokenExpected: true,
+        });
+        const claims = tokens.claims()!;
+        expect(claims.sub).toBe(String(user.id));
+        expect(claims.aud).toBe(registered.id);
+        expect(claims.nonce).toBe(nonce);
+        expect(claims.name).toBe('Ada Lovelace');
+        expect(typeof claims.auth_time).toBe('number');
+        expect(tokens.refresh_token).toBeTypeOf('string');
+
+        const info = await client.fetchUserInfo(config, tokens.access_token, claims.sub);
+        expect(info).toMatchObject({ sub: String(user.id), name: 'Ada Lovelace', preferred_username: user.username, email: 'ada@example.com', email_verified: true });
+
+        const refreshed = await client.refreshTokenGrant(config, tokens.refresh_token!);
+        const again = refreshed.claims()!;
+        expect(again.sub).toBe(claims.sub);
+        expect(again.auth_time).toBe(claims.auth_time);
+        expect(again.nonce).toBeUndefined();
+        expect(decodeJwt(refreshed.id_token!).at_hash).toBeTypeOf('string');
+      });
+    }
+
+    it('gives a pairwise client a per-sector subject in the ID Token and at userinfo alike', async () => {
+      const registered = await buildClient(server.context.runtime, { redirectUris: ['http://127.0.0.1:9/pairwise'], oidc: { subjectType: 'pairwise' } });
+      const config = await configure(registered);
+      const { callback, verifier, state, nonce } = await signIn(config, registered, new Browser(server.baseUrl));
+      const tokens = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce });
+      const sub = tokens.claims()!.sub;
+      expect(sub).not.toBe(String(user.id));
+      expect(sub).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      const info = await client.fetchUserInfo(config, tokens.access_token, sub);
+      expect(info.sub).toBe(sub);
+    });
+  });
+}

@@ -1,0 +1,148 @@
+/**
+ * RP-Initiated Logout 1.0 at /logout: id_token_hint (signature checked, expiry not),
+ * post_logout_redirect_uri (registered, exact match) with state, the CSRF-protected
+ * confirmation, the end of the browser session, and Back-Channel Logout 1.0 tokens.
+ */
+import http from 'node:http';
+import { beforeAll, describe, expect, it } from 'vitest';
+import request from 'supertest';
+import { decodeJwt, decodeProtectedHeader } from 'jose';
+import { describeEachDatabase } from '../../support/runtime.js';
+import { authorizeParams, authorizePath, basic, Browser, buildClient, buildUser, formAction, formFields, redirectParams, type TestClient, type TestUser } from '../../support/oauth.js';
+import { isSpecialPurposeAddress, logoutToken, postLogoutToken } from '../../../src/oauth/oidc/backchannel.js';
+import { createOAuthContext } from '../../../src/oauth/context.js';
+
+describeEachDatabase('RP-Initiated Logout', (context) => {
+  let client: TestClient;
+  let other: TestClient;
+  let user: TestUser;
+  const afterLogout = 'https://rp.example/signed-out';
+
+  beforeAll(async () => {
+    client = await buildClient(context().runtime, { redirectUris: ['https://rp.example/cb'], oidc: { postLogoutRedirectUris: [afterLogout] } });
+    other = await buildClient(context().runtime, { redirectUris: ['https://other.example/cb'] });
+    user = await buildUser(context().runtime);
+  });
+
+  async function signedInWithIdToken(): Promise<{ browser: Browser; idToken: string }> {
+    const browser = new Browser(context().app);
+    const params = authorizeParams(client, { scope: 'openid' });
+    const res = await browser.authorize(params, user);
+    const token = await request(context().app)
+      .post('/token')
+      .set('Authorization', basic(client.id, client.secret!))
+      .type('form')
+      .send({ grant_type: 'authorization_code', code: redirectParams(res).get('code')!, redirect_uri: client.redirectUri, code_verifier: params.verifier });
+    expect(token.body.id_token).toBeTypeOf('string');
+    return { browser, idToken: token.body.id_token };
+  }
+
+  const logoutPath = (params: Record<string, string>) => `/logout?${new URLSearchParams(params).toString()}`;
+
+  it('asks a signed-in user to confirm, then ends the session and returns to the registered URI with state', async () => {
+    const { browser, idToken } = await signedInWithIdToken();
+    const page = await browser.open(logoutPath({ id_token_hint: idToken, post_logout_redirect_uri: afterLogout, state: 'xyz' }));
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('Sign out?');
+    const done = await browser.submit(formAction(page.text), { ...formFields(page.text), decision: 'logout' });
+    expect(done.status).toBe(303);
+    expect(done.headers.location).toBe(`${afterLogout}?state=xyz`);
+    // The session is over: /authorize shows the login page again.
+    const again = await browser.open(authorizePath(authorizeParams(client, { scope: 'openid' })));
+    expect(again.text).toContain('name="password"');
+  });
+
+  it('accepts an expired id_token_hint signed by this server', async () => {
+    const { browser, idToken } = await signedInWithIdToken();
+    expect(decodeJwt(idToken).exp).toBeTypeOf('number');
+    // Re-sign an expired copy with the server's own key, as an old hint would be.
+    const key = await context().runtime.keys.signingKey();
+    const expired = key.sign({ ...decodeJwt(idToken), iat: 1_000, exp: 2_000 }, decodeProtectedHeader(idToken).typ as string);
+    const page = await browser.open(logoutPath({ id_token_hint: expired, post_logout_redirect_uri: afterLogout }));
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('Sign out?');
+  });
+
+  it('refuses, on its own page, a hint with a bad signature, an unregistered or near-miss redirect, or a client mismatch', async () => {
+    const { browser, idToken } = await signedInWithIdToken();
+    const [header, payload, signature] = idToken.split('.');
+    const tampered = `${header}.${Buffer.from(JSON.stringify({ ...decodeJwt(idToken), sub: 'someone-else' })).toString('base64url')}.${signature}`;
+    const cases: Record<string, string>[] = [
+      { id_token_hint: tampered, post_logout_redirect_uri: afterLogout },
+      { id_token_hint: 'not-a-jwt' },
+      { id_token_hint: idToken, post_logout_redirect_uri: `${afterLogout}/` },
+      { id_token_hint: idToken, post_logout_redirect_uri: 'https://evil.example/' },
+      { post_logout_redirect_uri: afterLogout },
+      { id_token_hint: idToken, client_id: other.id },
+      { client_id: 'no-such-client' },
+    ];
+    for (const params of cases) {
+      const res = await browser.open(logoutPath(params));
+      expect(res.status, JSON.stringify(params)).toBe(400);
+      expect(res.headers.location).toBeUndefined();
+    }
+    expect(payload).toBeTruthy();
+  });
+
+  it('does not sign out without the CSRF token, nor when the user chooses to stay', async () => {
+    const { browser } = await signedInWithIdToken();
+    const page = await browser.open(logoutPath({ client_id: client.id }));
+    const forged = await browser.submit(formAction(page.text), { ...formFields(page.text), csrf_token: 'forged', decision: 'logout' });
+    expect(forged.status).toBe(403);
+    const stay = await browser.submit(formAction(page.text), { ...formFields(page.text), decision: 'stay' });
+    expect(stay.status).toBe(200);
+    expect(stay.text).toContain('still signed in');
+    const still = await browser.open(authorizePath(authorizeParams(client, { scope: 'openid', prompt: 'none' })));
+    expect(redirectParams(still).get('code')).toBeTruthy();
+  });
+
+  it('just redirects (with state) when nobody is signed in', async () => {
+    const res = await request(context().app).get(logoutPath({ client_id: client.id, post_logout_redirect_uri: afterLogout, state: 's' })).redirects(0);
+    expect(res.status).toBe(303);
+    expect(res.headers.location).toBe(`${afterLogout}?state=s`);
+  });
+
+  describe('back-channel logout', () => {
+    it('signs logout tokens with typ logout+jwt, the event, the client as aud, the subject and no nonce', async () => {
+      const oauth = createOAuthContext(context().runtime);
+      const registered = await context().runtime.clients.find(client.id);
+      const token = await logoutToken(oauth, registered!, user.id);
+      expect(decodeProtectedHeader(token).typ).toBe('logout+jwt');
+      const claims = decodeJwt(token);
+      expect(claims).toMatchObject({ iss: context().config.issuer, aud: client.id, sub: String(user.id), events: { 'http://schemas.openid.net/event/backchannel-logout': {} } });
+      expect(claims.jti).toBeTypeOf('string');
+      expect(claims.nonce).toBeUndefined();
+    });
+
+    it('POSTs the logout token as a form, and refuses private addresses unless allowed', async () => {
+      const received: string[] = [];
+      const receiver = http.createServer((req, res) => {
+        let body = '';
+        req.on('data', (chunk) => (body += chunk));
+        req.on('end', () => {
+          received.push(new URLSearchParams(body).get('logout_token') ?? '');
+          res.writeHead(200).end();
+        });
+      });
+      await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+      const port = (receiver.address() as { port: number }).port;
+      try {
+        const token = 'a.b.c';
+        expect(await postLogoutToken(`http://127.0.0.1:${port}/bc`, token, true)).toBe(200);
+        expect(received).toEqual([token]);
+        // Without the private-network opt-in, the same address is refused before any connection.
+        await expect(postLogoutToken(`http://127.0.0.1:${port}/bc`, token, false)).rejects.toThrow(/not a public address/);
+        expect(received).toHaveLength(1);
+      } finally {
+        receiver.close();
+      }
+    });
+
+    it('treats loopback, private, link-local and mapped addresses as special-purpose', () => {
+      for (const address of ['127.0.0.1', '10.1.2.3', '192.168.1.1', '169.254.169.254', '::1', 'fe80::1', '::ffff:127.0.0.1', 'fd00::1', '0.0.0.0']) {
+        expect(isSpecialPurposeAddress(address), address).toBe(true);
+      }
+      for (const address of ['93.184.216.34', '2606:2800:220:1::1']) expect(isSpecialPurposeAddress(address), address).toBe(false);
+    });
+  });
+});
