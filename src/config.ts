@@ -122,6 +122,43 @@ export interface Config {
   janitorRetention: number;
   /** Most rows one cleanup statement deletes. */
   janitorBatchSize: number;
+
+  // -- Resource indicators and client self-registration
+  /** RFC 8707 identifiers of external resource servers that accept our tokens (RESOURCE_INDICATORS). */
+  resourceIndicators: string[];
+  /** RFC 7591 dynamic registration at /register: open to anyone, with an initial access token, or off (REGISTRATION). */
+  registration: RegistrationMode;
+  /** Registrations per client IP per 15 minutes (REGISTRATION_RATE_LIMIT). */
+  registrationRateLimit: number;
+  /** Seconds after which a self-registered client that was never used is deleted; 0: never (DYNAMIC_CLIENT_TTL). */
+  dynamicClientTtl: number;
+  /** Accept client ids that are https URLs of client ID metadata documents (CLIENT_ID_METADATA_DOCUMENTS). */
+  clientIdMetadataDocuments: boolean;
+  /** Development only: fetch metadata documents from private and loopback addresses, and over http (CIMD_ALLOW_PRIVATE). */
+  cimdAllowPrivate: boolean;
+}
+
+export const REGISTRATION_MODES = ['open', 'token', 'off'] as const;
+export type RegistrationMode = (typeof REGISTRATION_MODES)[number];
+
+function registrationMode(env: Env, fallback: RegistrationMode): RegistrationMode {
+  const raw = env.REGISTRATION?.trim().toLowerCase();
+  if (!raw) return fallback;
+  if (!(REGISTRATION_MODES as readonly string[]).includes(raw)) {
+    throw new ConfigError('REGISTRATION', `must be one of ${REGISTRATION_MODES.join(', ')}, got "${env.REGISTRATION}"`);
+  }
+  return raw as RegistrationMode;
+}
+
+function resourceIndicators(env: Env): string[] {
+  const entries = (env.RESOURCE_INDICATORS ?? '').split(',').map((entry) => entry.trim()).filter(Boolean);
+  for (const entry of entries) {
+    const parsed = url('RESOURCE_INDICATORS', entry, ['http:', 'https:']);
+    if (/\s/.test(entry)) throw new ConfigError('RESOURCE_INDICATORS', `"${entry}" must not contain whitespace`);
+    // RFC 8707 §2: an absolute URI without a fragment (and, as advised, without a query).
+    if (parsed.hash || entry.includes('#') || parsed.search) throw new ConfigError('RESOURCE_INDICATORS', `"${entry}" must not carry a query or fragment`);
+  }
+  return entries;
 }
 
 function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
@@ -238,5 +275,11 @@ export function loadConfig(env: Env = process.env): Config {
     janitorInterval: integer(env, 'JANITOR_INTERVAL', 300, 0, 86_400),
     janitorRetention: integer(env, 'JANITOR_RETENTION', 86_400, 0, 31_536_000),
     janitorBatchSize: integer(env, 'JANITOR_BATCH_SIZE', 1000, 1, 100_000),
+    resourceIndicators: resourceIndicators(env),
+    registration: registrationMode(env, demo ? 'open' : 'off'),
+    registrationRateLimit: integer(env, 'REGISTRATION_RATE_LIMIT', 20, 1, 100_000),
+    dynamicClientTtl: integer(env, 'DYNAMIC_CLIENT_TTL', 86_400, 0, 31_536_000),
+    clientIdMetadataDocuments: flag(env, 'CLIENT_ID_METADATA_DOCUMENTS', true),
+    cimdAllowPrivate: flag(env, 'CIMD_ALLOW_PRIVATE', false),
   };
 }

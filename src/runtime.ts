@@ -11,6 +11,7 @@ import { ClientStore } from './oauth/stores/clients.js';
 import { ensureSigningKey, KeyStore } from './tokens/signing-keys.js';
 import { Revocations } from './tokens/revocation.js';
 import { UserStore } from './oauth/stores/users.js';
+import { Resources } from './tokens/resources.js';
 
 export interface Runtime {
   config: Config;
@@ -20,6 +21,8 @@ export interface Runtime {
   keys: KeyStore;
   revocations: Revocations;
   accessTokens: AccessTokens;
+  /** RFC 8707 resource identifiers: Fieldgate's REST and GraphQL faces and RESOURCE_INDICATORS. */
+  resources: Resources;
   clients: ClientStore;
   users: UserStore;
   /** Key that signs browser-session cookies, shared by every instance. */
@@ -50,9 +53,10 @@ async function wireRuntime(config: Config, logger: Logger, database: Database): 
   const db = database.db;
   const keys = new KeyStore(db, config.accessTokenTtl);
   const revocations = new Revocations(db);
+  const resources = new Resources(config.issuer, config.resourceIndicators);
   const accessTokens = new AccessTokens(keys, revocations, {
     issuer: config.issuer,
-    audience: config.issuer,
+    audience: resources.defaults,
     ttlSeconds: config.accessTokenTtl,
   });
   const [clientSecretKey, sessionSecret, refreshTokenSecret] = await Promise.all([
@@ -68,6 +72,7 @@ async function wireRuntime(config: Config, logger: Logger, database: Database): 
     keys,
     revocations,
     accessTokens,
+    resources,
     clients: new ClientStore(db, clientSecretKey),
     users: new UserStore(db),
     sessionSecret,

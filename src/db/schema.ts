@@ -38,6 +38,26 @@ export const clients = pgTable('clients', {
   /** The secret before the last rotation, still accepted until `previousSecretExpiresAt`. */
   previousSecretHash: text('previous_secret_hash'),
   previousSecretExpiresAt: timestamp('previous_secret_expires_at', { withTimezone: true }),
+  // -- Self-registration (RFC 7591/7592 and client ID metadata documents)
+  /** 'static' (CLI), 'dynamic' (POST /register) or 'metadata_document' (client_id is a URL). */
+  registrationType: text('registration_type').notNull().default('static'),
+  /** HMAC of the RFC 7592 registration access token; dynamic clients only. */
+  registrationAccessTokenHash: text('registration_access_token_hash'),
+  clientUri: text('client_uri'),
+  logoUri: text('logo_uri'),
+  /** The rest of the registered metadata, echoed back as registered (auth method, contacts, …). */
+  registrationMetadata: jsonb('registration_metadata').$type<Record<string, unknown>>(),
+  /** Metadata documents: when the fetched document must be fetched again. */
+  metadataExpiresAt: timestamp('metadata_expires_at', { withTimezone: true }),
+});
+
+/** RFC 7591 §3 initial access tokens (REGISTRATION=token), made with `fieldgate registration-token create`. */
+export const registrationTokens = pgTable('registration_tokens', {
+  /** SHA-256 of the token. */
+  tokenHash: text('token_hash').primaryKey(),
+  label: text('label'),
+  createdAt: createdAt(),
+  expiresAt: timestamp('expires_at', { withTimezone: true }),
 });
 
 export const users = pgTable('users', {
@@ -61,6 +81,8 @@ export const grants = pgTable(
     scope: text('scope').notNull(),
     createdAt: createdAt(),
     revokedAt: timestamp('revoked_at', { withTimezone: true }),
+    /** RFC 8707 resources the grant was authorized for (the `aud` of its tokens); empty: the default. */
+    resources: text('resources').array().notNull().default(sql`'{}'::text[]`),
   },
   (t) => [index('grants_client_user_idx').on(t.clientId, t.userId)],
 );

@@ -10,6 +10,7 @@ import type { Parameters } from './params.js';
 import { isValidCodeChallenge, type CodeChallengeMethod } from './pkce.js';
 import { isScope, parseScope } from './scopes.js';
 import type { ClientCache } from './stores/client-cache.js';
+import type { Resources } from '../tokens/resources.js';
 
 export const AUTHORIZE_PARAMETERS = [
   'response_type',
@@ -20,6 +21,9 @@ export const AUTHORIZE_PARAMETERS = [
   'code_challenge',
   'code_challenge_method',
 ] as const;
+
+/** RFC 8707 §2: may be repeated, one value per resource. */
+export const RESOURCE_PARAMETER = 'resource';
 
 /** A request whose client or redirect URI cannot be trusted: answered with our error page only. */
 export class UntrustedAuthorizationRequest extends Error {
@@ -47,6 +51,8 @@ export interface AuthorizationRequest {
   redirectUriSent: boolean;
   state: string | undefined;
   scopes: string[];
+  /** RFC 8707 resources named by the request (resolved to their configured form); empty: the default. */
+  resources: string[];
   codeChallenge: string | null;
   codeChallengeMethod: CodeChallengeMethod | null;
   /** The query string that reproduces this request at /authorize (known parameters only). */
@@ -66,7 +72,7 @@ async function trustedClient(clients: ClientCache, params: Parameters): Promise<
   if (params.isRepeated('client_id')) throw new UntrustedAuthorizationRequest('The client_id parameter is repeated.');
   const clientId = untrustedGet(params, 'client_id');
   if (clientId === undefined) throw new UntrustedAuthorizationRequest('The request does not say which application is asking (client_id is missing).');
-  const client = await clients.find(clientId);
+  const client = await clients.resolve(clientId);
   if (!client) throw new UntrustedAuthorizationRequest('The application that sent you here is not registered with this server.');
 
   if (params.isRepeated('redirect_uri')) throw new UntrustedAuthorizationRequest('The redirect_uri parameter is repeated.');
@@ -116,6 +122,7 @@ function canonicalQuery(params: Parameters): string {
     const value = params.get(name);
     if (value !== undefined) query.set(name, value);
   }
+  for (const resource of params.getAll(RESOURCE_PARAMETER)) query.append(RESOURCE_PARAMETER, resource);
   return query.toString();
 }
 
@@ -132,7 +139,7 @@ function stateOf(params: Parameters): string | undefined {
  * The validated request. Throws UntrustedAuthorizationRequest for a bad client or redirect URI
  * and AuthorizationError for everything that may be reported to the client.
  */
-export async function readAuthorizationRequest(clients: ClientCache, params: Parameters): Promise<AuthorizationRequest> {
+export async function readAuthorizationRequest(clients: ClientCache, params: Parameters, resources: Resources): Promise<AuthorizationRequest> {
   const { client, redirectUri } = await trustedClient(clients, params);
   const state = params.isRepeated('state') ? undefined : stateOf(params);
   try {
@@ -144,12 +151,14 @@ export async function readAuthorizationRequest(clients: ClientCache, params: Par
       throw new UnauthorizedClient('this client may not use the authorization code grant');
     }
     const scopes = requestedScopes(client, params.get('scope'));
+    const requestedResources = resources.resolve(params.getAll(RESOURCE_PARAMETER));
     return {
       client,
       redirectUri,
       redirectUriSent: params.has('redirect_uri'),
       state,
       scopes,
+      resources: requestedResources,
       ...pkce(client, params),
       query: canonicalQuery(params),
     };

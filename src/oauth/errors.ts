@@ -16,7 +16,10 @@ export type OAuthErrorCode =
   | 'server_error'
   | 'temporarily_unavailable'
   | 'invalid_token'
-  | 'insufficient_scope';
+  | 'insufficient_scope'
+  | 'invalid_target'
+  | 'invalid_redirect_uri'
+  | 'invalid_client_metadata';
 
 export interface OAuthErrorOptions {
   cause?: unknown;
@@ -144,5 +147,27 @@ export class InsufficientScope extends OAuthError {
     options: OAuthErrorOptions = {},
   ) {
     super(`this request needs the scope ${requiredScope}`, options);
+  }
+}
+
+/** RFC 8707 §2: the requested resource is unknown, or more than the grant allows. */
+export class InvalidTarget extends OAuthError {
+  readonly code = 'invalid_target';
+  readonly status = 400;
+}
+
+/** RFC 7591 §3.2.2: a redirect URI of the registration request is not acceptable. */
+export class InvalidRedirectUri extends OAuthError {
+  readonly code = 'invalid_redirect_uri';
+  readonly status = 400;
+}
+
+/** RFC 7591 §3.2.2: a client metadata value is invalid (or a metadata document is unusable). */
+export class InvalidClientMetadata extends OAuthError {
+  readonly code = 'invalid_client_metadata';
+  readonly status: number;
+  constructor(description: string, options: OAuthErrorOptions & { status?: number } = {}) {
+    super(description, options);
+    this.status = options.status ?? 400;
   }
 }

@@ -12,6 +12,7 @@ import { addIntrospectionEndpoint } from './endpoints/introspect.js';
 import { addJwksEndpoint } from './endpoints/jwks.js';
 import { addMetadataEndpoint } from './endpoints/metadata.js';
 import { addRevocationEndpoint } from './endpoints/revoke.js';
+import { addResourceMetadataEndpoints } from './endpoints/resource-metadata.js';
 import { addTokenEndpoint } from './endpoints/token.js';
 
 /** The first path segments of every endpoint and page below. */
@@ -27,5 +28,6 @@ export function createOAuthRouter(runtime: Runtime): express.Router {
   addIntrospectionEndpoint(router, oauth, cors);
   addMetadataEndpoint(router, oauth, cors);
   addJwksEndpoint(router, oauth, cors);
+  addResourceMetadataEndpoints(router, oauth, cors);
   return router;
 }

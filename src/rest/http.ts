@@ -41,7 +41,7 @@ export interface RestRoute {
 export function authenticate(runtime: Runtime): RequestHandler {
   return async function authenticateBearerToken(req, res, next) {
     try {
-      res.locals.principal = await authenticateBearer(runtime.accessTokens, req.headers.authorization);
+      res.locals.principal = await authenticateBearer(runtime.accessTokens, req.headers.authorization, runtime.resources.rest.identifier);
       next();
     } catch (error) {
       next(error instanceof OAuthError ? fromOAuthError(error) : error);

@@ -16,7 +16,7 @@ export function consentHandler(browser: BrowserContext) {
   return async function decide(req: Request, res: Response): Promise<void> {
     const params = bodyParameters(res);
     requireCsrf(browser, req, 'consent');
-    const request = await readAuthorizationRequest(oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''));
+    const request = await readAuthorizationRequest(oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''), oauth.runtime.resources);
     const session = browser.sessions.current(req);
     const user = session?.userId === undefined ? undefined : await oauth.consents.lookup(session.userId, request.client.id);
     if (!user) {

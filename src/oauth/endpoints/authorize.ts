@@ -22,6 +22,7 @@ function codeRequest(request: AuthorizationRequest, userId: number): NewAuthoriz
     clientId: request.client.id,
     userId,
     scope: request.scopes.join(' '),
+    resources: request.resources,
     redirectUri: request.redirectUriSent ? request.redirectUri : null,
     codeChallenge: request.codeChallenge,
     codeChallengeMethod: request.codeChallengeMethod,
@@ -30,7 +31,7 @@ function codeRequest(request: AuthorizationRequest, userId: number): NewAuthoriz
 
 function authorizeHandler(browser: BrowserContext) {
   return async function authorize(req: Request, res: Response): Promise<void> {
-    const request = await readAuthorizationRequest(browser.oauth.clients, queryParameters(req.originalUrl));
+    const request = await readAuthorizationRequest(browser.oauth.clients, queryParameters(req.originalUrl), browser.oauth.runtime.resources);
     const session = browser.sessions.current(req);
     if (session?.userId === undefined) {
       showLogin(browser, req, res, request);

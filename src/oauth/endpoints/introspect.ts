@@ -36,7 +36,7 @@ async function introspectAccessToken(oauth: OAuthContext, client: Client, token:
       exp: seconds(principal.expiresAt),
       iat: seconds(principal.issuedAt),
       iss: oauth.issuer,
-      aud: oauth.issuer,
+      aud: principal.audience.length === 1 ? principal.audience[0] : principal.audience,
       jti: principal.jti,
       token_type: 'Bearer',
     };

@@ -10,7 +10,7 @@ import { InvalidGrant } from '../errors.js';
 import { verifyCodeVerifier } from '../pkce.js';
 import type { NewRefreshToken, RedeemedCode } from '../stores/codes.js';
 import { redirectUriMatches, type Client } from '../stores/clients.js';
-import { issuesRefreshTokens, tokenResponse, type GrantRequest, type TokenResponse } from './grant.js';
+import { issuesRefreshTokens, requestedAudience, tokenResponse, type GrantRequest, type TokenResponse } from './grant.js';
 
 export const grantType = 'authorization_code';
 
@@ -67,15 +67,17 @@ export async function handler(request: GrantRequest): Promise<TokenResponse> {
   // checks below pass, and deleted otherwise.
   const refreshToken = issuesRefreshTokens(client) ? oauth.refreshTokens.mint() : undefined;
   const redeemed = await redeem(request, params.require('code'), refreshToken);
+  let audience: string[];
   try {
     checkRedirectUri(client, redeemed, params.get('redirect_uri'));
     checkPkce(client, redeemed, params.get('code_verifier'));
+    audience = requestedAudience(oauth, params, redeemed.resources);
   } catch (error) {
     if (refreshToken) await oauth.refreshTokens.discard(refreshToken.token);
     throw error;
   }
 
-  const grant = { grantId: redeemed.grantId, userId: redeemed.userId, clientId: client.id, scope: redeemed.scope };
+  const grant = { grantId: redeemed.grantId, userId: redeemed.userId, clientId: client.id, scope: redeemed.scope, audience };
   oauth.events(req, 'code_redeemed', { clientId: client.id, userId: redeemed.userId, grantId: redeemed.grantId });
   return tokenResponse(oauth, grant, refreshToken?.token);
 }

@@ -33,7 +33,7 @@ export interface Grant {
 /** Signs the access token of one grant and shapes the response. */
 export async function tokenResponse(
   oauth: OAuthContext,
-  grant: { grantId: string; userId: number; clientId: string; scope: string },
+  grant: { grantId: string; userId: number; clientId: string; scope: string; audience?: readonly string[] },
   refreshToken: string | undefined,
 ): Promise<TokenResponse> {
   const accessToken = await oauth.runtime.accessTokens.issue(grant);
@@ -44,6 +44,11 @@ export async function tokenResponse(
     ...(refreshToken === undefined ? {} : { refresh_token: refreshToken }),
     scope: grant.scope,
   };
+}
+
+/** RFC 8707 §2.2: the audience of this token request, within what the grant was authorized for. */
+export function requestedAudience(oauth: OAuthContext, params: Parameters, grantResources: readonly string[]): string[] {
+  return oauth.runtime.resources.narrow(grantResources, params.getAll('resource'));
 }
 
 /** Whether the client is registered for refresh tokens. */

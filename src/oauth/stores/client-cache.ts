@@ -26,6 +26,11 @@ export class ClientCache {
     return client;
   }
 
+  /** The client of an authorization request: a registered one, or (CIMD) the one a metadata document describes. */
+  async resolve(id: string): Promise<Client | undefined> {
+    return this.find(id);
+  }
+
   /** Constant-time check of a presented secret against the client's stored HMAC. */
   verifySecret(client: Client, secret: string): boolean {
     return this.clients.verifySecret(client, secret);

@@ -4,7 +4,7 @@
  * belongs to), in one statement. Redeeming is one atomic UPDATE, so of any number of
  * concurrent redemptions exactly one gets the row.
  */
-import { and, eq, gt, isNull, sql } from 'drizzle-orm';
+import { and, eq, gt, isNull, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { authorizationCodes, consents, grants, users } from '../../db/schema.js';
 import { insertRefreshTokenFrom } from './refresh-tokens.js';
@@ -18,6 +18,8 @@ export interface NewAuthorizationCode {
   clientId: string;
   userId: number;
   scope: string;
+  /** RFC 8707 resources the user authorizes (stored on the grant); empty: the default audience. */
+  resources?: readonly string[];
   /** The redirect_uri sent to /authorize, or null when the request relied on the only registered one. */
   redirectUri: string | null;
   codeChallenge: string | null;
@@ -28,6 +30,8 @@ export interface RedeemedCode {
   grantId: string;
   userId: number;
   scope: string;
+  /** The grant's RFC 8707 resources; empty: the default audience. */
+  resources: string[];
   redirectUri: string | null;
   codeChallenge: string | null;
   codeChallengeMethod: string | null;
@@ -47,6 +51,11 @@ export type CodeRejection =
   | { reason: 'expired'; userId: number }
   | { reason: 'grant_revoked'; userId: number };
 
+/** A text[] parameter that both drivers bind the same way. */
+function textArray(values: readonly string[] | undefined): SQL {
+  return sql`string_to_array(${(values ?? []).join(' ')}, ' ')`;
+}
+
 export class AuthorizationCodeStore {
   constructor(
     private readonly db: Db,
@@ -59,8 +68,8 @@ export class AuthorizationCodeStore {
     const grantId = randomToken(16);
     await this.db.execute(sql`
       with new_grant as (
-        insert into ${grants} (id, client_id, user_id, scope)
-        values (${grantId}, ${input.clientId}, ${input.userId}, ${input.scope})
+        insert into ${grants} (id, client_id, user_id, scope, resources)
+        values (${grantId}, ${input.clientId}, ${input.userId}, ${input.scope}, ${textArray(input.resources)})
         returning id
       )
       insert into ${authorizationCodes}
@@ -97,8 +106,8 @@ export class AuthorizationCodeStore {
           select id from signed_in
           where string_to_array(coalesce(scope, ''), ' ') @> string_to_array(${input.scope}, ' ')
         ), new_grant as (
-          insert into ${grants} (id, client_id, user_id, scope)
-          select ${grantId}, ${input.clientId}, id, ${input.scope} from consented
+          insert into ${grants} (id, client_id, user_id, scope, resources)
+          select ${grantId}, ${input.clientId}, id, ${input.scope}, ${textArray(input.resources)} from consented
           returning id
         ), new_code as (
           insert into ${authorizationCodes}
@@ -127,6 +136,7 @@ export class AuthorizationCodeStore {
       redirect_uri: string | null;
       code_challenge: string | null;
       code_challenge_method: string | null;
+      resources: string[] | null;
     }>(
       this.db,
       sql`
@@ -137,13 +147,15 @@ export class AuthorizationCodeStore {
             and not exists (select 1 from ${grants} g where g.id = ${authorizationCodes.grantId} and g.revoked_at is not null)
           returning grant_id, client_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method
         )${refreshToken ? sql`, issued as (${insertRefreshTokenFrom(sql`redeemed`, refreshToken)})` : sql``}
-        select grant_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method from redeemed`,
+        select r.grant_id, r.user_id, r.scope, r.redirect_uri, r.code_challenge, r.code_challenge_method, g.resources
+        from redeemed r join ${grants} g on g.id = r.grant_id`,
     );
     if (!row) return undefined;
     return {
       grantId: row.grant_id,
       userId: row.user_id,
       scope: row.scope,
+      resources: row.resources ?? [],
       redirectUri: row.redirect_uri,
       codeChallenge: row.code_challenge,
       codeChallengeMethod: row.code_challenge_method,

@@ -20,6 +20,8 @@ export interface RefreshTokenFamily {
   userId: number;
   /** The scope of the grant, the most any refresh may ask for. */
   scope: string;
+  /** The grant's RFC 8707 resources (empty: the default audience), the most any refresh may ask for. */
+  resources: string[];
 }
 
 export interface RotatedRefreshToken extends RefreshTokenFamily {
@@ -97,7 +99,7 @@ export class RefreshTokenStore {
    */
   async rotate(token: string, clientId: string): Promise<RotatedRefreshToken | undefined> {
     const successor = this.successorOf(token);
-    const [row] = await queryRows<{ grant_id: string; client_id: string; user_id: number; scope: string }>(
+    const [row] = await queryRows<{ grant_id: string; client_id: string; user_id: number; scope: string; resources: string[] | null }>(
       this.db,
       sql`
         with retired as (
@@ -108,10 +110,11 @@ export class RefreshTokenStore {
           returning grant_id, client_id, user_id, scope
         )
         ${insertRefreshTokenFrom(sql`retired`, { tokenHash: sha256(successor), ttlSeconds: this.ttlSeconds })}
-        returning grant_id, client_id, user_id, scope`,
+        returning grant_id, client_id, user_id, scope,
+          (select g.resources from ${grants} g where g.id = ${refreshTokens}.grant_id) as resources`,
     );
     if (!row) return undefined;
-    return { refreshToken: successor, grantId: row.grant_id, clientId: row.client_id, userId: row.user_id, scope: row.scope };
+    return { refreshToken: successor, grantId: row.grant_id, clientId: row.client_id, userId: row.user_id, scope: row.scope, resources: row.resources ?? [] };
   }
 
   /** The record of `token` in any state, or undefined for a token this server never issued. */
@@ -127,10 +130,11 @@ export class RefreshTokenStore {
       consumed: boolean;
       grant_revoked: boolean;
       within_grace: boolean;
+      resources: string[] | null;
     }>(
       this.db,
       sql`
-        select t.grant_id, t.client_id, t.user_id, t.scope, t.created_at, t.expires_at,
+        select t.grant_id, t.client_id, t.user_id, t.scope, g.resources, t.created_at, t.expires_at,
                t.expires_at <= now() as expired,
                t.consumed_at is not null as consumed,
                g.revoked_at is not null as grant_revoked,
@@ -147,6 +151,7 @@ export class RefreshTokenStore {
       clientId: row.client_id,
       userId: row.user_id,
       scope: row.scope,
+      resources: row.resources ?? [],
       createdAt: toDate(row.created_at),
       expiresAt: toDate(row.expires_at),
       expired: row.expired,
@@ -157,10 +162,11 @@ export class RefreshTokenStore {
   }
 
   /** The scope recorded for `token` (never changes), to validate a narrowing request before rotating. */
-  async scopeOf(token: string): Promise<{ clientId: string; scope: string } | undefined> {
+  async scopeOf(token: string): Promise<{ clientId: string; scope: string; resources: string[] } | undefined> {
     const [row] = await this.db
-      .select({ clientId: refreshTokens.clientId, scope: refreshTokens.scope })
+      .select({ clientId: refreshTokens.clientId, scope: refreshTokens.scope, resources: grants.resources })
       .from(refreshTokens)
+      .innerJoin(grants, eq(grants.id, refreshTokens.grantId))
       .where(eq(refreshTokens.tokenHash, sha256(token)));
     return row;
   }
