@@ -40,7 +40,7 @@ export const clients = pgTable('clients', {
   previousSecretExpiresAt: timestamp('previous_secret_expires_at', { withTimezone: true }),
   // -- Self-registration (RFC 7591/7592 and client ID metadata documents)
   /** 'static' (CLI), 'dynamic' (POST /register) or 'metadata_document' (client_id is a URL). */
-  registrationType: text('registration_type').notNull().default('static'),
+  registrationType: text('registration_type').$type<'static' | 'dynamic' | 'metadata_document'>().notNull().default('static'),
   /** HMAC of the RFC 7592 registration access token; dynamic clients only. */
   registrationAccessTokenHash: text('registration_access_token_hash'),
   clientUri: text('client_uri'),

@@ -171,3 +171,16 @@ export class InvalidClientMetadata extends OAuthError {
     this.status = options.status ?? 400;
   }
 }
+
+/** Too many requests from one client IP (a per-IP limit such as the registration throttle): 429 with Retry-After. */
+export class RateLimited extends OAuthError {
+  readonly code = 'temporarily_unavailable';
+  readonly status = 429;
+  constructor(
+    description: string,
+    readonly retryAfterSeconds: number,
+    options: OAuthErrorOptions = {},
+  ) {
+    super(description, options);
+  }
+}

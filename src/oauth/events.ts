@@ -23,7 +23,10 @@ export type SecurityEventName =
   | 'refresh_token_reuse_detected'
   | 'refresh_token_reuse_within_grace'
   | 'refresh_token_rejected'
-  | 'token_revoked';
+  | 'token_revoked'
+  | 'client_registered'
+  | 'client_deleted'
+  | 'client_metadata_rejected';
 
 export interface SecurityEventFields {
   clientId?: string | undefined;

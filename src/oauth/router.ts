@@ -13,10 +13,11 @@ import { addJwksEndpoint } from './endpoints/jwks.js';
 import { addMetadataEndpoint } from './endpoints/metadata.js';
 import { addRevocationEndpoint } from './endpoints/revoke.js';
 import { addResourceMetadataEndpoints } from './endpoints/resource-metadata.js';
+import { addRegistrationEndpoint } from './endpoints/register.js';
 import { addTokenEndpoint } from './endpoints/token.js';
 
 /** The first path segments of every endpoint and page below. */
-export const OAUTH_PATHS = ['/authorize', '/token', '/revoke', '/introspect', '/.well-known'];
+export const OAUTH_PATHS = ['/authorize', '/token', '/revoke', '/introspect', '/register', '/.well-known'];
 
 export function createOAuthRouter(runtime: Runtime): express.Router {
   const oauth = createOAuthContext(runtime);
@@ -29,5 +30,6 @@ export function createOAuthRouter(runtime: Runtime): express.Router {
   addMetadataEndpoint(router, oauth, cors);
   addJwksEndpoint(router, oauth, cors);
   addResourceMetadataEndpoints(router, oauth, cors);
+  addRegistrationEndpoint(router, oauth, cors);
   return router;
 }

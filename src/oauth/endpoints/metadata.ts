@@ -10,7 +10,14 @@ import { GRANT_TYPES_SUPPORTED } from './token.js';
 export const METADATA_PATH = '/.well-known/oauth-authorization-server';
 export const JWKS_PATH = '/.well-known/jwks.json';
 
-export function authorizationServerMetadata(issuer: string): Record<string, unknown> {
+export interface MetadataOptions {
+  /** Advertise /register (REGISTRATION is not off). */
+  registration?: boolean;
+  /** Advertise client ID metadata documents (CLIENT_ID_METADATA_DOCUMENTS). */
+  clientIdMetadataDocuments?: boolean;
+}
+
+export function authorizationServerMetadata(issuer: string, options: MetadataOptions = {}): Record<string, unknown> {
   return {
     issuer,
     authorization_endpoint: `${issuer}/authorize`,
@@ -28,11 +35,20 @@ export function authorizationServerMetadata(issuer: string): Record<string, unkn
     // RFC 7662 §2.1: only an authenticated (confidential) client may introspect.
     introspection_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS.filter((method) => method !== 'none'),
     authorization_response_iss_parameter_supported: true,
+    // -- Self-registration (RFC 7591, draft-ietf-oauth-client-id-metadata-document)
+    ...(options.registration ? { registration_endpoint: `${issuer}/register` } : {}),
+    client_id_metadata_document_supported: options.clientIdMetadataDocuments ?? false,
   };
 }
 
 export function addMetadataEndpoint(router: express.Router, oauth: OAuthContext, cors: RequestHandler): void {
-  const body = JSON.stringify(authorizationServerMetadata(oauth.issuer));
+  const { config } = oauth.runtime;
+  const body = JSON.stringify(
+    authorizationServerMetadata(oauth.issuer, {
+      registration: config.registration !== 'off',
+      clientIdMetadataDocuments: config.clientIdMetadataDocuments,
+    }),
+  );
   router.get(METADATA_PATH, cors, function serveMetadata(_req, res) {
     res.setHeader('Cache-Control', 'public, max-age=300');
     res.setHeader('Content-Type', 'application/json;charset=UTF-8');

@@ -31,6 +31,11 @@ export class ClientCache {
     return this.find(id);
   }
 
+  /** Drops a client changed or deleted by this process, so the change applies here at once. */
+  forget(id: string): void {
+    this.cache.delete(id);
+  }
+
   /** Constant-time check of a presented secret against the client's stored HMAC. */
   verifySecret(client: Client, secret: string): boolean {
     return this.clients.verifySecret(client, secret);
