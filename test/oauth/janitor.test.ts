@@ -71,6 +71,7 @@ describeEachDatabase('janitor', (context) => {
       grants: 3 /* expired codes' */ + 1 /* dead family */ + 1 /* revoked long ago */,
       revokedAccessTokens: 1,
       loginThrottle: 1,
+      unusedClients: 0,
       skipped: false,
     });
     expect(sweptRows(await sweep(db, policy))).toBe(0);

@@ -10,6 +10,9 @@ import { AccessDenied } from '../errors.js';
 import { requireCsrf } from './login.js';
 import { bodyParameters, Parameters } from '../params.js';
 import { PageError } from './pages/error.js';
+import { isSelfRegistered } from '../stores/clients.js';
+import { codeRequest } from '../endpoints/authorize.js';
+import { redirectWithCode } from '../authorize-response.js';
 
 export function consentHandler(browser: BrowserContext) {
   const { oauth } = browser;
@@ -33,6 +36,14 @@ export function consentHandler(browser: BrowserContext) {
         return;
       }
       oauth.events(req, 'consent_granted', { clientId, userId: user.userId });
+      if (isSelfRegistered(request.client)) {
+        // /authorize would ask again (it never relies on a stored consent for such clients),
+        // so this very decision issues the code.
+        const issued = await oauth.codes.issue(codeRequest(request, user.userId));
+        oauth.events(req, 'code_issued', { clientId, userId: user.userId, grantId: issued.grantId });
+        redirectWithCode(res, oauth.issuer, request.redirectUri, issued.code, request.state, 303);
+        return;
+      }
       continueAuthorization(browser, res, request);
       return;
     }

@@ -11,13 +11,14 @@ import { CONSENT_PATH, createBrowserContext, LOGIN_PATH, showConsent, showLogin,
 import { consentHandler } from '../browser/consent.js';
 import type { OAuthContext } from '../context.js';
 import type { NewAuthorizationCode } from '../stores/codes.js';
+import { isSelfRegistered } from '../stores/clients.js';
 import { OAuthError } from '../errors.js';
 import { loginHandler } from '../browser/login.js';
 import { bodyReadError, formBody, queryParameters } from '../params.js';
 import { errorPage, PageError } from '../browser/pages/error.js';
 import { sendPage } from '../browser/pages/layout.js';
 
-function codeRequest(request: AuthorizationRequest, userId: number): NewAuthorizationCode {
+export function codeRequest(request: AuthorizationRequest, userId: number): NewAuthorizationCode {
   return {
     clientId: request.client.id,
     userId,
@@ -35,6 +36,13 @@ function authorizeHandler(browser: BrowserContext) {
     const session = browser.sessions.current(req);
     if (session?.userId === undefined) {
       showLogin(browser, req, res, request);
+      return;
+    }
+    // A self-registered client is unverified: the user decides every time, whatever they allowed before.
+    if (isSelfRegistered(request.client)) {
+      const signedIn = await browser.oauth.consents.lookup(session.userId, request.client.id);
+      if (signedIn) showConsent(browser, req, res, request, signedIn);
+      else showLogin(browser, req, res, request);
       return;
     }
     // One statement: the user, their consent and — when it covers the request — the code.

@@ -6,6 +6,8 @@ import { createTestRuntime, describeEachDatabase } from '../../support/runtime.j
 import { DATABASE_KINDS } from '../../support/databases.js';
 import { clients } from '../../../src/db/schema.js';
 import { RegistrationTokenStore } from '../../../src/oauth/stores/registration-tokens.js';
+import { janitorPolicy, sweep } from '../../../src/oauth/janitor.js';
+import { ConsentStore } from '../../../src/oauth/stores/consents.js';
 
 const NATIVE = { redirect_uris: ['http://127.0.0.1/callback'], token_endpoint_auth_method: 'none', client_name: 'Agent' };
 
@@ -131,6 +133,21 @@ describeEachDatabase(
       const results = await Promise.all(Array.from({ length: 20 }, () => register(NATIVE)));
       expect(results.map((r) => r.status)).toEqual(Array(20).fill(201));
       expect(new Set(results.map((r) => r.body.client_id)).size).toBe(20);
+    });
+
+    it('the janitor deletes self-registered clients never used within DYNAMIC_CLIENT_TTL, and only those', async () => {
+      const { runtime } = context();
+      const unused = (await register(NATIVE)).body.client_id as string;
+      const used = (await register(NATIVE)).body.client_id as string;
+      const fresh = (await register(NATIVE)).body.client_id as string;
+      const cli = (await runtime.clients.create({ name: 'old static', redirectUris: ['https://s.example/cb'] })).client_id;
+      const user = await runtime.users.create(`u${Date.now()}`, 'password-123');
+      await new ConsentStore(runtime.db).grant(user.id, used, ['products:read']);
+      await runtime.db.execute(sql`update ${clients} set created_at = now() - interval '2 days' where id in (${unused}, ${used}, ${cli})`);
+      const result = await sweep(runtime.db, { ...janitorPolicy(context().config), dynamicClientTtl: 86_400 });
+      expect(result.unusedClients).toBe(1);
+      expect(await runtime.clients.find(unused)).toBeUndefined();
+      for (const kept of [used, fresh, cli]) expect(await runtime.clients.find(kept)).toBeDefined();
     });
 
     it('answers other methods with 405 in JSON', async () => {
