@@ -5,7 +5,7 @@
  * then everything else, whose failures go back to the (now trusted) redirect URI.
  */
 import { redirectUriMatches, type Client } from './stores/clients.js';
-import { InvalidRequest, InvalidScope, OAuthError, UnauthorizedClient, UnsupportedResponseType } from './errors.js';
+import { InvalidClientMetadata, InvalidRequest, InvalidScope, OAuthError, UnauthorizedClient, UnsupportedResponseType } from './errors.js';
 import type { Parameters } from './params.js';
 import { isValidCodeChallenge, type CodeChallengeMethod } from './pkce.js';
 import { isScope, parseScope } from './scopes.js';
@@ -72,7 +72,13 @@ async function trustedClient(clients: ClientCache, params: Parameters): Promise<
   if (params.isRepeated('client_id')) throw new UntrustedAuthorizationRequest('The client_id parameter is repeated.');
   const clientId = untrustedGet(params, 'client_id');
   if (clientId === undefined) throw new UntrustedAuthorizationRequest('The request does not say which application is asking (client_id is missing).');
-  const client = await clients.resolve(clientId);
+  let client: Client | undefined;
+  try {
+    client = await clients.resolve(clientId);
+  } catch (error) {
+    if (error instanceof InvalidClientMetadata) throw new UntrustedAuthorizationRequest(`The application's client ID metadata document cannot be used: ${error.description}.`);
+    throw error;
+  }
   if (!client) throw new UntrustedAuthorizationRequest('The application that sent you here is not registered with this server.');
 
   if (params.isRepeated('redirect_uri')) throw new UntrustedAuthorizationRequest('The redirect_uri parameter is repeated.');

@@ -9,6 +9,12 @@ import { ClientCache } from './stores/client-cache.js';
 import { AuthorizationCodeStore } from './stores/codes.js';
 import { ConsentStore } from './stores/consents.js';
 import { RefreshTokenStore } from './stores/refresh-tokens.js';
+import { ClientMetadataDocuments } from './client-metadata-documents.js';
+
+export interface OAuthContextOptions {
+  /** Extra CA certificate (PEM) trusted when fetching client metadata documents. */
+  clientMetadataCa?: string;
+}
 
 export interface OAuthContext {
   runtime: Runtime;
@@ -21,12 +27,15 @@ export interface OAuthContext {
   events: SecurityEvents;
 }
 
-export function createOAuthContext(runtime: Runtime): OAuthContext {
+export function createOAuthContext(runtime: Runtime, options: OAuthContextOptions = {}): OAuthContext {
   const { config, db } = runtime;
+  const documents = config.clientIdMetadataDocuments
+    ? new ClientMetadataDocuments(runtime.clients, { allowPrivate: config.cimdAllowPrivate, ca: options.clientMetadataCa })
+    : undefined;
   return {
     runtime,
     issuer: config.issuer,
-    clients: new ClientCache(runtime.clients),
+    clients: new ClientCache(runtime.clients, documents),
     codes: new AuthorizationCodeStore(db, config.authCodeTtl),
     refreshTokens: new RefreshTokenStore(db, config.refreshTokenTtl, runtime.refreshTokenSecret),
     consents: new ConsentStore(db),

@@ -6,7 +6,7 @@
 import express from 'express';
 import type { Runtime } from '../runtime.js';
 import { createAuthorizeRouter } from './endpoints/authorize.js';
-import { createOAuthContext } from './context.js';
+import { createOAuthContext, type OAuthContextOptions } from './context.js';
 import { oauthCors } from './cors.js';
 import { addIntrospectionEndpoint } from './endpoints/introspect.js';
 import { addJwksEndpoint } from './endpoints/jwks.js';
@@ -19,8 +19,8 @@ import { addTokenEndpoint } from './endpoints/token.js';
 /** The first path segments of every endpoint and page below. */
 export const OAUTH_PATHS = ['/authorize', '/token', '/revoke', '/introspect', '/register', '/.well-known'];
 
-export function createOAuthRouter(runtime: Runtime): express.Router {
-  const oauth = createOAuthContext(runtime);
+export function createOAuthRouter(runtime: Runtime, options: OAuthContextOptions = {}): express.Router {
+  const oauth = createOAuthContext(runtime, options);
   const cors = oauthCors(runtime.config.corsOrigins);
   const router = express.Router();
   router.use(createAuthorizeRouter(oauth));
