@@ -25,8 +25,7 @@ export type SecurityEventName =
   | 'refresh_token_rejected'
   | 'token_revoked'
   | 'client_registered'
-  | 'client_deleted'
-  | 'client_metadata_rejected';
+  | 'client_deleted';
 
 export interface SecurityEventFields {
   clientId?: string | undefined;
