@@ -9,6 +9,9 @@ import { RegistrationTokenStore } from '../../../src/oauth/stores/registration-t
 import { janitorPolicy, sweep } from '../../../src/oauth/janitor.js';
 import { ConsentStore } from '../../../src/oauth/stores/consents.js';
 
+/** These tests open a database of their own, which is slow on a busy machine. */
+const OWN_DATABASE_TIMEOUT_MS = 180_000;
+
 const NATIVE = { redirect_uris: ['http://127.0.0.1/callback'], token_endpoint_auth_method: 'none', client_name: 'Agent' };
 
 async function clientCount(context: () => { runtime: { db: import('../../../src/db/database.js').Db } }): Promise<number> {
@@ -255,7 +258,7 @@ describe('REGISTRATION modes and the per-IP limit', () => {
       } finally {
         await context.close();
       }
-    });
+    }, OWN_DATABASE_TIMEOUT_MS);
 
     it(`off mode serves no endpoint and advertises none [${kind}]`, async () => {
       const context = await createTestRuntime(kind, { REGISTRATION: 'off' });
@@ -267,7 +270,7 @@ describe('REGISTRATION modes and the per-IP limit', () => {
       } finally {
         await context.close();
       }
-    });
+    }, OWN_DATABASE_TIMEOUT_MS);
 
     it(`limits registrations per IP across concurrent requests, with 429 and Retry-After [${kind}]`, async () => {
       const context = await createTestRuntime(kind, { REGISTRATION: 'open', REGISTRATION_RATE_LIMIT: '5' });
@@ -284,6 +287,6 @@ describe('REGISTRATION modes and the per-IP limit', () => {
       } finally {
         await context.close();
       }
-    });
+    }, OWN_DATABASE_TIMEOUT_MS);
   }
 });
