@@ -27,6 +27,8 @@ export interface AppOptions {
    * faces are.
    */
   embedderRoutes?: { bare?: RequestHandler; served?: RequestHandler };
+  /** An extra CA certificate (PEM) trusted when fetching client metadata documents (a private PKI; tests). */
+  clientMetadataCa?: string;
 }
 
 const HEALTH_PATHS = ['/healthz', '/readyz'];
@@ -81,7 +83,7 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): express.E
     .mount(HEALTH_PATHS, healthRoutes(runtime))
     .mount([GRAPHQL_PATH], graphql.router)
     .mount(rest.paths, rest.router)
-    .mount(OAUTH_PATHS, createOAuthRouter(runtime));
+    .mount(OAUTH_PATHS, createOAuthRouter(runtime, options.clientMetadataCa === undefined ? {} : { clientMetadataCa: options.clientMetadataCa }));
   if (runtime.config.demo) faces.mount(DEMO_PATHS, createDemoRouter(runtime));
   app.use(faces.handler);
   if (runtime.config.frontDoor) app.use(createFrontDoorRouter(runtime));

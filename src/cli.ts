@@ -19,6 +19,7 @@ const COMMANDS: Record<string, () => Promise<Entry>> = {
   user: async () => (await import('./cli/user.js')).default,
   consent: async () => (await import('./cli/consent.js')).default,
   keys: async () => (await import('./cli/keys.js')).default,
+  'registration-token': async () => (await import('./cli/registration-token.js')).default,
   janitor: async () => (await import('./cli/janitor.js')).default,
   backup: async () => (await import('./cli/backup.js')).backup,
   restore: async () => (await import('./cli/backup.js')).restore,

@@ -146,6 +146,20 @@ export interface Config {
    * Off by default: a client's backchannel_logout_uri must not reach inside our network (SSRF).
    */
   backchannelLogoutAllowPrivate: boolean;
+
+  // -- Resource indicators and client self-registration
+  /** RFC 8707 identifiers of external resource servers that accept our tokens (RESOURCE_INDICATORS). */
+  resourceIndicators: string[];
+  /** RFC 7591 dynamic registration at /register: open to anyone, with an initial access token, or off (REGISTRATION). */
+  registration: RegistrationMode;
+  /** Registrations per client IP per 15 minutes (REGISTRATION_RATE_LIMIT). */
+  registrationRateLimit: number;
+  /** Seconds after which a self-registered client that was never used is deleted; 0: never (DYNAMIC_CLIENT_TTL). */
+  dynamicClientTtl: number;
+  /** Accept client ids that are https URLs of client ID metadata documents (CLIENT_ID_METADATA_DOCUMENTS). */
+  clientIdMetadataDocuments: boolean;
+  /** Development only: fetch metadata documents from private and loopback addresses, and over http (CIMD_ALLOW_PRIVATE). */
+  cimdAllowPrivate: boolean;
 }
 
 export const DPOP_NONCE_POLICIES = ['token', 'all', 'off'] as const;
@@ -157,6 +171,29 @@ function dpopNonce(env: Env): DpopNoncePolicy {
     throw new ConfigError('DPOP_NONCE', `must be one of ${DPOP_NONCE_POLICIES.join(', ')}, got "${env.DPOP_NONCE}"`);
   }
   return raw as DpopNoncePolicy;
+}
+
+export const REGISTRATION_MODES = ['open', 'token', 'off'] as const;
+export type RegistrationMode = (typeof REGISTRATION_MODES)[number];
+
+function registrationMode(env: Env, fallback: RegistrationMode): RegistrationMode {
+  const raw = env.REGISTRATION?.trim().toLowerCase();
+  if (!raw) return fallback;
+  if (!(REGISTRATION_MODES as readonly string[]).includes(raw)) {
+    throw new ConfigError('REGISTRATION', `must be one of ${REGISTRATION_MODES.join(', ')}, got "${env.REGISTRATION}"`);
+  }
+  return raw as RegistrationMode;
+}
+
+function resourceIndicators(env: Env): string[] {
+  const entries = (env.RESOURCE_INDICATORS ?? '').split(',').map((entry) => entry.trim()).filter(Boolean);
+  for (const entry of entries) {
+    const parsed = url('RESOURCE_INDICATORS', entry, ['http:', 'https:']);
+    if (/\s/.test(entry)) throw new ConfigError('RESOURCE_INDICATORS', `"${entry}" must not contain whitespace`);
+    // RFC 8707 §2: an absolute URI without a fragment (and, as advised, without a query).
+    if (parsed.hash || entry.includes('#') || parsed.search) throw new ConfigError('RESOURCE_INDICATORS', `"${entry}" must not carry a query or fragment`);
+  }
+  return entries;
 }
 
 function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
@@ -283,6 +320,12 @@ export function loadConfig(env: Env = process.env): Config {
     clientJwksAllowPrivate: flag(env, 'CLIENT_JWKS_ALLOW_PRIVATE', false),
     ...brand(env),
     backchannelLogoutAllowPrivate: flag(env, 'BACKCHANNEL_LOGOUT_ALLOW_PRIVATE', false),
+    resourceIndicators: resourceIndicators(env),
+    registration: registrationMode(env, demo ? 'open' : 'off'),
+    registrationRateLimit: integer(env, 'REGISTRATION_RATE_LIMIT', 20, 1, 100_000),
+    dynamicClientTtl: integer(env, 'DYNAMIC_CLIENT_TTL', 86_400, 0, 31_536_000),
+    clientIdMetadataDocuments: flag(env, 'CLIENT_ID_METADATA_DOCUMENTS', true),
+    cimdAllowPrivate: flag(env, 'CIMD_ALLOW_PRIVATE', false),
   };
 }
 

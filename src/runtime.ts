@@ -13,6 +13,7 @@ import { Revocations } from './tokens/revocation.js';
 import { UserStore } from './oauth/stores/users.js';
 import { DpopVerifier } from './tokens/dpop.js';
 import { JtiReplayStore } from './tokens/jti-replay.js';
+import { Resources } from './tokens/resources.js';
 
 export interface Runtime {
   config: Config;
@@ -22,6 +23,8 @@ export interface Runtime {
   keys: KeyStore;
   revocations: Revocations;
   accessTokens: AccessTokens;
+  /** RFC 8707 resource identifiers: Fieldgate's REST and GraphQL faces and RESOURCE_INDICATORS. */
+  resources: Resources;
   clients: ClientStore;
   users: UserStore;
   /** Single use of DPoP proof and client assertion `jti`s, across instances. */
@@ -59,9 +62,10 @@ async function wireRuntime(config: Config, logger: Logger, database: Database): 
   const db = database.db;
   const keys = new KeyStore(db, config.accessTokenTtl);
   const revocations = new Revocations(db);
+  const resources = new Resources(config.issuer, config.resourceIndicators);
   const accessTokens = new AccessTokens(keys, revocations, {
     issuer: config.issuer,
-    audience: config.issuer,
+    audience: resources.defaults,
     ttlSeconds: config.accessTokenTtl,
   });
   const [clientSecretKey, sessionSecret, refreshTokenSecret, pageTokenSecret, dpopNonceKey, pairwiseSecret] = await Promise.all([
@@ -81,6 +85,7 @@ async function wireRuntime(config: Config, logger: Logger, database: Database): 
     keys,
     revocations,
     accessTokens,
+    resources,
     clients: new ClientStore(db, clientSecretKey),
     users: new UserStore(db),
     usedJtis,

@@ -46,7 +46,19 @@ describe('configuration from the environment', () => {
     expect(loadConfig({ DATABASE_URL: 'postgres://db/x', DEMO: 'true' }).demo).toBe(true);
   });
 
+  it('opens dynamic registration in demo mode only, and reads the resource and self-registration settings', () => {
+    expect(loadConfig({})).toMatchObject({ registration: 'open', registrationRateLimit: 20, dynamicClientTtl: 86_400, clientIdMetadataDocuments: true, cimdAllowPrivate: false, resourceIndicators: [] });
+    expect(loadConfig({ DATABASE_URL: 'postgres://db/x' }).registration).toBe('off');
+    expect(loadConfig({ DATABASE_URL: 'postgres://db/x', REGISTRATION: 'token' }).registration).toBe('token');
+    expect(loadConfig({ RESOURCE_INDICATORS: 'https://rs.example/api, https://other.example' }).resourceIndicators).toEqual(['https://rs.example/api', 'https://other.example']);
+  });
+
   const badValues: [string, string, RegExp][] = [
+    ['REGISTRATION', 'closed', /REGISTRATION: must be one of open, token, off/],
+    ['RESOURCE_INDICATORS', 'https://rs.example/#x', /RESOURCE_INDICATORS: .* must not carry a query or fragment/],
+    ['RESOURCE_INDICATORS', 'urn:x', /RESOURCE_INDICATORS: must use http: or https:/],
+    ['REGISTRATION_RATE_LIMIT', '0', /REGISTRATION_RATE_LIMIT/],
+    ['CIMD_ALLOW_PRIVATE', 'maybe', /CIMD_ALLOW_PRIVATE: must be true or false/],
     ['PORT', 'eighty', /PORT: must be a whole number from 0 to 65535/],
     ['PORT', '70000', /PORT: must be a whole number from 0 to 65535/],
     ['PORT', '-1', /PORT/],

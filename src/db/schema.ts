@@ -54,6 +54,26 @@ export const clients = pgTable('clients', {
   backchannelLogoutUri: text('backchannel_logout_uri'),
   policyUri: text('policy_uri'),
   tosUri: text('tos_uri'),
+  // -- Self-registration (RFC 7591/7592 and client ID metadata documents)
+  /** 'static' (CLI), 'dynamic' (POST /register) or 'metadata_document' (client_id is a URL). */
+  registrationType: text('registration_type').$type<'static' | 'dynamic' | 'metadata_document'>().notNull().default('static'),
+  /** HMAC of the RFC 7592 registration access token; dynamic clients only. */
+  registrationAccessTokenHash: text('registration_access_token_hash'),
+  clientUri: text('client_uri'),
+  logoUri: text('logo_uri'),
+  /** The rest of the registered metadata, echoed back as registered (auth method, contacts, …). */
+  registrationMetadata: jsonb('registration_metadata').$type<Record<string, unknown>>(),
+  /** Metadata documents: when the fetched document must be fetched again. */
+  metadataExpiresAt: timestamp('metadata_expires_at', { withTimezone: true }),
+});
+
+/** RFC 7591 §3 initial access tokens (REGISTRATION=token), made with `fieldgate registration-token create`. */
+export const registrationTokens = pgTable('registration_tokens', {
+  /** SHA-256 of the token. */
+  tokenHash: text('token_hash').primaryKey(),
+  label: text('label'),
+  createdAt: createdAt(),
+  expiresAt: timestamp('expires_at', { withTimezone: true }),
 });
 
 export const users = pgTable('users', {
@@ -86,6 +106,8 @@ export const grants = pgTable(
     authTime: timestamp('auth_time', { withTimezone: true }),
     /** Last code redemption or refresh, for the user's "Connected apps" page. */
     lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
+    /** RFC 8707 resources the grant was authorized for (the `aud` of its tokens); empty: the default. */
+    resources: text('resources').array().notNull().default(sql`'{}'::text[]`),
   },
   (t) => [index('grants_client_user_idx').on(t.clientId, t.userId)],
 );

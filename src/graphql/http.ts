@@ -8,7 +8,7 @@ import express from 'express';
 import type { ExecutionResult } from 'graphql';
 import { createYoga, type Plugin, type YogaLogger } from 'graphql-yoga';
 import type { Runtime } from '../runtime.js';
-import { authenticateRequest } from '../tokens/bearer.js';
+import { authenticateRequest, withResourceMetadata } from '../tokens/bearer.js';
 import { InvalidToken } from '../oauth/errors.js';
 import { rejectRequest, GqlUnauthenticated, type RequestRejection } from './errors.js';
 import { GRAPHIQL_OPTIONS, renderGraphiQL } from '../front-door/graphiql.js';
@@ -42,8 +42,23 @@ function withHttpStatusInBody(result: ExecutionResult): ExecutionResult & { stri
   };
 }
 
+/**
+ * RFC 9728 §5.1: every bearer challenge of this face (401 from the token check, 403 from a
+ * resolver's scope check) names the GraphQL resource's metadata. The headers object belongs to
+ * its one error, so it is completed in place.
+ */
+function withResourceMetadataChallenge(result: ExecutionResult, metadataUrl: string): ExecutionResult {
+  for (const error of result.errors ?? []) {
+    const headers = (error.extensions?.http as { headers?: Record<string, string> } | undefined)?.headers;
+    const challenge = headers?.['WWW-Authenticate'];
+    if (headers && challenge) headers['WWW-Authenticate'] = withResourceMetadata(challenge, metadataUrl);
+  }
+  return result;
+}
+
 /** Replaces yoga's parse/validate/execute with the Executor, behind bearer authentication. */
 function useExecutor(runtime: Runtime, executor: Executor): Plugin {
+  const resource = runtime.resources.graphql;
   return {
     onParams({ setParamsHandler }) {
       setParamsHandler(async ({ request, params }) => {
@@ -55,19 +70,22 @@ function useExecutor(runtime: Runtime, executor: Executor): Plugin {
             dpop: request.headers.get('dpop') ?? undefined,
             method: request.method,
             path: url.pathname + url.search,
+            resource: resource.identifier,
           });
         } catch (error) {
-          if (error instanceof InvalidToken) return withHttpStatusInBody({ errors: [GqlUnauthenticated.fromInvalidToken(error)] });
+          if (error instanceof InvalidToken) {
+            return withHttpStatusInBody(withResourceMetadataChallenge({ errors: [GqlUnauthenticated.fromInvalidToken(error)] }, resource.metadataUrl));
+          }
           throw error;
         }
         return withHttpStatusInBody(
-          await executor.run({
+          withResourceMetadataChallenge(await executor.run({
             principal,
             source: params.query,
             variables: params.variables,
             operationName: params.operationName,
             method: request.method,
-          }),
+          }), resource.metadataUrl),
         );
       });
     },

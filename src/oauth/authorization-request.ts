@@ -6,6 +6,7 @@
  */
 import { redirectUriMatches, type Client } from './stores/clients.js';
 import {
+  InvalidClientMetadata,
   InvalidRequest,
   InvalidScope,
   OAuthError,
@@ -18,6 +19,7 @@ import type { Parameters } from './params.js';
 import { isValidCodeChallenge, type CodeChallengeMethod } from './pkce.js';
 import { isIdentityScope, isScope, parseScope } from './scopes.js';
 import type { ClientCache } from './stores/client-cache.js';
+import type { Resources } from '../tokens/resources.js';
 
 export const AUTHORIZE_PARAMETERS = [
   'response_type',
@@ -41,6 +43,8 @@ export type Prompt = (typeof PROMPT_VALUES)[number];
 
 const MAX_NONCE_LENGTH = 512;
 const MAX_LOGIN_HINT_LENGTH = 256;
+/** RFC 8707 §2: may be repeated, one value per resource. */
+export const RESOURCE_PARAMETER = 'resource';
 
 /** A request whose client or redirect URI cannot be trusted: answered with our error page only. */
 export class UntrustedAuthorizationRequest extends Error {
@@ -68,6 +72,8 @@ export interface AuthorizationRequest {
   redirectUriSent: boolean;
   state: string | undefined;
   scopes: string[];
+  /** RFC 8707 resources named by the request (resolved to their configured form); empty: the default. */
+  resources: string[];
   codeChallenge: string | null;
   codeChallengeMethod: CodeChallengeMethod | null;
   /** RFC 9449 §10: the thumbprint of the DPoP key the code is bound to, or null. */
@@ -96,7 +102,13 @@ async function trustedClient(clients: ClientCache, params: Parameters): Promise<
   if (params.isRepeated('client_id')) throw new UntrustedAuthorizationRequest('The client_id parameter is repeated.');
   const clientId = untrustedGet(params, 'client_id');
   if (clientId === undefined) throw new UntrustedAuthorizationRequest('The request does not say which application is asking (client_id is missing).');
-  const client = await clients.find(clientId);
+  let client: Client | undefined;
+  try {
+    client = await clients.resolve(clientId);
+  } catch (error) {
+    if (error instanceof InvalidClientMetadata) throw new UntrustedAuthorizationRequest(`The application's client ID metadata document cannot be used: ${error.description}.`);
+    throw error;
+  }
   if (!client) throw new UntrustedAuthorizationRequest('The application that sent you here is not registered with this server.');
 
   if (params.isRepeated('redirect_uri')) throw new UntrustedAuthorizationRequest('The redirect_uri parameter is repeated.');
@@ -186,6 +198,7 @@ function canonicalQuery(params: Parameters): string {
     const value = params.get(name);
     if (value !== undefined) query.set(name, value);
   }
+  for (const resource of params.getAll(RESOURCE_PARAMETER)) query.append(RESOURCE_PARAMETER, resource);
   return query.toString();
 }
 
@@ -202,7 +215,7 @@ function stateOf(params: Parameters): string | undefined {
  * The validated request. Throws UntrustedAuthorizationRequest for a bad client or redirect URI
  * and AuthorizationError for everything that may be reported to the client.
  */
-export async function readAuthorizationRequest(clients: ClientCache, params: Parameters): Promise<AuthorizationRequest> {
+export async function readAuthorizationRequest(clients: ClientCache, params: Parameters, resources: Resources): Promise<AuthorizationRequest> {
   const { client, redirectUri } = await trustedClient(clients, params);
   const state = params.isRepeated('state') ? undefined : stateOf(params);
   try {
@@ -216,12 +229,14 @@ export async function readAuthorizationRequest(clients: ClientCache, params: Par
     refuseRequestObjects(params);
     const scopes = requestedScopes(client, params.get('scope'));
     const openid = scopes.includes('openid');
+    const requestedResources = resources.resolve(params.getAll(RESOURCE_PARAMETER));
     return {
       client,
       redirectUri,
       redirectUriSent: params.has('redirect_uri'),
       state,
       scopes,
+      resources: requestedResources,
       ...pkce(client, params),
       dpopJkt: dpopJkt(params),
       openid,

@@ -22,8 +22,8 @@ export function redirectTo(res: Response, location: string, status: 302 | 303): 
   res.status(status).end();
 }
 
-export function redirectWithCode(res: Response, issuer: string, redirectUri: string, code: string, state: string | undefined): void {
-  redirectTo(res, authorizationResponseLocation(redirectUri, { code, state, iss: issuer }), 302);
+export function redirectWithCode(res: Response, issuer: string, redirectUri: string, code: string, state: string | undefined, status: 302 | 303 = 302): void {
+  redirectTo(res, authorizationResponseLocation(redirectUri, { code, state, iss: issuer }), status);
 }
 
 export function redirectWithError(res: Response, issuer: string, error: AuthorizationError, status: 302 | 303): void {

@@ -10,6 +10,7 @@ import type { Revocations } from '../tokens/revocation.js';
 import type { KeyStore } from '../tokens/signing-keys.js';
 import { securityEvents, type SecurityEvents } from './events.js';
 import { LoginThrottle } from './browser/login-throttle.js';
+import type { ClientStore } from './stores/clients.js';
 import { ClientCache } from './stores/client-cache.js';
 import { AuthorizationCodeStore } from './stores/codes.js';
 import { ConsentStore } from './stores/consents.js';
@@ -18,12 +19,21 @@ import type { UserStore } from './stores/users.js';
 import { ClientAssertions } from './client-assertion.js';
 import type { DpopVerifier } from '../tokens/dpop.js';
 import type { Config } from '../config.js';
+import { ClientMetadataDocuments } from './client-metadata-documents.js';
+import type { Resources } from '../tokens/resources.js';
+
+export interface OAuthContextOptions {
+  /** Extra CA certificate (PEM) trusted when fetching client metadata documents. */
+  clientMetadataCa?: string;
+}
 
 export interface OAuthContext {
   issuer: string;
   logger: Logger;
   events: SecurityEvents;
   clients: ClientCache;
+  /** The client records themselves, for self-registration (RFC 7591/7592). */
+  registeredClients: ClientStore;
   users: UserStore;
   codes: AuthorizationCodeStore;
   refreshTokens: RefreshTokenStore;
@@ -45,15 +55,23 @@ export interface OAuthContext {
   pairwiseSecret: string;
   accessTokenTtl: number;
   backchannelLogoutAllowPrivate: boolean;
+  /** RFC 8707: the resources tokens may be issued for. */
+  resources: Resources;
+  registration: Config['registration'];
+  clientIdMetadataDocuments: boolean;
 }
 
-export function createOAuthContext(runtime: Runtime): OAuthContext {
+export function createOAuthContext(runtime: Runtime, options: OAuthContextOptions = {}): OAuthContext {
   const { config, db } = runtime;
+  const documents = config.clientIdMetadataDocuments
+    ? new ClientMetadataDocuments(runtime.clients, { allowPrivate: config.cimdAllowPrivate, ca: options.clientMetadataCa })
+    : undefined;
   return {
     issuer: config.issuer,
     logger: runtime.logger,
     events: securityEvents(runtime.logger),
-    clients: new ClientCache(runtime.clients),
+    clients: new ClientCache(runtime.clients, documents),
+    registeredClients: runtime.clients,
     users: runtime.users,
     codes: new AuthorizationCodeStore(db, config.authCodeTtl),
     refreshTokens: new RefreshTokenStore(db, config.refreshTokenTtl, runtime.refreshTokenSecret),
@@ -70,5 +88,8 @@ export function createOAuthContext(runtime: Runtime): OAuthContext {
     pairwiseSecret: runtime.pairwiseSecret,
     accessTokenTtl: config.accessTokenTtl,
     backchannelLogoutAllowPrivate: config.backchannelLogoutAllowPrivate,
+    resources: runtime.resources,
+    registration: config.registration,
+    clientIdMetadataDocuments: config.clientIdMetadataDocuments,
   };
 }

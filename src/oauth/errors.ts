@@ -25,7 +25,12 @@ export type OAuthErrorCode =
   | 'consent_required'
   | 'interaction_required'
   | 'request_not_supported'
-  | 'request_uri_not_supported';
+  | 'request_uri_not_supported'
+  // RFC 8707, RFC 7591
+
+  | 'invalid_target'
+  | 'invalid_redirect_uri'
+  | 'invalid_client_metadata';
 
 export interface OAuthErrorOptions {
   cause?: unknown;
@@ -213,4 +218,40 @@ export class RequestNotSupported extends OAuthError {
 export class RequestUriNotSupported extends OAuthError {
   readonly code = 'request_uri_not_supported';
   readonly status = 400;
+
+}
+
+/** RFC 8707 §2: the requested resource is unknown, or more than the grant allows. */
+export class InvalidTarget extends OAuthError {
+  readonly code = 'invalid_target';
+  readonly status = 400;
+}
+
+/** RFC 7591 §3.2.2: a redirect URI of the registration request is not acceptable. */
+export class InvalidRedirectUri extends OAuthError {
+  readonly code = 'invalid_redirect_uri';
+  readonly status = 400;
+}
+
+/** RFC 7591 §3.2.2: a client metadata value is invalid (or a metadata document is unusable). */
+export class InvalidClientMetadata extends OAuthError {
+  readonly code = 'invalid_client_metadata';
+  readonly status: number;
+  constructor(description: string, options: OAuthErrorOptions & { status?: number } = {}) {
+    super(description, options);
+    this.status = options.status ?? 400;
+  }
+}
+
+/** Too many requests from one client IP (a per-IP limit such as the registration throttle): 429 with Retry-After. */
+export class RateLimited extends OAuthError {
+  readonly code = 'temporarily_unavailable';
+  readonly status = 429;
+  constructor(
+    description: string,
+    readonly retryAfterSeconds: number,
+    options: OAuthErrorOptions = {},
+  ) {
+    super(description, options);
+  }
 }

@@ -28,7 +28,10 @@ export type SecurityEventName =
   | 'sessions_ended'
   | 'password_changed'
   | 'logout'
-  | 'backchannel_logout_failed';
+  | 'backchannel_logout_failed'
+
+  | 'client_registered'
+  | 'client_deleted';
 
 export interface SecurityEventFields {
   clientId?: string | undefined;

@@ -9,7 +9,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens, usedJtis, idempotencyKeys } from '../db/schema.js';
+import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens, usedJtis, idempotencyKeys, clients, consents } from '../db/schema.js';
 import { POLICY } from '../policy.js';
 import { queryRows } from './stores/rows.js';
 
@@ -22,10 +22,17 @@ export interface JanitorPolicy {
   accessTokenTtl: number;
   /** Most rows one statement deletes. */
   batchSize: number;
+  /** Seconds after which a self-registered client never used (no consent, no grant) is deleted; 0: never. */
+  dynamicClientTtl?: number;
 }
 
 export function janitorPolicy(config: Config): JanitorPolicy {
-  return { retentionSeconds: config.janitorRetention, accessTokenTtl: config.accessTokenTtl, batchSize: config.janitorBatchSize };
+  return {
+    retentionSeconds: config.janitorRetention,
+    accessTokenTtl: config.accessTokenTtl,
+    batchSize: config.janitorBatchSize,
+    dynamicClientTtl: config.dynamicClientTtl,
+  };
 }
 
 export interface SweepResult {
@@ -37,6 +44,8 @@ export interface SweepResult {
   /** DPoP proof and client assertion jtis past the time their JWT could still be accepted. */
   usedJtis: number;
   idempotencyKeys: number;
+  /** Self-registered clients (RFC 7591 or metadata documents) never used within DYNAMIC_CLIENT_TTL. */
+  unusedClients: number;
   /** True when another instance held the lock, so this sweep stopped early. */
   skipped: boolean;
 }
@@ -47,7 +56,7 @@ const THROTTLE_STALE_SECONDS = Math.max(POLICY.loginThrottle.value.account.windo
 interface Target {
   name: Exclude<keyof SweepResult, 'skipped'>;
   /** `delete … returning 1` of at most `limit` due rows. */
-  statement(retention: SQL, limit: number): SQL;
+  statement(retention: SQL, limit: number, policy: JanitorPolicy): SQL | undefined;
 }
 
 /** Deletes up to `limit` rows of `table` whose `expires_at` passed more than `retention` ago. */
@@ -110,6 +119,21 @@ const TARGETS: Target[] = [
         limit ${limit} for update skip locked)
       returning 1`,
   },
+  {
+    name: 'unusedClients',
+    statement: (_retention, limit, policy) =>
+      policy.dynamicClientTtl
+        ? sql`
+      delete from ${clients} where id in (
+        select c.id from ${clients} c
+        where c.registration_type in ('dynamic', 'metadata_document')
+          and c.created_at < now() - make_interval(secs => ${policy.dynamicClientTtl})
+          and not exists (select 1 from ${consents} k where k.client_id = c.id)
+          and not exists (select 1 from ${grants} g where g.client_id = c.id)
+        limit ${limit} for update skip locked)
+      returning 1`
+        : undefined,
+  },
 ];
 
 /** One batch under the advisory lock: the rows deleted, or undefined when another sweep holds the lock. */
@@ -124,10 +148,12 @@ async function deleteBatch(db: Db, statement: SQL): Promise<number | undefined> 
 /** Deletes everything due, batch by batch, until nothing is left or another instance is sweeping. */
 export async function sweep(db: Db, policy: JanitorPolicy): Promise<SweepResult> {
   const retention = sql`make_interval(secs => ${Math.max(policy.retentionSeconds, policy.accessTokenTtl)})`;
-  const result: SweepResult = { authorizationCodes: 0, refreshTokens: 0, grants: 0, revokedAccessTokens: 0, loginThrottle: 0, usedJtis: 0, idempotencyKeys: 0, skipped: false };
+  const result: SweepResult = { authorizationCodes: 0, refreshTokens: 0, grants: 0, revokedAccessTokens: 0, loginThrottle: 0, usedJtis: 0, idempotencyKeys: 0, unusedClients: 0, skipped: false };
   for (const target of TARGETS) {
     for (;;) {
-      const deleted = await deleteBatch(db, target.statement(retention, policy.batchSize));
+      const statement = target.statement(retention, policy.batchSize, policy);
+      if (statement === undefined) break;
+      const deleted = await deleteBatch(db, statement);
       if (deleted === undefined) return { ...result, skipped: true };
       result[target.name] += deleted;
       if (deleted < policy.batchSize) break;
@@ -138,5 +164,5 @@ export async function sweep(db: Db, policy: JanitorPolicy): Promise<SweepResult>
 
 /** Total rows a sweep deleted. */
 export function sweptRows(result: SweepResult): number {
-  return result.authorizationCodes + result.refreshTokens + result.grants + result.revokedAccessTokens + result.loginThrottle + result.usedJtis + result.idempotencyKeys;
+  return result.authorizationCodes + result.refreshTokens + result.grants + result.revokedAccessTokens + result.loginThrottle + result.usedJtis + result.idempotencyKeys + result.unusedClients;
 }

@@ -40,6 +40,13 @@ export class Parameters {
     return list[0];
   }
 
+  /** Every value of a parameter that may repeat (RFC 8707 `resource`); invalid_request for a NUL. */
+  getAll(name: string): string[] {
+    const list = this.values.get(name) ?? [];
+    if (list.some((value) => value.includes('\0'))) throw new InvalidRequest(`the ${name} parameter contains a NUL character`);
+    return [...list];
+  }
+
   require(name: string): string {
     const value = this.get(name);
     if (value === undefined) throw new InvalidRequest(`the ${name} parameter is missing`);

@@ -6,12 +6,14 @@
 import express from 'express';
 import type { Runtime } from '../runtime.js';
 import { createAuthorizeRouter } from './endpoints/authorize.js';
-import { createOAuthContext } from './context.js';
+import { createOAuthContext, type OAuthContextOptions } from './context.js';
 import { oauthCors } from './cors.js';
 import { addIntrospectionEndpoint } from './endpoints/introspect.js';
 import { addJwksEndpoint } from './endpoints/jwks.js';
 import { addMetadataEndpoint } from './endpoints/metadata.js';
 import { addRevocationEndpoint } from './endpoints/revoke.js';
+import { addResourceMetadataEndpoints } from './endpoints/resource-metadata.js';
+import { addRegistrationEndpoint } from './endpoints/register.js';
 import { addTokenEndpoint } from './endpoints/token.js';
 import { addUserinfoEndpoint } from './endpoints/userinfo.js';
 import { createEndSessionRouter } from './endpoints/end-session.js';
@@ -21,10 +23,10 @@ import { configureBrand } from './browser/pages/layout.js';
 import { ACCOUNT_PATH, END_SESSION_PATH, USERINFO_PATH } from './oidc/paths.js';
 
 /** The first path segments of every endpoint and page below. */
-export const OAUTH_PATHS = ['/authorize', '/token', '/revoke', '/introspect', '/.well-known', USERINFO_PATH, END_SESSION_PATH, ACCOUNT_PATH];
+export const OAUTH_PATHS = ['/authorize', '/token', '/revoke', '/introspect', '/register', '/.well-known', USERINFO_PATH, END_SESSION_PATH, ACCOUNT_PATH];
 
-export function createOAuthRouter(runtime: Runtime): express.Router {
-  const oauth = createOAuthContext(runtime);
+export function createOAuthRouter(runtime: Runtime, options: OAuthContextOptions = {}): express.Router {
+  const oauth = createOAuthContext(runtime, options);
   configureBrand({ name: runtime.config.brandName, logoUrl: runtime.config.brandLogoUrl, color: runtime.config.brandColor });
   const cors = oauthCors(runtime.config.corsOrigins);
   const router = express.Router();
@@ -38,5 +40,7 @@ export function createOAuthRouter(runtime: Runtime): express.Router {
   addMetadataEndpoint(router, oauth, cors);
   addJwksEndpoint(router, oauth, cors);
   addUserinfoEndpoint(router, oauth, cors);
+  addResourceMetadataEndpoints(router, oauth, cors);
+  addRegistrationEndpoint(router, oauth, cors, { mode: runtime.config.registration, rateLimit: runtime.config.registrationRateLimit, db: runtime.db });
   return router;
 }

@@ -2,7 +2,7 @@ import type { GraphQLFormattedError } from 'graphql';
 import type { ErrorRequestHandler } from 'express';
 import type { GqlErrorCode } from '../graphql/errors.js';
 import type { Logger } from '../logger.js';
-import { challengeHeaders } from '../tokens/bearer.js';
+import { challengeHeaders, withResourceMetadata, wwwAuthenticate } from '../tokens/bearer.js';
 import { InsufficientScope, InvalidToken, OAuthError } from '../oauth/errors.js';
 
 /**
@@ -279,7 +279,7 @@ export function toRestError(error: unknown): RestError {
  * The one Express error handler for REST and for anything no face answered: the Google
  * error body with the error's own headers; 5xx logged with the request id and masked.
  */
-export function restErrorHandler(logger: Logger, logMessage: string): ErrorRequestHandler {
+export function restErrorHandler(logger: Logger, logMessage: string, options: { resourceMetadataUrl?: string } = {}): ErrorRequestHandler {
   return function restErrorResponse(error, req, res, _next) {
     const restError = toRestError(error);
     if (restError.httpStatus >= 500) logger.error({ err: error, reqId: req.id }, logMessage);
@@ -287,6 +287,10 @@ export function restErrorHandler(logger: Logger, logMessage: string): ErrorReque
       res.end();
       return;
     }
-    res.status(restError.httpStatus).set(restError.headers).json(restError.toBody());
+    const headers = { ...restError.headers };
+    // RFC 9728 §5.1: a bearer challenge names the resource's metadata.
+    const challenge = headers['WWW-Authenticate'];
+    if (challenge && options.resourceMetadataUrl) headers['WWW-Authenticate'] = withResourceMetadata(challenge, options.resourceMetadataUrl);
+    res.status(restError.httpStatus).set(headers).json(restError.toBody());
   };
 }

@@ -46,6 +46,7 @@ export function authenticate(runtime: Runtime): RequestHandler {
         dpop: req.headers.dpop,
         method: req.method,
         path: req.originalUrl,
+        resource: runtime.resources.rest.identifier,
       });
       next();
     } catch (error) {

@@ -55,7 +55,7 @@ export function createRestRouter(runtime: Runtime, graphql: GraphQLService): Res
   const methodsByPath = new Map<string, string[]>([[OPENAPI_PATH, ['GET']]]);
   for (const route of routes) methodsByPath.set(route.path, [...(methodsByPath.get(route.path) ?? []), route.method.toUpperCase()]);
   for (const [path, methods] of methodsByPath) router.all(path, methodNotAllowed(methods));
-  router.use(restErrorHandler(runtime.logger, 'REST request failed'));
+  router.use(restErrorHandler(runtime.logger, 'REST request failed', { resourceMetadataUrl: runtime.resources.rest.metadataUrl }));
   const paths = new Set([OPENAPI_PATH, ...routes.map((route) => `/${route.path.split('/')[1]}`)]);
   return { router, paths: [...paths] };
 }

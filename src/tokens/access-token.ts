@@ -21,6 +21,8 @@ export interface AccessTokenGrant {
   grantId: string;
   /** RFC 9449 §6.1: thumbprint of the DPoP key the token is bound to (`cnf.jkt`). */
   jkt?: string;
+  /** RFC 8707 audience: the resources the token is for (default: Fieldgate's own). */
+  audience?: readonly string[];
 }
 
 export interface IssuedAccessToken {
@@ -37,6 +39,8 @@ export interface Principal {
   scopes: ReadonlySet<string>;
   grantId: string;
   jti: string;
+  /** The resources (`aud`) the token was issued for. */
+  audience: readonly string[];
   issuedAt: Date;
   expiresAt: Date;
   /** Set for a DPoP-bound token: only a proof signed by this key may present it. */
@@ -45,8 +49,8 @@ export interface Principal {
 
 export interface AccessTokenOptions {
   issuer: string;
-  /** The `aud` of every token: this service's resource server (the issuer URL itself). */
-  audience: string;
+  /** The `aud` of a token issued without an explicit audience: Fieldgate's own resources. */
+  audience: string | readonly string[];
   ttlSeconds: number;
 }
 
@@ -72,11 +76,12 @@ export class AccessTokens {
     const jti = randomUUID();
     const now = Math.floor(Date.now() / 1000);
     const exp = now + this.options.ttlSeconds;
+    const audience = grant.audience?.length ? grant.audience : typeof this.options.audience === 'string' ? [this.options.audience] : this.options.audience;
     const token = key.sign(
       {
         iss: this.options.issuer,
         sub: String(grant.userId),
-        aud: this.options.audience,
+        aud: audience.length === 1 ? audience[0] : [...audience],
         jti,
         iat: now,
         exp,
@@ -115,12 +120,12 @@ export class AccessTokens {
     try {
       const { payload } = await jwtVerify(token, key, {
         issuer: this.options.issuer,
-        audience: this.options.audience,
         typ: ACCESS_TOKEN_TYP,
         algorithms: [key.algorithm.name === 'ECDSA' ? 'ES256' : 'EdDSA'],
-        requiredClaims: ['sub', 'jti', 'exp', 'iat', 'client_id', 'scope', 'grant_id'],
+        requiredClaims: ['sub', 'aud', 'jti', 'exp', 'iat', 'client_id', 'scope', 'grant_id'],
       });
       const userId = Number(payload.sub);
+      const audience = typeof payload.aud === 'string' ? [payload.aud] : (payload.aud ?? []);
       if (!Number.isSafeInteger(userId) || typeof payload.client_id !== 'string' || typeof payload.grant_id !== 'string') {
         throw new InvalidToken('the access token has malformed claims');
       }
@@ -135,6 +140,7 @@ export class AccessTokens {
         scopes: new Set(parseScope(typeof payload.scope === 'string' ? payload.scope : '')),
         grantId: payload.grant_id,
         jti: payload.jti!,
+        audience,
         issuedAt: new Date(payload.iat! * 1000),
         expiresAt: new Date(payload.exp! * 1000),
       };
@@ -148,9 +154,15 @@ export class AccessTokens {
     }
   }
 
-  /** Full resource-side check: signature, claims and revocation. */
-  async verify(token: string): Promise<Principal> {
+  /**
+   * Full resource-side check: signature, claims, audience (when `resource` is given: RFC 8707,
+   * a token for another resource is refused) and revocation.
+   */
+  async verify(token: string, resource?: string): Promise<Principal> {
     const principal = await this.verifySignature(token);
+    if (resource !== undefined && !principal.audience.includes(resource)) {
+      throw new InvalidToken('the access token was not issued for this resource');
+    }
     if (await this.revocations.isRevoked(principal.grantId, principal.jti)) {
       throw new InvalidToken('the access token has been revoked');
     }

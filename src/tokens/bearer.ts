@@ -28,6 +28,8 @@ export interface ResourceRequest {
   method: string;
   /** Path (and query) of the request; its public URL is the issuer's origin plus this. */
   path: string;
+  /** RFC 8707: the resource the token must have been issued for (its `aud` names it). */
+  resource?: string;
 }
 
 const CREDENTIALS = /^(Bearer|DPoP)[ ]+([A-Za-z0-9\-._~+/]+=*)[ ]*$/i;
@@ -44,7 +46,7 @@ export async function authenticateRequest(auth: ResourceAuthentication, request:
   }
   const token = match[2]!;
   if (match[1]!.toLowerCase() === 'bearer') {
-    const principal = await auth.accessTokens.verify(token);
+    const principal = await auth.accessTokens.verify(token, request.resource);
     if (principal.jkt !== undefined) {
       throw new InvalidToken('this access token is DPoP-bound: send it as Authorization: DPoP with a DPoP proof', { dpop: { error: 'invalid_token' } });
     }
@@ -54,8 +56,11 @@ export async function authenticateRequest(auth: ResourceAuthentication, request:
 }
 
 /** A Bearer `Authorization` header alone (no request to check a DPoP proof against): as `authenticateRequest`. */
-export async function authenticateBearer(accessTokens: AccessTokens, authorization: string | undefined | null): Promise<Principal> {
-  return authenticateRequest({ accessTokens, dpop: undefined, config: { issuer: '', dpopNonce: 'off' } }, { authorization, dpop: undefined, method: '', path: '' });
+export async function authenticateBearer(accessTokens: AccessTokens, authorization: string | undefined | null, resource?: string): Promise<Principal> {
+  return authenticateRequest(
+    { accessTokens, dpop: undefined, config: { issuer: '', dpopNonce: 'off' } },
+    { authorization, dpop: undefined, method: '', path: '', ...(resource === undefined ? {} : { resource }) },
+  );
 }
 
 async function authenticateDpop(auth: ResourceAuthentication, request: ResourceRequest, token: string): Promise<Principal> {
@@ -63,7 +68,7 @@ async function authenticateDpop(auth: ResourceAuthentication, request: ResourceR
     new InvalidToken(message, { dpop: { error } });
   let principal: Principal;
   try {
-    principal = await auth.accessTokens.verify(token);
+    principal = await auth.accessTokens.verify(token, request.resource);
   } catch (error) {
     if (error instanceof InvalidToken) throw new InvalidToken(error.message, { cause: error, dpop: { error: 'invalid_token' } });
     throw error;
@@ -94,6 +99,17 @@ export function requireScope(principal: Principal, scope: string): void {
 
 function quoted(value: string): string {
   return `"${value.replace(/[\\"]/g, '\\$&').replace(/[^\x20-\x7e]/g, '')}"`;
+}
+
+/**
+ * RFC 9728 §5.1: the challenge names where the resource's metadata is, so a client that knows
+ * only the API URL can discover the authorization server. Added by each face to whatever
+ * challenge it answers with.
+ */
+export function withResourceMetadata(challenge: string, metadataUrl: string): string {
+  if (!/^Bearer\b/.test(challenge) || challenge.includes('resource_metadata=')) return challenge;
+  const separator = challenge === 'Bearer' ? ' ' : ', ';
+  return `${challenge}${separator}resource_metadata=${quoted(metadataUrl)}`;
 }
 
 /** The RFC 6750 §3 (or RFC 9449 §7.1 DPoP) challenge for a resource-side refusal. */

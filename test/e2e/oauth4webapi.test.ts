@@ -85,7 +85,8 @@ for (const kind of DATABASE_KINDS) {
           server.baseUrl,
           insecure,
         );
-        expect(claims).toMatchObject({ iss: server.baseUrl, sub: String(user.id), client_id: client.id, aud: server.baseUrl });
+        // No `resource` was sent: the audience is both of Fieldgate's own resources (RFC 8707).
+        expect(claims).toMatchObject({ iss: server.baseUrl, sub: String(user.id), client_id: client.id, aud: [server.baseUrl, `${server.baseUrl}/graphql`] });
 
         // Refresh with rotation.
         const refreshed = await oauth.processRefreshTokenResponse(

@@ -10,6 +10,8 @@ import { AccessTokens } from '../../src/tokens/access-token.js';
 import { createGraphQL } from '../../src/graphql/index.js';
 
 const CHALLENGE = 'Bearer realm="fieldgate"';
+/** RFC 9728 §5.1: every challenge of the GraphQL face ends by naming its resource metadata. */
+const METADATA = 'resource_metadata="http://localhost:3000/.well-known/oauth-protected-resource/graphql"';
 
 describeEachDatabase('GraphQL authentication and authorization', (context) => {
   let everything: TestToken;
@@ -28,7 +30,7 @@ describeEachDatabase('GraphQL authentication and authorization', (context) => {
     it('answers a request without credentials with 401, a bare challenge and UNAUTHENTICATED', async () => {
       const res = await postGraphQL(context().app, undefined, '{ products { id } }');
       expect(res.status).toBe(401);
-      expect(res.headers['www-authenticate']).toBe(CHALLENGE);
+      expect(res.headers['www-authenticate']).toBe(`${CHALLENGE}, ${METADATA}`);
       expect(res.body.data).toBeUndefined();
       expect(res.body.errors).toHaveLength(1);
       expect(res.body.errors![0]!.message).toBe('an access token is required');
@@ -42,7 +44,7 @@ describeEachDatabase('GraphQL authentication and authorization', (context) => {
         .set('Authorization', 'Basic dXNlcjpwYXNz')
         .send({ query: '{ products { id } }' });
       expect(res.status).toBe(401);
-      expect(res.headers['www-authenticate']).toBe(CHALLENGE);
+      expect(res.headers['www-authenticate']).toBe(`${CHALLENGE}, ${METADATA}`);
     });
 
     it.each([
@@ -52,7 +54,7 @@ describeEachDatabase('GraphQL authentication and authorization', (context) => {
       const value = typeof token === 'function' ? token() : token;
       const res = await postGraphQL(context().app, value, '{ products { id } }');
       expect(res.status).toBe(401);
-      expect(res.headers['www-authenticate']).toBe(`${CHALLENGE}, error="invalid_token", error_description="${description}"`);
+      expect(res.headers['www-authenticate']).toBe(`${CHALLENGE}, error="invalid_token", error_description="${description}", ${METADATA}`);
       expect(res.body.errors![0]!.extensions?.code).toBe('UNAUTHENTICATED');
     });
 
@@ -66,7 +68,7 @@ describeEachDatabase('GraphQL authentication and authorization', (context) => {
         const { token } = await foreign.issue({ userId: everything.userId, clientId: everything.clientId, scope: 'products:read', grantId: everything.grantId });
         const res = await postGraphQL(context().app, token, '{ products { id } }');
         expect(res.status).toBe(401);
-        expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="fieldgate", error="invalid_token", error_description="the access token is not valid here \((iss|aud)\)"$/);
+        expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="fieldgate", error="invalid_token", error_description="(the access token is not valid here \(iss\)|the access token was not issued for this resource)", resource_metadata="[^"]+"$/);
       }
     });
 
@@ -87,7 +89,7 @@ describeEachDatabase('GraphQL authentication and authorization', (context) => {
       vi.useFakeTimers({ toFake: ['Date'], now: caller.principal.expiresAt.getTime() + 1000 });
       const after = await postGraphQL(app, caller.token, '{ products { id } }');
       expect(after.status).toBe(401);
-      expect(after.headers['www-authenticate']).toBe(`${CHALLENGE}, error="invalid_token", error_description="the access token expired"`);
+      expect(after.headers['www-authenticate']).toBe(`${CHALLENGE}, error="invalid_token", error_description="the access token expired", ${METADATA}`);
       expect(after.body.errors![0]!.extensions?.code).toBe('UNAUTHENTICATED');
     });
 
@@ -124,7 +126,7 @@ describeEachDatabase('GraphQL authentication and authorization', (context) => {
       });
       expect(res!.status).toBe(403);
       expect(res!.headers['www-authenticate']).toBe(
-        `${CHALLENGE}, error="insufficient_scope", error_description="this request needs the scope ${required}", scope="${required}"`,
+        `${CHALLENGE}, error="insufficient_scope", error_description="this request needs the scope ${required}", scope="${required}", ${METADATA}`,
       );
       expect(res!.body.data).toBeUndefined();
       expect(res!.body.errors![0]!.extensions).toMatchObject({ code: 'FORBIDDEN', requiredScope: required, http: { status: 403 } });

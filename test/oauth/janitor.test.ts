@@ -83,6 +83,7 @@ describeEachDatabase('janitor', (context) => {
       loginThrottle: 1,
       usedJtis: 1,
       idempotencyKeys: 1,
+      unusedClients: 0,
       skipped: false,
     });
     expect(sweptRows(await sweep(db, policy))).toBe(0);

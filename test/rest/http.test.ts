@@ -119,7 +119,7 @@ describeEachDatabase('REST requests', (context) => {
       for (const operation of OPERATIONS(orderId, product.id)) {
         const res = await call(operation);
         expect(res.status, operation.path).toBe(401);
-        expect(res.headers['www-authenticate']).toBe('Bearer realm="fieldgate"');
+        expect(res.headers['www-authenticate']).toBe('Bearer realm="fieldgate", resource_metadata="http://localhost:3000/.well-known/oauth-protected-resource"');
         expect(res.body).toStrictEqual({
           error: { code: 401, status: 'UNAUTHENTICATED', message: 'an access token is required', details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', domain: 'fieldgate.dev', reason: 'MISSING_TOKEN', metadata: {} }] },
         });
@@ -148,7 +148,7 @@ describeEachDatabase('REST requests', (context) => {
           expect(res.body.error.status).toBe('UNAUTHENTICATED');
           expect(res.body.error.message).toMatch(description);
           if (!authorization.startsWith('Basic')) {
-            expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="fieldgate", error="invalid_token", error_description="[^"]+"$/);
+            expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="fieldgate", error="invalid_token", error_description="[^"]+", resource_metadata="http:\/\/localhost:3000\/\.well-known\/oauth-protected-resource"$/);
           }
         }
       }

@@ -33,7 +33,8 @@ describeEachDatabase('access tokens', (context) => {
       algorithms: ['ES256'],
     });
     expect(protectedHeader.kid).toBe(header.kid);
-    expect(payload).toMatchObject({ iss: issuer, sub: String(user.id), aud: issuer, client_id: client.id, scope: 'products:read orders:read' });
+    // RFC 8707: with no `resource` requested, the audience is both of Fieldgate's own resources.
+    expect(payload).toMatchObject({ iss: issuer, sub: String(user.id), aud: [issuer, `${issuer}/graphql`], client_id: client.id, scope: 'products:read orders:read' });
     expect(typeof payload.jti).toBe('string');
     expect(payload.exp! - payload.iat!).toBe(context().config.accessTokenTtl);
     expect(Math.abs(payload.iat! - Date.now() / 1000)).toBeLessThan(10);

@@ -10,13 +10,16 @@ import { AccessDenied } from '../errors.js';
 import { requireCsrf } from './login.js';
 import { bodyParameters, Parameters } from '../params.js';
 import { PageError } from './pages/error.js';
+import { isSelfRegistered } from '../stores/clients.js';
+import { codeRequest } from '../endpoints/authorize.js';
+import { redirectWithCode } from '../authorize-response.js';
 
 export function consentHandler(browser: BrowserContext) {
   const { oauth } = browser;
   return async function decide(req: Request, res: Response): Promise<void> {
     const params = bodyParameters(res);
     requireCsrf(browser, req, 'consent');
-    const request = await readAuthorizationRequest(oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''));
+    const request = await readAuthorizationRequest(oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''), oauth.resources);
     const session = browser.sessions.current(req);
     const user = session?.userId === undefined ? undefined : await oauth.consents.lookup(session.userId, request.client.id, session.epoch ?? 0);
     if (!user) {
@@ -33,6 +36,14 @@ export function consentHandler(browser: BrowserContext) {
         return;
       }
       oauth.events(req, 'consent_granted', { clientId, userId: user.userId });
+      if (isSelfRegistered(request.client)) {
+        // /authorize would ask again (it never relies on a stored consent for such clients),
+        // so this very decision issues the code.
+        const issued = await oauth.codes.issue(codeRequest(request, { ...session!, userId: user.userId }));
+        oauth.events(req, 'code_issued', { clientId, userId: user.userId, grantId: issued.grantId });
+        redirectWithCode(res, oauth.issuer, request.redirectUri, issued.code, request.state, 303);
+        return;
+      }
       continueAuthorization(browser, res, request, 'consent');
       return;
     }
@@ -49,7 +60,7 @@ export function switchAccountHandler(browser: BrowserContext) {
   return async function switchAccount(req: Request, res: Response): Promise<void> {
     const params = bodyParameters(res);
     requireCsrf(browser, req, 'switch_account');
-    const request = await readAuthorizationRequest(browser.oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''));
+    const request = await readAuthorizationRequest(browser.oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''), browser.oauth.resources);
     browser.sessions.signOut(req, res);
     continueAuthorization(browser, res, request, 'login');
   };

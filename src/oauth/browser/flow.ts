@@ -18,6 +18,7 @@ import { describeScope } from '../scopes.js';
 import { Sessions } from './session.js';
 import { ACCOUNT_PATH } from '../oidc/paths.js';
 import type { SignedInUser } from '../stores/consents.js';
+import { isSelfRegistered } from '../stores/clients.js';
 
 export const LOGIN_PATH = '/authorize/login';
 export const CONSENT_PATH = '/authorize/consent';
@@ -34,8 +35,21 @@ export function createBrowserContext(oauth: OAuthContext): BrowserContext {
   return { oauth, sessions, csrf: new CsrfProtection(sessions, oauth.sessionSecret) };
 }
 
+/** The host a self-registered client is known by: its metadata document's, else its redirect URI's. */
+function unverifiedHost(request: AuthorizationRequest): string {
+  const { client } = request;
+  const source = client.registrationType === 'metadata_document' ? client.id : request.redirectUri;
+  try {
+    return new URL(source).host || new URL(source).protocol;
+  } catch {
+    return source;
+  }
+}
+
 function redirectOrigin(request: AuthorizationRequest): string {
-  return new URL(request.redirectUri).origin;
+  const url = new URL(request.redirectUri);
+  // A native app's private-use scheme has no origin; CSP form-action names it by scheme.
+  return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : url.protocol;
 }
 
 export interface LoginPageState {
@@ -63,6 +77,7 @@ export function showConsent(browser: BrowserContext, req: Request, res: Response
     username: user.username,
     scopes: request.scopes.map((scope) => ({ scope, description: describeScope(scope) })),
     redirectOrigin: redirectOrigin(request),
+    ...(isSelfRegistered(request.client) ? { unverifiedHost: unverifiedHost(request) } : {}),
     action: `${browser.oauth.issuer}${CONSENT_PATH}`,
     csrfToken: browser.csrf.token(req, res),
     authorizationRequest: request.query,

@@ -64,7 +64,7 @@ export function loginHandler(browser: BrowserContext) {
   return async function signIn(req: Request, res: Response): Promise<void> {
     const params = bodyParameters(res);
     requireCsrf(browser, req, 'login');
-    const request = await readAuthorizationRequest(oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''));
+    const request = await readAuthorizationRequest(oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''), oauth.resources);
     const username = (params.get('username') ?? '').slice(0, MAX_USERNAME_LENGTH);
     const password = params.get('password') ?? '';
     const clientId = request.client.id;

@@ -11,6 +11,7 @@ import { CONSENT_PATH, createBrowserContext, LOGIN_PATH, showConsent, showLogin,
 import { consentHandler, switchAccountHandler } from '../browser/consent.js';
 import type { OAuthContext } from '../context.js';
 import type { NewAuthorizationCode } from '../stores/codes.js';
+import { isSelfRegistered } from '../stores/clients.js';
 import { ConsentRequired, LoginRequired, OAuthError } from '../errors.js';
 import type { BrowserSession } from '../browser/session.js';
 import { loginHandler } from '../browser/login.js';
@@ -18,11 +19,12 @@ import { bodyReadError, formBody, queryParameters } from '../params.js';
 import { errorPage, PageError } from '../browser/pages/error.js';
 import { sendPage } from '../browser/pages/layout.js';
 
-function codeRequest(request: AuthorizationRequest, session: BrowserSession & { userId: number }): NewAuthorizationCode {
+export function codeRequest(request: AuthorizationRequest, session: BrowserSession & { userId: number }): NewAuthorizationCode {
   return {
     clientId: request.client.id,
     userId: session.userId,
     scope: request.scopes.join(' '),
+    resources: request.resources,
     redirectUri: request.redirectUriSent ? request.redirectUri : null,
     codeChallenge: request.codeChallenge,
     codeChallengeMethod: request.codeChallengeMethod,
@@ -46,7 +48,7 @@ function needsSignIn(request: AuthorizationRequest, session: BrowserSession): bo
 
 function authorizeHandler(browser: BrowserContext) {
   return async function authorize(req: Request, res: Response): Promise<void> {
-    const request = await readAuthorizationRequest(browser.oauth.clients, queryParameters(req.originalUrl));
+    const request = await readAuthorizationRequest(browser.oauth.clients, queryParameters(req.originalUrl), browser.oauth.resources);
     const silent = request.prompt.has('none');
     const session = browser.sessions.current(req);
     const signIn = (): void => {
@@ -62,6 +64,14 @@ function authorizeHandler(browser: BrowserContext) {
     if (request.prompt.has('consent')) {
       const user = await browser.oauth.consents.lookup(session.userId, request.client.id, session.epoch ?? 0);
       if (!user) return signIn();
+      showConsent(browser, req, res, request, user);
+      return;
+    }
+    // A self-registered client is unverified: the user decides every time, whatever they allowed before.
+    if (isSelfRegistered(request.client)) {
+      const user = await browser.oauth.consents.lookup(session.userId, request.client.id, session.epoch ?? 0);
+      if (!user) return signIn();
+      if (silent) throw toClient(request, new ConsentRequired('this application must be allowed on the consent page'));
       showConsent(browser, req, res, request, user);
       return;
     }

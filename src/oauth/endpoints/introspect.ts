@@ -37,7 +37,7 @@ async function introspectAccessToken(oauth: OAuthContext, client: Client, token:
       exp: seconds(principal.expiresAt),
       iat: seconds(principal.issuedAt),
       iss: oauth.issuer,
-      aud: oauth.issuer,
+      aud: principal.audience.length === 1 ? principal.audience[0] : principal.audience,
       jti: principal.jti,
       // RFC 9449 §6.2: a DPoP-bound token says so, with the key it is bound to.
       token_type: principal.jkt === undefined ? 'Bearer' : 'DPoP',

@@ -22,7 +22,14 @@ export const METADATA_PATH = '/.well-known/oauth-authorization-server';
 export const JWKS_PATH = '/.well-known/jwks.json';
 export const OPENID_CONFIGURATION_PATH = '/.well-known/openid-configuration';
 
-export function authorizationServerMetadata(issuer: string): Record<string, unknown> {
+export interface MetadataOptions {
+  /** Advertise /register (REGISTRATION is not off). */
+  registration?: boolean;
+  /** Advertise client ID metadata documents (CLIENT_ID_METADATA_DOCUMENTS). */
+  clientIdMetadataDocuments?: boolean;
+}
+
+export function authorizationServerMetadata(issuer: string, options: MetadataOptions = {}): Record<string, unknown> {
   return {
     issuer,
     authorization_endpoint: `${issuer}/authorize`,
@@ -56,11 +63,19 @@ export function authorizationServerMetadata(issuer: string): Record<string, unkn
     request_uri_parameter_supported: false,
     backchannel_logout_supported: true,
     backchannel_logout_session_supported: false,
+    // -- Self-registration (RFC 7591, draft-ietf-oauth-client-id-metadata-document)
+    ...(options.registration ? { registration_endpoint: `${issuer}/register` } : {}),
+    client_id_metadata_document_supported: options.clientIdMetadataDocuments ?? false,
   };
 }
 
 export function addMetadataEndpoint(router: express.Router, oauth: OAuthContext, cors: RequestHandler): void {
-  const body = JSON.stringify(authorizationServerMetadata(oauth.issuer));
+  const body = JSON.stringify(
+    authorizationServerMetadata(oauth.issuer, {
+      registration: oauth.registration !== 'off',
+      clientIdMetadataDocuments: oauth.clientIdMetadataDocuments,
+    }),
+  );
   router.get([METADATA_PATH, OPENID_CONFIGURATION_PATH], cors, function serveMetadata(_req, res) {
     res.setHeader('Cache-Control', `public, max-age=${POLICY.metadataMaxAgeSeconds.value}`);
     res.setHeader('Content-Type', 'application/json;charset=UTF-8');

@@ -11,7 +11,7 @@ import { verifyCodeVerifier } from '../pkce.js';
 import { refreshTokenAllowed, type NewRefreshToken, type RedeemedCode } from '../stores/codes.js';
 import { parseScope } from '../scopes.js';
 import { redirectUriMatches, type Client } from '../stores/clients.js';
-import { issuesRefreshTokens, refreshTokenJkt, tokenResponse, type GrantRequest, type TokenResponse } from './grant.js';
+import { issuesRefreshTokens, refreshTokenJkt, requestedAudience, tokenResponse, type GrantRequest, type TokenResponse } from './grant.js';
 import type { DpopProof } from '../../tokens/dpop.js';
 
 export const grantType = 'authorization_code';
@@ -76,16 +76,18 @@ export async function handler(request: GrantRequest): Promise<TokenResponse> {
   // checks below pass, and deleted otherwise.
   const refreshToken = issuesRefreshTokens(client) ? oauth.refreshTokens.mint(refreshTokenJkt(client, dpop)) : undefined;
   const redeemed = await redeem(request, params.require('code'), refreshToken);
+  let audience: string[];
   try {
     checkRedirectUri(client, redeemed, params.get('redirect_uri'));
     checkPkce(client, redeemed, params.get('code_verifier'));
     checkDpopBinding(redeemed, dpop);
+    audience = requestedAudience(oauth, params, redeemed.resources);
   } catch (error) {
     if (refreshToken) await oauth.refreshTokens.discard(refreshToken.token);
     throw error;
   }
 
-  const grant = { grantId: redeemed.grantId, userId: redeemed.userId, clientId: client.id, scope: redeemed.scope };
+  const grant = { grantId: redeemed.grantId, userId: redeemed.userId, clientId: client.id, scope: redeemed.scope, audience };
   oauth.events(req, 'code_redeemed', { clientId: client.id, userId: redeemed.userId, grantId: redeemed.grantId });
   // The redeeming statement stored the refresh token only when §11 allows one (see refreshTokenAllowed).
   const issuedRefreshToken = refreshToken && refreshTokenAllowed(parseScope(redeemed.scope)) ? refreshToken.token : undefined;

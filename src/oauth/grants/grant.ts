@@ -49,7 +49,7 @@ export interface Grant {
 /** Signs the access token of one grant — bound to the DPoP key when there is a proof — and shapes the response. */
 export async function tokenResponse(
   oauth: OAuthContext,
-  grant: { grantId: string; userId: number; clientId: string; scope: string },
+  grant: { grantId: string; userId: number; clientId: string; scope: string; audience?: readonly string[] },
   refreshToken: string | undefined,
   dpop: DpopProof | undefined,
   oidc?: IdTokenContext,
@@ -76,6 +76,12 @@ export async function tokenResponse(
  */
 export function refreshTokenJkt(client: Client, dpop: DpopProof | undefined): string | null {
   return client.isPublic && dpop ? dpop.jkt : null;
+
+}
+
+/** RFC 8707 §2.2: the audience of this token request, within what the grant was authorized for. */
+export function requestedAudience(oauth: OAuthContext, params: Parameters, grantResources: readonly string[]): string[] {
+  return oauth.resources.narrow(grantResources, params.getAll('resource'));
 }
 
 /** Whether the client is registered for refresh tokens. */

@@ -8,27 +8,39 @@
  */
 import { InvalidGrant, InvalidScope } from '../errors.js';
 import { formatScope, parseScope } from '../scopes.js';
-import { tokenResponse, type GrantRequest, type TokenResponse } from './grant.js';
+import { requestedAudience, tokenResponse, type GrantRequest, type TokenResponse } from './grant.js';
 
 export const grantType = 'refresh_token';
 
 export const parameters = ['refresh_token', 'scope'] as const;
+// `resource` may repeat (RFC 8707 §2), so it is not listed for the repetition check.
 
-/** The scope of the new access token: as asked, but never more than the grant (§6). */
-async function narrowedScope({ oauth, client }: GrantRequest, refreshToken: string, requested: string | undefined): Promise<string | undefined> {
-  const scopes = parseScope(requested);
-  if (scopes.length === 0) return undefined;
-  // Checked before rotating, so a refused scope leaves the refresh token usable.
+/**
+ * The scope and audience of the new access token: as asked, but never more than the grant
+ * (RFC 6749 §6, RFC 8707 §2.2). Checked before rotating, so a refused request leaves the
+ * refresh token usable.
+ */
+async function narrowed(request: GrantRequest, refreshToken: string): Promise<{ scope: string | undefined; audience: string[] | undefined }> {
+  const { oauth, client, params } = request;
+  const scopes = parseScope(params.get('scope'));
+  const resources = params.getAll('resource');
+  if (scopes.length === 0 && resources.length === 0) return { scope: undefined, audience: undefined };
   const current = await oauth.refreshTokens.scopeOf(refreshToken);
   if (!current || current.clientId !== client.id) throw new InvalidGrant('the refresh token is not valid');
+  const audience = resources.length === 0 ? undefined : requestedAudience(oauth, params, current.resources);
+  if (scopes.length === 0) return { scope: undefined, audience };
   const granted = new Set(parseScope(current.scope));
   const excess = scopes.filter((scope) => !granted.has(scope));
   if (excess.length) throw new InvalidScope('the scope asks for more than the grant allows');
-  return formatScope(scopes);
+  return { scope: formatScope(scopes), audience };
 }
 
 /** Explains (and reacts to) a token that could not be rotated. Always throws. */
-async function refuse({ oauth, client, req, dpop }: GrantRequest, refreshToken: string, scope: string | undefined): Promise<TokenResponse> {
+async function refuse(
+  { oauth, client, req, dpop }: GrantRequest,
+  refreshToken: string,
+  { scope, audience }: { scope: string | undefined; audience: string[] | undefined },
+): Promise<TokenResponse> {
   const grace = oauth.refreshTokenReuseGrace;
   const record = await oauth.refreshTokens.find(refreshToken, grace);
   if (!record) throw new InvalidGrant('the refresh token is not valid');
@@ -48,7 +60,7 @@ async function refuse({ oauth, client, req, dpop }: GrantRequest, refreshToken: 
     const successor = record.withinGrace ? await oauth.refreshTokens.liveSuccessor(refreshToken) : undefined;
     if (successor !== undefined) {
       oauth.events(req, 'refresh_token_reuse_within_grace', fields);
-      return tokenResponse(oauth, { ...record, scope: scope ?? record.scope }, successor, dpop, { client, authTime: record.authTime, nonce: null });
+      return tokenResponse(oauth, { ...record, scope: scope ?? record.scope, audience: audience ?? record.resources }, successor, dpop, { client, authTime: record.authTime, nonce: null });
     }
     await oauth.revocations.revokeGrant(record.grantId);
     oauth.events(req, 'refresh_token_reuse_detected', fields);
@@ -61,11 +73,12 @@ async function refuse({ oauth, client, req, dpop }: GrantRequest, refreshToken: 
 export async function handler(request: GrantRequest): Promise<TokenResponse> {
   const { oauth, client, params, req, dpop } = request;
   const refreshToken = params.require('refresh_token');
-  const scope = await narrowedScope(request, refreshToken, params.get('scope'));
+  const wanted = await narrowed(request, refreshToken);
   const rotated = await oauth.refreshTokens.rotate(refreshToken, client.id, dpop?.jkt);
-  if (!rotated) return refuse(request, refreshToken, scope);
+  if (!rotated) return refuse(request, refreshToken, wanted);
   oauth.events(req, 'refresh_token_rotated', { clientId: client.id, userId: rotated.userId, grantId: rotated.grantId });
-  return tokenResponse(oauth, { ...rotated, scope: scope ?? rotated.scope }, rotated.refreshToken, dpop, {
+  const audience = wanted.audience ?? rotated.resources;
+  return tokenResponse(oauth, { ...rotated, scope: wanted.scope ?? rotated.scope, audience }, rotated.refreshToken, dpop, {
     client,
     authTime: rotated.authTime,
     nonce: null,

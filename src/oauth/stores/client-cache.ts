@@ -7,24 +7,45 @@
 import { LRUCache } from 'lru-cache';
 import { POLICY } from '../../policy.js';
 import type { Client, ClientStore } from './clients.js';
+import { looksLikeMetadataDocumentUrl, type ClientMetadataDocuments } from '../client-metadata-documents.js';
 
 export const CLIENT_CACHE_MS = POLICY.clientCacheMs.value;
 const MAX_CACHED_CLIENTS = POLICY.clientCacheEntries.value;
-/** Longer ids are not looked up at all: ours are 22 characters, the demo's 11. */
+/** Longer ids are not looked up at all: ours are 22 characters, the demo's 11; metadata document URLs up to 2000. */
 const MAX_CLIENT_ID_LENGTH = 200;
+const MAX_URL_CLIENT_ID_LENGTH = 2_000;
 
 export class ClientCache {
   private readonly cache = new LRUCache<string, Client>({ max: MAX_CACHED_CLIENTS, ttl: CLIENT_CACHE_MS });
 
-  constructor(private readonly clients: ClientStore) {}
+  constructor(
+    private readonly clients: ClientStore,
+    /** Set when CLIENT_ID_METADATA_DOCUMENTS is on. */
+    private readonly documents?: ClientMetadataDocuments,
+  ) {}
 
   async find(id: string): Promise<Client | undefined> {
-    if (id.length > MAX_CLIENT_ID_LENGTH || id.includes('\0')) return undefined;
+    const maxLength = looksLikeMetadataDocumentUrl(id) ? MAX_URL_CLIENT_ID_LENGTH : MAX_CLIENT_ID_LENGTH;
+    if (id.length > maxLength || id.includes('\0')) return undefined;
     const cached = this.cache.get(id);
     if (cached) return cached;
     const client = await this.clients.find(id);
     if (client) this.cache.set(id, client);
     return client;
+  }
+
+  /** The client of an authorization request: a registered one, or (CIMD) the one a metadata document describes. */
+  async resolve(id: string): Promise<Client | undefined> {
+    const stored = await this.find(id);
+    if (!this.documents || !looksLikeMetadataDocumentUrl(id)) return stored;
+    const client = await this.documents.resolve(id, stored);
+    if (client !== stored) this.cache.set(id, client);
+    return client;
+  }
+
+  /** Drops a client changed or deleted by this process, so the change applies here at once. */
+  forget(id: string): void {
+    this.cache.delete(id);
   }
 
   /** Constant-time check of a presented secret against the client's stored HMAC. */

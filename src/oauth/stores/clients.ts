@@ -9,6 +9,7 @@ import { clients } from '../../db/schema.js';
 import { ALL_SCOPES, isScope, parseScope } from '../scopes.js';
 import { constantTimeEqual, hmacSha256, randomToken } from '../../crypto/secrets.js';
 import { isSubjectType, sectorOf, type SubjectType } from '../oidc/subject.js';
+import type { ClientMetadata } from '../client-metadata.js';
 
 export type Client = typeof clients.$inferSelect;
 
@@ -99,6 +100,8 @@ export interface RegisteredClient {
   backchannel_logout_uri?: string;
   policy_uri?: string;
   tos_uri?: string;
+  /** Shown for self-registered clients only. */
+  registration_type?: RegistrationType;
 }
 
 /**
@@ -161,6 +164,42 @@ export function redirectUriMatches(registered: string, presented: string): boole
   }
 }
 
+/** How a client came to be registered. */
+export type RegistrationType = Client['registrationType'];
+
+/** Self-registered clients are unverified: consent is asked every time, and the page says so. */
+export function isSelfRegistered(client: Client): boolean {
+  return client.registrationType === 'dynamic' || client.registrationType === 'metadata_document';
+}
+
+/** The column values a validated client metadata object sets (everything but id and secrets). */
+function metadataColumns(metadata: ClientMetadata, fallbackName: string) {
+  return {
+    name: metadata.clientName ?? fallbackName,
+    redirectUris: metadata.redirectUris,
+    scopes: metadata.scopes,
+    grantTypes: metadata.grantTypes,
+    isPublic: metadata.tokenEndpointAuthMethod === 'none',
+    clientUri: metadata.clientUri ?? null,
+    logoUri: metadata.logoUri ?? null,
+    registrationMetadata: {
+      token_endpoint_auth_method: metadata.tokenEndpointAuthMethod,
+      response_types: metadata.responseTypes,
+      ...metadata.extra,
+    },
+  };
+}
+
+/** A name for a client that gave none: the host of its first redirect URI. */
+function unnamed(metadata: ClientMetadata): string {
+  try {
+    const host = new URL(metadata.redirectUris[0]!).host;
+    return host ? `Unnamed application (${host})` : 'Unnamed application';
+  } catch {
+    return 'Unnamed application';
+  }
+}
+
 export class ClientStore {
   constructor(
     private readonly db: Db,
@@ -210,6 +249,58 @@ export class ClientStore {
       })
       .returning();
     return describeClient(row!, secret);
+  }
+
+  /**
+   * RFC 7591: stores a dynamically registered client. Returns the row, its secret (unless it is
+   * public) and its RFC 7592 registration access token — both shown once, stored as HMACs.
+   */
+  async registerDynamic(metadata: ClientMetadata): Promise<{ client: Client; secret: string | undefined; registrationAccessToken: string }> {
+    const secret = metadata.tokenEndpointAuthMethod === 'none' ? undefined : randomToken(32);
+    const registrationAccessToken = randomToken(32);
+    const [row] = await this.db
+      .insert(clients)
+      .values({
+        id: randomToken(16),
+        ...metadataColumns(metadata, unnamed(metadata)),
+        secretHash: secret === undefined ? null : this.hashSecret(secret),
+        registrationType: 'dynamic',
+        registrationAccessTokenHash: this.hashSecret(`registration:${registrationAccessToken}`),
+      })
+      .returning();
+    return { client: row!, secret, registrationAccessToken };
+  }
+
+  /** RFC 7592: the dynamic client `id` if `token` is its registration access token (constant-time). */
+  async findByRegistrationToken(id: string, token: string): Promise<Client | undefined> {
+    const client = await this.find(id);
+    if (!client?.registrationAccessTokenHash || client.registrationType !== 'dynamic') return undefined;
+    return constantTimeEqual(this.hashSecret(`registration:${token}`), client.registrationAccessTokenHash) ? client : undefined;
+  }
+
+  /** RFC 7592 §2.2: replaces a dynamic client's metadata (its secret and registration token stay). */
+  async replaceMetadata(id: string, metadata: ClientMetadata): Promise<Client | undefined> {
+    const [row] = await this.db
+      .update(clients)
+      .set(metadataColumns(metadata, unnamed(metadata)))
+      .where(sql`${clients.id} = ${id} and ${clients.registrationType} = 'dynamic'`)
+      .returning();
+    return row;
+  }
+
+  /**
+   * Stores (or refreshes) the client a metadata document describes, under its URL as id, so
+   * codes and grants can reference it. Its metadata is replaced by the document's each time.
+   */
+  async upsertMetadataDocument(id: string, metadata: ClientMetadata, expiresAt: Date): Promise<Client> {
+    const columns = { ...metadataColumns(metadata, new URL(id).host), metadataExpiresAt: expiresAt };
+    const [row] = await this.db
+      .insert(clients)
+      .values({ id, ...columns, secretHash: null, registrationType: 'metadata_document' })
+      .onConflictDoUpdate({ target: clients.id, set: columns, setWhere: sql`${clients.registrationType} = 'metadata_document'` })
+      .returning();
+    if (!row) throw new ClientRegistrationError(`client id ${id} is taken by a client registered otherwise`);
+    return row;
   }
 
   async find(id: string): Promise<Client | undefined> {
@@ -363,5 +454,6 @@ export function describeClient(row: Client, secret?: string): RegisteredClient {
     ...(row.backchannelLogoutUri ? { backchannel_logout_uri: row.backchannelLogoutUri } : {}),
     ...(row.policyUri ? { policy_uri: row.policyUri } : {}),
     ...(row.tosUri ? { tos_uri: row.tosUri } : {}),
+    ...(row.registrationType === 'static' ? {} : { registration_type: row.registrationType }),
   };
 }

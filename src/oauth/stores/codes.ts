@@ -4,7 +4,7 @@
  * belongs to), in one statement. Redeeming is one atomic UPDATE, so of any number of
  * concurrent redemptions exactly one gets the row.
  */
-import { and, eq, gt, isNull, sql } from 'drizzle-orm';
+import { and, eq, gt, isNull, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { authorizationCodes, consents, grants, users } from '../../db/schema.js';
 import { consumeIfUnused } from './consumable.js';
@@ -19,6 +19,8 @@ export interface NewAuthorizationCode {
   clientId: string;
   userId: number;
   scope: string;
+  /** RFC 8707 resources the user authorizes (stored on the grant); empty: the default audience. */
+  resources?: readonly string[];
   /** The redirect_uri sent to /authorize, or null when the request relied on the only registered one. */
   redirectUri: string | null;
   codeChallenge: string | null;
@@ -35,6 +37,8 @@ export interface RedeemedCode {
   grantId: string;
   userId: number;
   scope: string;
+  /** The grant's RFC 8707 resources; empty: the default audience. */
+  resources: string[];
   redirectUri: string | null;
   codeChallenge: string | null;
   codeChallengeMethod: string | null;
@@ -70,6 +74,12 @@ const OFFLINE_CONDITION = sql.raw(
 
 export function refreshTokenAllowed(scopes: readonly string[]): boolean {
   return !scopes.includes('openid') || scopes.includes('offline_access');
+
+}
+
+/** A text[] parameter that both drivers bind the same way. */
+function textArray(values: readonly string[] | undefined): SQL {
+  return sql`string_to_array(${(values ?? []).join(' ')}, ' ')`;
 }
 
 export class AuthorizationCodeStore {
@@ -84,8 +94,8 @@ export class AuthorizationCodeStore {
     const grantId = randomToken(16);
     await this.db.execute(sql`
       with new_grant as (
-        insert into ${grants} (id, client_id, user_id, scope, auth_time)
-        values (${grantId}, ${input.clientId}, ${input.userId}, ${input.scope}, to_timestamp(${input.authTime ?? null}::double precision))
+        insert into ${grants} (id, client_id, user_id, scope, auth_time, resources)
+        values (${grantId}, ${input.clientId}, ${input.userId}, ${input.scope}, to_timestamp(${input.authTime ?? null}::double precision), ${textArray(input.resources)})
         returning id
       )
       insert into ${authorizationCodes}
@@ -123,8 +133,8 @@ export class AuthorizationCodeStore {
           select id from signed_in
           where string_to_array(coalesce(scope, ''), ' ') @> string_to_array(${input.scope}, ' ')
         ), new_grant as (
-          insert into ${grants} (id, client_id, user_id, scope, auth_time)
-          select ${grantId}, ${input.clientId}, id, ${input.scope}, to_timestamp(${input.authTime ?? null}::double precision) from consented
+          insert into ${grants} (id, client_id, user_id, scope, auth_time, resources)
+          select ${grantId}, ${input.clientId}, id, ${input.scope}, to_timestamp(${input.authTime ?? null}::double precision), ${textArray(input.resources)} from consented
           returning id
         ), new_code as (
           insert into ${authorizationCodes}
@@ -156,6 +166,7 @@ export class AuthorizationCodeStore {
       dpop_jkt: string | null;
       nonce: string | null;
       auth_time: number | null;
+      resources: string[] | null;
     }>(
       this.db,
       sql`
@@ -167,10 +178,10 @@ export class AuthorizationCodeStore {
           returning: sql.raw('grant_id, client_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method, dpop_jkt, nonce'),
         })}), touched as (
           update ${grants} set last_used_at = now() where id = (select grant_id from redeemed)
-          returning extract(epoch from auth_time)::float8 as auth_time
+          returning extract(epoch from auth_time)::float8 as auth_time, resources
         )${refreshToken ? sql`, issued as (${insertRefreshTokenFrom(sql`(select * from redeemed where ${OFFLINE_CONDITION}) as offline`, refreshToken)})` : sql``}
         select grant_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method, dpop_jkt, nonce,
-               (select auth_time from touched) as auth_time
+               (select auth_time from touched) as auth_time, (select resources from touched) as resources
         from redeemed`,
     );
     if (!row) return undefined;
@@ -178,6 +189,7 @@ export class AuthorizationCodeStore {
       grantId: row.grant_id,
       userId: row.user_id,
       scope: row.scope,
+      resources: row.resources ?? [],
       redirectUri: row.redirect_uri,
       codeChallenge: row.code_challenge,
       codeChallengeMethod: row.code_challenge_method,

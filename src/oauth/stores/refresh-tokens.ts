@@ -21,6 +21,8 @@ export interface RefreshTokenFamily {
   userId: number;
   /** The scope of the grant, the most any refresh may ask for. */
   scope: string;
+  /** The grant's RFC 8707 resources (empty: the default audience), the most any refresh may ask for. */
+  resources: string[];
 }
 
 /** A refresh token that could not be rotated keeps its binding in its record (RFC 9449 §5). */
@@ -110,7 +112,7 @@ export class RefreshTokenStore {
    */
   async rotate(token: string, clientId: string, dpopJkt?: string): Promise<RotatedRefreshToken | undefined> {
     const successor = this.successorOf(token);
-    const [row] = await queryRows<{ grant_id: string; client_id: string; user_id: number; scope: string; auth_time: number | null }>(
+    const [row] = await queryRows<{ grant_id: string; client_id: string; user_id: number; scope: string; auth_time: number | null; resources: string[] | null }>(
       this.db,
       sql`
         with retired as (${consumeIfUnused({
@@ -122,12 +124,12 @@ export class RefreshTokenStore {
           andAlso: sql`(dpop_jkt is null or dpop_jkt = ${dpopJkt ?? null})`,
         })}), touched as (
           update ${grants} set last_used_at = now() where id = (select grant_id from retired)
-          returning extract(epoch from auth_time)::float8 as auth_time
+          returning extract(epoch from auth_time)::float8 as auth_time, resources
         ), issued as (
           ${insertRefreshTokenFrom(sql`retired`, { tokenHash: sha256(successor), ttlSeconds: this.ttlSeconds })}
           returning grant_id, client_id, user_id, scope
         )
-        select grant_id, client_id, user_id, scope, (select auth_time from touched) as auth_time from issued`,
+        select grant_id, client_id, user_id, scope, (select auth_time from touched) as auth_time, (select resources from touched) as resources from issued`,
     );
     if (!row) return undefined;
     return {
@@ -137,6 +139,7 @@ export class RefreshTokenStore {
       userId: row.user_id,
       scope: row.scope,
       authTime: row.auth_time === null ? null : Math.floor(Number(row.auth_time)),
+      resources: row.resources ?? [],
     };
   }
 
@@ -155,10 +158,11 @@ export class RefreshTokenStore {
       auth_time: number | null;
       within_grace: boolean;
       dpop_jkt: string | null;
+      resources: string[] | null;
     }>(
       this.db,
       sql`
-        select t.grant_id, t.client_id, t.user_id, t.scope, t.created_at, t.expires_at, t.dpop_jkt,
+        select t.grant_id, t.client_id, t.user_id, t.scope, t.created_at, t.expires_at, t.dpop_jkt, g.resources,
                t.expires_at <= now() as expired,
                t.consumed_at is not null as consumed,
                g.revoked_at is not null as grant_revoked, extract(epoch from g.auth_time)::float8 as auth_time,
@@ -175,6 +179,7 @@ export class RefreshTokenStore {
       clientId: row.client_id,
       userId: row.user_id,
       scope: row.scope,
+      resources: row.resources ?? [],
       createdAt: toDate(row.created_at),
       expiresAt: toDate(row.expires_at),
       expired: row.expired,
@@ -187,10 +192,11 @@ export class RefreshTokenStore {
   }
 
   /** The scope recorded for `token` (never changes), to validate a narrowing request before rotating. */
-  async scopeOf(token: string): Promise<{ clientId: string; scope: string } | undefined> {
+  async scopeOf(token: string): Promise<{ clientId: string; scope: string; resources: string[] } | undefined> {
     const [row] = await this.db
-      .select({ clientId: refreshTokens.clientId, scope: refreshTokens.scope })
+      .select({ clientId: refreshTokens.clientId, scope: refreshTokens.scope, resources: grants.resources })
       .from(refreshTokens)
+      .innerJoin(grants, eq(grants.id, refreshTokens.grantId))
       .where(eq(refreshTokens.tokenHash, sha256(token)));
     return row;
   }

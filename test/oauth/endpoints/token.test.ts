@@ -90,7 +90,7 @@ describeEachDatabase('POST /token', (context) => {
     const body = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: client.redirectUri, code_verifier: verifier });
     body.append('foo', '1');
     body.append('foo', '2');
-    body.append('resource', 'https://x.example');
+    body.append('audience_hint', 'https://x.example');
     const res = await post().type('form').send(body.toString());
     expect(res.status).toBe(200);
   });

@@ -9,6 +9,8 @@ export interface ConsentPage {
   scopes: readonly { scope: string; description: string }[];
   /** Origin of the redirect URI, shown so the user can tell where they will be sent. */
   redirectOrigin: string;
+  /** Set for a self-registered client: its name is its own claim, so the page names the host it is known by. */
+  unverifiedHost?: string;
   action: string;
   csrfToken: string;
   authorizationRequest: string;
@@ -23,7 +25,8 @@ export function consentPage(page: ConsentPage): SafeHtml {
   return layout(
     'Allow access',
     html`<h1>Allow ${page.clientName} to access your account?</h1>
-<p><strong>${page.clientName}</strong> would like to:</p>
+${page.unverifiedHost === undefined ? html`` : html`<p class="warning"><strong>Unverified application.</strong> This application registered itself; its name is not checked. It is known by <code>${page.unverifiedHost}</code>. Allow only if you trust that site.</p>
+`}<p><strong>${page.clientName}</strong> would like to:</p>
 <ul class="scopes">
 ${page.scopes.map(({ scope, description }) => html`<li title="${scope}">${description}</li>\n`)}
 </ul>

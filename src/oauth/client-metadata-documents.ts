@@ -1,0 +1,242 @@
+/**
+ * Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document): a client_id
+ * that is an https URL names a JSON document, published by the client, holding its metadata.
+ * Fetching a URL an anonymous caller chose is a server-side request forgery risk, so the fetch
+ * resolves the host itself and refuses private, loopback, link-local, unique-local and
+ * multicast addresses (CIMD_ALLOW_PRIVATE=true lifts this, and allows http, for development),
+ * connects to the address it checked, follows no redirect, reads at most 5 KiB and gives up
+ * after 3 s. A document is used for as long as its Cache-Control allows, within 1 minute and
+ * 1 day. The client is stored under its URL (so codes and grants can reference it) and its
+ * metadata replaced at each refetch.
+ */
+import { lookup } from 'node:dns/promises';
+import http from 'node:http';
+import https from 'node:https';
+import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { rootCertificates } from 'node:tls';
+import { readClientMetadata, type ClientMetadata } from './client-metadata.js';
+import { InvalidClientMetadata, OAuthError } from './errors.js';
+import type { Client, ClientStore } from './stores/clients.js';
+
+export interface ClientMetadataDocumentOptions {
+  /** Development only: private and loopback addresses, and http URLs, are allowed. */
+  allowPrivate: boolean;
+  /** Extra trusted CA certificates (PEM) for the fetch, for an embedder with a private PKI (tests). */
+  ca?: string | undefined;
+  timeoutMs?: number;
+  maxBytes?: number;
+  minCacheSeconds?: number;
+  maxCacheSeconds?: number;
+}
+
+export const MAX_DOCUMENT_BYTES = 5 * 1024;
+const DEFAULT_TIMEOUT_MS = 3_000;
+const MIN_CACHE_SECONDS = 60;
+const MAX_CACHE_SECONDS = 86_400;
+/** Used when a document says nothing about caching. */
+const DEFAULT_CACHE_SECONDS = 3_600;
+const MAX_URL_LENGTH = 2_000;
+
+const BLOCKED = new BlockList();
+for (const [network, prefix] of [
+  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
+  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24],
+  ['224.0.0.0', 4], ['240.0.0.0', 4],
+] as const) BLOCKED.addSubnet(network, prefix, 'ipv4');
+for (const [network, prefix] of [
+  ['::', 128], ['::1', 128], ['64:ff9b::', 96], ['100::', 64], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8],
+] as const) BLOCKED.addSubnet(network, prefix, 'ipv6');
+
+/** Whether an address is one a metadata document may not be fetched from (IPv4-mapped IPv6 by its IPv4). */
+export function isPrivateAddress(address: string): boolean {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return BLOCKED.check(mapped[1]!, 'ipv4');
+  const family = isIP(address);
+  if (family === 0) return true;
+  return BLOCKED.check(address, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+/** Whether `id` is to be treated as a metadata document URL rather than a registered id. */
+export function looksLikeMetadataDocumentUrl(id: string): boolean {
+  return id.startsWith('https://') || id.startsWith('http://');
+}
+
+function refuse(reason: string, cause?: unknown): never {
+  throw new InvalidClientMetadata(`the client metadata document ${reason}`, cause === undefined ? {} : { cause });
+}
+
+/** The document URL, checked: https (http only in development), a path, no fragment, credentials or dot segments. */
+function documentUrl(id: string, allowPrivate: boolean): URL {
+  if (id.length > MAX_URL_LENGTH) refuse('URL is too long');
+  let url: URL;
+  try {
+    url = new URL(id);
+  } catch {
+    return refuse('URL is not a valid URL');
+  }
+  if (url.protocol !== 'https:' && !(allowPrivate && url.protocol === 'http:')) refuse('URL must use https');
+  if (url.href !== id) refuse('URL must be in normalized form (no dot segments, default port or uppercase host)');
+  if (url.hash || id.includes('#') || url.username || url.password) refuse('URL must not carry a fragment or credentials');
+  if (url.pathname === '/') refuse('URL must have a path');
+  return url;
+}
+
+/** Seconds the document may be used, from its Cache-Control, within the bounds. */
+function cacheSeconds(cacheControl: string | undefined, min: number, max: number): number {
+  const directives = (cacheControl ?? '').toLowerCase();
+  let seconds = DEFAULT_CACHE_SECONDS;
+  if (/\b(no-store|no-cache)\b/.test(directives)) seconds = 0;
+  else {
+    const maxAge = /\bmax-age\s*=\s*"?(\d+)/.exec(directives);
+    if (maxAge) seconds = Number(maxAge[1]);
+  }
+  return Math.min(max, Math.max(min, seconds));
+}
+
+export class ClientMetadataDocuments {
+  private readonly inFlight = new Map<string, Promise<Client>>();
+  private readonly timeoutMs: number;
+  private readonly maxBytes: number;
+  private readonly minCache: number;
+  private readonly maxCache: number;
+
+  constructor(
+    private readonly clients: ClientStore,
+    private readonly options: ClientMetadataDocumentOptions,
+  ) {
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.maxBytes = options.maxBytes ?? MAX_DOCUMENT_BYTES;
+    this.minCache = options.minCacheSeconds ?? MIN_CACHE_SECONDS;
+    this.maxCache = options.maxCacheSeconds ?? MAX_CACHE_SECONDS;
+  }
+
+  /**
+   * The client `id` names: the stored one while its document is fresh, otherwise fetched and
+   * stored again. Concurrent requests for one id share one fetch. Throws
+   * InvalidClientMetadata saying what was wrong with the document (nothing is stored then).
+   */
+  async resolve(id: string, stored?: Client): Promise<Client> {
+    const url = documentUrl(id, this.options.allowPrivate);
+    if (stored && (stored.registrationType !== 'metadata_document' || (stored.metadataExpiresAt && stored.metadataExpiresAt > new Date()))) return stored;
+    const pending = this.inFlight.get(id);
+    if (pending) return pending;
+    const fetching = this.fetchAndStore(id, url).finally(() => this.inFlight.delete(id));
+    this.inFlight.set(id, fetching);
+    return fetching;
+  }
+
+  private async fetchAndStore(id: string, url: URL): Promise<Client> {
+    const { body, cacheControl } = await this.fetchDocument(url);
+    let document: unknown;
+    try {
+      document = JSON.parse(body);
+    } catch (error) {
+      refuse('is not valid JSON', error);
+    }
+    if (typeof document !== 'object' || document === null || Array.isArray(document)) refuse('must be a JSON object');
+    const fields = document as Record<string, unknown>;
+    if (fields.client_id !== id) refuse('must contain a client_id equal to its own URL');
+    // A document is public: a secret in it is no secret, and a client using one is misconfigured.
+    if ('client_secret' in fields || 'client_secret_expires_at' in fields) refuse('must not contain a client_secret');
+    let metadata: ClientMetadata;
+    try {
+      metadata = readClientMetadata(fields, { defaultAuthMethod: 'none' });
+    } catch (error) {
+      // invalid_redirect_uri included: for a document, everything wrong is the document's fault.
+      if (error instanceof OAuthError) refuse(`is invalid: ${error.message}`, error);
+      throw error;
+    }
+    if (metadata.tokenEndpointAuthMethod !== 'none') refuse('must use token_endpoint_auth_method none');
+    const expiresAt = new Date(Date.now() + cacheSeconds(cacheControl, this.minCache, this.maxCache) * 1000);
+    return this.clients.upsertMetadataDocument(id, metadata, expiresAt);
+  }
+
+  /** The address to connect to: resolved here and checked, so a rebinding DNS answer cannot slip a private one in. */
+  private async address(hostname: string): Promise<{ address: string; family: number }> {
+    const literal = hostname.replace(/^\[|\]$/g, '');
+    let addresses: { address: string; family: number }[];
+    if (isIP(literal)) addresses = [{ address: literal, family: isIP(literal) }];
+    else {
+      try {
+        addresses = await lookup(literal, { all: true, verbatim: true });
+      } catch (error) {
+        return refuse('host does not resolve', error);
+      }
+    }
+    if (addresses.length === 0) refuse('host does not resolve');
+    if (!this.options.allowPrivate && addresses.some((a) => isPrivateAddress(a.address))) {
+      refuse('host resolves to a private, loopback or link-local address');
+    }
+    return addresses[0]!;
+  }
+
+  private async fetchDocument(url: URL): Promise<{ body: string; cacheControl: string | undefined }> {
+    const pinned = await this.address(url.hostname);
+    const pinnedLookup: LookupFunction = (_host, options, callback) => {
+      if ((options as { all?: boolean }).all) (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [pinned]);
+      else callback(null, pinned.address, pinned.family);
+    };
+    const transport = url.protocol === 'https:' ? https : http;
+    return new Promise((resolve, reject) => {
+      const fail = (reason: string, cause?: unknown) => {
+        try {
+          refuse(reason, cause);
+        } catch (error) {
+          reject(error);
+        }
+      };
+      const request = transport.get(
+        url,
+        {
+          lookup: pinnedLookup,
+          headers: { accept: 'application/json', 'user-agent': 'fieldgate' },
+          ...(url.protocol === 'https:' && this.options.ca ? { ca: [...rootCertificates, this.options.ca] } : {}),
+          agent: false,
+        },
+        (response) => {
+          const status = response.statusCode ?? 0;
+          if (status >= 300 && status < 400) {
+            response.resume();
+            return fail('URL answered with a redirect, which is not followed');
+          }
+          if (status !== 200) {
+            response.resume();
+            return fail(`URL answered HTTP ${status}`);
+          }
+          const declared = Number(response.headers['content-length']);
+          if (Number.isFinite(declared) && declared > this.maxBytes) {
+            request.destroy();
+            return fail(`is larger than ${this.maxBytes} bytes`);
+          }
+          const chunks: Buffer[] = [];
+          let size = 0;
+          response.on('data', (chunk: Buffer) => {
+            size += chunk.length;
+            if (size > this.maxBytes) {
+              request.destroy();
+              fail(`is larger than ${this.maxBytes} bytes`);
+              return;
+            }
+            chunks.push(chunk);
+          });
+          response.on('end', () => {
+            if (size > this.maxBytes) return;
+            try {
+              resolve({ body: new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks)), cacheControl: response.headers['cache-control'] });
+            } catch (error) {
+              fail('is not valid UTF-8', error);
+            }
+          });
+          response.on('error', (error) => fail('could not be read', error));
+        },
+      );
+      const timer = setTimeout(() => {
+        request.destroy();
+        fail(`did not arrive within ${this.timeoutMs} ms`);
+      }, this.timeoutMs);
+      timer.unref();
+      request.on('close', () => clearTimeout(timer));
+      request.on('error', (error) => fail('could not be fetched', error));
+    });
+  }
+}

@@ -1,0 +1,163 @@
+/**
+ * Client metadata (RFC 7591 §2) as self-registering clients send it — in a POST /register
+ * body or in a client ID metadata document — checked field by field. Every wrong type, size
+ * or value is `invalid_client_metadata` (or `invalid_redirect_uri`, §3.2.2) naming the field;
+ * unknown fields are ignored, as §2 asks.
+ */
+import { InvalidClientMetadata, InvalidRedirectUri } from './errors.js';
+import { ALL_SCOPES, isScope, parseScope } from './scopes.js';
+
+export type RegisteredAuthMethod = 'none' | 'client_secret_basic' | 'client_secret_post';
+
+const AUTH_METHODS: readonly RegisteredAuthMethod[] = ['none', 'client_secret_basic', 'client_secret_post'];
+const GRANT_TYPES = ['authorization_code', 'refresh_token'] as const;
+const MAX_REDIRECT_URIS = 20;
+const MAX_URI_LENGTH = 2000;
+const MAX_TEXT_LENGTH = 200;
+const MAX_CONTACTS = 10;
+
+/** Schemes a native app must never register (RFC 8252 §7.1 asks for a reverse-DNS name). */
+const FORBIDDEN_SCHEMES = new Set(['javascript:', 'data:', 'vbscript:', 'file:', 'blob:', 'about:', 'ftp:', 'ws:', 'wss:']);
+
+export interface ClientMetadata {
+  redirectUris: string[];
+  clientName: string | undefined;
+  grantTypes: string[];
+  responseTypes: string[];
+  tokenEndpointAuthMethod: RegisteredAuthMethod;
+  scopes: string[];
+  clientUri: string | undefined;
+  logoUri: string | undefined;
+  /** Echoed back as registered: contacts, tos_uri, policy_uri, software_id, software_version. */
+  extra: Record<string, unknown>;
+}
+
+function fail(field: string, problem: string): never {
+  throw new InvalidClientMetadata(`${field} ${problem}`);
+}
+
+function optionalString(body: Record<string, unknown>, field: string, max = MAX_TEXT_LENGTH): string | undefined {
+  const value = body[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') fail(field, 'must be a string');
+  if (value.length > max) fail(field, `must be at most ${max} characters`);
+  if (/[\u0000-\u001f\u007f]/.test(value)) fail(field, 'must not contain control characters');
+  return value;
+}
+
+function stringArray(body: Record<string, unknown>, field: string, maxItems: number): string[] | undefined {
+  const value = body[field];
+  if (value === undefined || value === null) return undefined;
+  if (!Array.isArray(value)) fail(field, 'must be an array of strings');
+  if (value.length > maxItems) fail(field, `must have at most ${maxItems} entries`);
+  for (const item of value) {
+    if (typeof item !== 'string') fail(field, 'must be an array of strings');
+    if (item.length > MAX_URI_LENGTH || item.includes('\0')) fail(field, 'has an entry that is too long or contains a NUL character');
+  }
+  return [...new Set(value as string[])];
+}
+
+/** An https URL for a page or an image shown to users (§2: client_uri, logo_uri, tos_uri, policy_uri). */
+function httpsUri(body: Record<string, unknown>, field: string): string | undefined {
+  const value = optionalString(body, field, MAX_URI_LENGTH);
+  if (value === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    fail(field, 'must be an absolute https URL');
+  }
+  if (url.protocol !== 'https:' || url.username || url.password) fail(field, 'must be an https URL without credentials');
+  return value;
+}
+
+function isLoopbackHost(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
+}
+
+/**
+ * One redirect URI (RFC 9700 §4.1.3, RFC 8252 §7): https; http only on a loopback host; or a
+ * private-use scheme with a reverse-DNS name (`com.example.app:/callback`). Never a fragment,
+ * credentials, or a scheme that runs code or reads local files.
+ */
+export function checkRedirectUri(raw: string): string {
+  const refuse = (why: string): never => {
+    throw new InvalidRedirectUri(`a redirect URI ${why}`);
+  };
+  if (raw.includes('#')) refuse('must not contain a fragment');
+  if (/[\u0000-\u0020\u007f]/.test(raw)) refuse('must not contain spaces or control characters');
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return refuse('must be an absolute URI');
+  }
+  if (FORBIDDEN_SCHEMES.has(url.protocol)) refuse(`must not use the ${url.protocol} scheme`);
+  if (url.username || url.password) refuse('must not contain credentials');
+  if (url.protocol === 'https:') return raw;
+  if (url.protocol === 'http:') {
+    if (!isLoopbackHost(url.hostname)) refuse('must use https (http only on localhost, 127.0.0.0/8 or [::1])');
+    return raw;
+  }
+  // RFC 8252 §7.1: a private-use scheme is a reverse domain name, so it holds a dot.
+  if (!/^[a-z][a-z0-9+\-]*\.[a-z0-9+\-.]*[a-z0-9]:$/.test(url.protocol)) {
+    refuse('with a private-use scheme must use a reverse domain name (com.example.app:/callback)');
+  }
+  return raw;
+}
+
+/** Validates a client's metadata object; `defaultAuthMethod` applies when it names none (RFC 7591 §2: client_secret_basic). */
+export function readClientMetadata(input: unknown, options: { defaultAuthMethod: RegisteredAuthMethod }): ClientMetadata {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new InvalidClientMetadata('the client metadata must be a JSON object');
+  }
+  const body = input as Record<string, unknown>;
+
+  const redirectUris = stringArray(body, 'redirect_uris', MAX_REDIRECT_URIS);
+  if (!redirectUris || redirectUris.length === 0) throw new InvalidRedirectUri('redirect_uris must list at least one redirect URI');
+  redirectUris.forEach(checkRedirectUri);
+
+  const grantTypes = stringArray(body, 'grant_types', 10) ?? ['authorization_code'];
+  const unknownGrant = grantTypes.find((grant) => !(GRANT_TYPES as readonly string[]).includes(grant));
+  if (unknownGrant !== undefined) fail('grant_types', `may only contain ${GRANT_TYPES.join(' and ')}`);
+  const responseTypes = stringArray(body, 'response_types', 10) ?? ['code'];
+  if (responseTypes.some((type) => type !== 'code')) fail('response_types', 'may only contain code');
+  // §2.1: the code response type and the authorization_code grant go together.
+  if (!grantTypes.includes('authorization_code') || !responseTypes.includes('code')) {
+    fail('grant_types', 'must include authorization_code, and response_types code (the only flow for a client with redirect URIs)');
+  }
+
+  const method = body.token_endpoint_auth_method ?? options.defaultAuthMethod;
+  if (typeof method !== 'string' || !(AUTH_METHODS as readonly string[]).includes(method)) {
+    fail('token_endpoint_auth_method', `must be one of ${AUTH_METHODS.join(', ')}`);
+  }
+
+  const scope = optionalString(body, 'scope', 1000);
+  const scopes = scope === undefined ? [...ALL_SCOPES] : parseScope(scope);
+  if (scopes.some((s) => !isScope(s))) fail('scope', `may only contain ${ALL_SCOPES.join(' ')}`);
+  if (scopes.length === 0) fail('scope', 'must name at least one scope');
+
+  const contacts = stringArray(body, 'contacts', MAX_CONTACTS);
+  const extra: Record<string, unknown> = {
+    ...(contacts ? { contacts } : {}),
+    ...optionalEntry('tos_uri', httpsUri(body, 'tos_uri')),
+    ...optionalEntry('policy_uri', httpsUri(body, 'policy_uri')),
+    ...optionalEntry('software_id', optionalString(body, 'software_id')),
+    ...optionalEntry('software_version', optionalString(body, 'software_version')),
+  };
+  return {
+    redirectUris,
+    clientName: optionalString(body, 'client_name')?.trim() || undefined,
+    grantTypes,
+    responseTypes,
+    tokenEndpointAuthMethod: method as RegisteredAuthMethod,
+    scopes,
+    clientUri: httpsUri(body, 'client_uri'),
+    logoUri: httpsUri(body, 'logo_uri'),
+    extra,
+  };
+}
+
+function optionalEntry(name: string, value: string | undefined): Record<string, string> {
+  return value === undefined ? {} : { [name]: value };
+}

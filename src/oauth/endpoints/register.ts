@@ -1,0 +1,219 @@
+/**
+ * Dynamic client registration, `POST /register` (RFC 7591), and its management protocol,
+ * `GET/PUT/DELETE /register/{client_id}` with the registration access token (RFC 7592).
+ *
+ * REGISTRATION=open lets anyone register, `token` asks for an initial access token made with
+ * `fieldgate registration-token create`, `off` serves nothing here (and the metadata does not
+ * advertise the endpoint). Requests are limited per client IP; self-registered clients always
+ * see the consent page and are deleted by the janitor if never used (DYNAMIC_CLIENT_TTL).
+ */
+import type { Db } from '../../db/database.js';
+import express, { type ErrorRequestHandler, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import type { OAuthContext } from '../context.js';
+import { readClientMetadata, type ClientMetadata } from '../client-metadata.js';
+import { InvalidClientMetadata, InvalidHttpRequest, InvalidToken, RateLimited } from '../errors.js';
+import { noStore, sendJson, sendJsonError, toOAuthError } from '../json-response.js';
+import type { Client } from '../stores/clients.js';
+import { RegistrationThrottle } from '../registration-throttle.js';
+import { RegistrationTokenStore } from '../stores/registration-tokens.js';
+
+export const REGISTRATION_PATH = '/register';
+/** A registration is a few hundred bytes; 16 KiB leaves room for 20 long redirect URIs. */
+export const REGISTRATION_BODY_LIMIT_BYTES = 16 * 1024;
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function seconds(date: Date): number {
+  return Math.floor(date.getTime() / 1000);
+}
+
+/** The client's registered metadata as RFC 7591 §3.2.1 / RFC 7592 §3 show it. */
+function clientInformation(oauth: OAuthContext, client: Client, secrets: { secret?: string; registrationAccessToken?: string } = {}): Record<string, unknown> {
+  const registered = client.registrationMetadata ?? {};
+  return {
+    client_id: client.id,
+    client_id_issued_at: seconds(client.createdAt),
+    ...(secrets.secret === undefined ? {} : { client_secret: secrets.secret, client_secret_expires_at: 0 }),
+    ...(secrets.registrationAccessToken === undefined ? {} : { registration_access_token: secrets.registrationAccessToken }),
+    registration_client_uri: `${oauth.issuer}${REGISTRATION_PATH}/${encodeURIComponent(client.id)}`,
+    client_name: client.name,
+    redirect_uris: client.redirectUris,
+    grant_types: client.grantTypes,
+    response_types: registered.response_types ?? ['code'],
+    token_endpoint_auth_method: registered.token_endpoint_auth_method ?? (client.isPublic ? 'none' : 'client_secret_basic'),
+    scope: client.scopes.join(' '),
+    ...(client.clientUri === null ? {} : { client_uri: client.clientUri }),
+    ...(client.logoUri === null ? {} : { logo_uri: client.logoUri }),
+    ...Object.fromEntries(Object.entries(registered).filter(([name]) => name !== 'response_types' && name !== 'token_endpoint_auth_method')),
+  };
+}
+
+function bearerToken(req: Request): string {
+  const header = req.get('authorization');
+  if (!header) throw new InvalidToken('a bearer token is required', { missing: true });
+  const match = /^Bearer[ ]+([A-Za-z0-9\-._~+/]+=*)[ ]*$/i.exec(header);
+  if (!match) throw new InvalidToken('the Authorization header is not a valid bearer token');
+  return match[1]!;
+}
+
+function preventCaching(_req: Request, res: Response, next: NextFunction): void {
+  noStore(res);
+  next();
+}
+
+function limitPerIp(throttle: RegistrationThrottle): RequestHandler {
+  return async function countRegistrationRequest(req, _res, next) {
+    const state = await throttle.count(req.ip);
+    if (!state.allowed) throw new RateLimited('too many registration requests from this address; try again later', state.retryAfterSeconds);
+    next();
+  };
+}
+
+/** REGISTRATION=token: the request carries a live initial access token (RFC 7591 §3). */
+function requireInitialAccessToken(tokens: RegistrationTokenStore): RequestHandler {
+  return async function checkInitialAccessToken(req, _res, next) {
+    if (!(await tokens.isValid(bearerToken(req)))) throw new InvalidToken('the initial access token is not valid');
+    next();
+  };
+}
+
+const readRawBody = express.raw({ type: () => true, limit: REGISTRATION_BODY_LIMIT_BYTES });
+
+/** The body as a parsed JSON value (application/json, UTF-8, at most the limit). */
+const jsonBody: RequestHandler[] = [
+  function requireJsonContentType(req, _res, next) {
+    if (!req.is('application/json')) throw new InvalidClientMetadata('the request body must be application/json');
+    next();
+  },
+  readRawBody,
+  function parseJsonBody(req, res, next) {
+    const raw: unknown = req.body;
+    let value: unknown;
+    try {
+      value = JSON.parse(Buffer.isBuffer(raw) ? utf8.decode(raw) : '');
+    } catch (error) {
+      throw new InvalidClientMetadata('the request body is not valid UTF-8 JSON', { cause: error });
+    }
+    res.locals.json = value;
+    next();
+  },
+];
+
+function metadataOf(res: Response): ClientMetadata {
+  return readClientMetadata(res.locals.json, { defaultAuthMethod: 'client_secret_basic' });
+}
+
+function register(oauth: OAuthContext): RequestHandler {
+  return async function registerClient(req, res) {
+    const metadata = metadataOf(res);
+    const { client, secret, registrationAccessToken } = await oauth.registeredClients.registerDynamic(metadata);
+    oauth.events(req, 'client_registered', { clientId: client.id });
+    sendJson(res, 201, clientInformation(oauth, client, { ...(secret === undefined ? {} : { secret }), registrationAccessToken }));
+  };
+}
+
+/** RFC 7592 §2: the registration access token must belong to the client named in the path. */
+function authenticateRegistration(oauth: OAuthContext): RequestHandler {
+  return async function checkRegistrationAccessToken(req, res, next) {
+    const token = bearerToken(req);
+    const client = await oauth.registeredClients.findByRegistrationToken(String(req.params.client_id), token);
+    // An unknown client and a wrong token are one answer: nothing is learnt about client ids.
+    if (!client) throw new InvalidToken('the registration access token is not valid for this client');
+    res.locals.registeredClient = client;
+    next();
+  };
+}
+
+function registeredClient(res: Response): Client {
+  return res.locals.registeredClient as Client;
+}
+
+function readRegistration(oauth: OAuthContext): RequestHandler {
+  return function readClientConfiguration(_req, res) {
+    sendJson(res, 200, clientInformation(oauth, registeredClient(res)));
+  };
+}
+
+/** RFC 7592 §2.2: the body replaces every metadata value; the secret and the token stay. */
+function updateRegistration(oauth: OAuthContext): RequestHandler {
+  return async function replaceClientConfiguration(_req, res) {
+    const client = registeredClient(res);
+    const body = res.locals.json as Record<string, unknown>;
+    if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
+      if (body.client_id !== client.id) throw new InvalidClientMetadata('client_id must be the id of the client being updated');
+      if (body.client_secret !== undefined && (typeof body.client_secret !== 'string' || !oauth.registeredClients.verifySecret(client, body.client_secret))) {
+        throw new InvalidClientMetadata('client_secret does not match the current secret');
+      }
+    }
+    const metadata = metadataOf(res);
+    if ((metadata.tokenEndpointAuthMethod === 'none') !== client.isPublic) {
+      throw new InvalidClientMetadata('token_endpoint_auth_method cannot change between none and a secret-based method; register a new client');
+    }
+    const updated = await oauth.registeredClients.replaceMetadata(client.id, metadata);
+    if (!updated) throw new InvalidToken('the registration access token is not valid for this client');
+    oauth.clients.forget(client.id);
+    sendJson(res, 200, clientInformation(oauth, updated));
+  };
+}
+
+function deleteRegistration(oauth: OAuthContext): RequestHandler {
+  return async function deleteClient(req, res) {
+    const client = registeredClient(res);
+    await oauth.registeredClients.delete(client.id);
+    oauth.clients.forget(client.id);
+    oauth.events(req, 'client_deleted', { clientId: client.id });
+    res.status(204).end();
+  };
+}
+
+/** This surface's one serializer: RFC 7591 §3.2.2 error JSON, with the challenge or Retry-After an error calls for. */
+function registrationErrorHandler(oauth: OAuthContext): ErrorRequestHandler {
+  return function serializeRegistrationError(error, req, res, next) {
+    if (res.headersSent) {
+      next(error);
+      return;
+    }
+    let oauthError = toOAuthError(error);
+    if (oauthError.status === 413) oauthError = new InvalidHttpRequest(`the request body is larger than ${REGISTRATION_BODY_LIMIT_BYTES} bytes`, { status: 413 });
+    if (!oauthError.expose) oauth.logger.error({ err: error, reqId: req.id }, 'registration endpoint failed');
+    if (oauthError instanceof InvalidToken) {
+      res.setHeader('WWW-Authenticate', oauthError.missing ? 'Bearer realm="fieldgate"' : `Bearer realm="fieldgate", error="invalid_token"`);
+    }
+    if (oauthError instanceof RateLimited) res.setHeader('Retry-After', String(oauthError.retryAfterSeconds));
+    sendJsonError(res, oauthError);
+  };
+}
+
+function methodNotAllowed(allowed: string): RequestHandler {
+  return function rejectMethod(_req, res) {
+    res.setHeader('Allow', allowed);
+    throw new InvalidHttpRequest(`this endpoint only accepts ${allowed}`, { status: 405 });
+  };
+}
+
+/** How /register admits requests: REGISTRATION and REGISTRATION_RATE_LIMIT, over the database that keeps the counts. */
+export interface RegistrationSetup {
+  mode: 'open' | 'token' | 'off';
+  rateLimit: number;
+  db: Db;
+}
+
+export function addRegistrationEndpoint(router: express.Router, oauth: OAuthContext, cors: RequestHandler, { mode, rateLimit, db }: RegistrationSetup): void {
+  if (mode === 'off') return;
+  const throttle = new RegistrationThrottle(db, rateLimit);
+  const admission: RequestHandler[] = mode === 'token' ? [requireInitialAccessToken(new RegistrationTokenStore(db))] : [];
+  router
+    .route(REGISTRATION_PATH)
+    .options(cors)
+    .post(cors, preventCaching, limitPerIp(throttle), ...admission, ...jsonBody, register(oauth))
+    .all(cors, methodNotAllowed('POST'));
+  const manage = [cors, preventCaching, authenticateRegistration(oauth)];
+  router
+    .route(`${REGISTRATION_PATH}/:client_id`)
+    .options(cors)
+    .get(...manage, readRegistration(oauth))
+    .put(...manage, ...jsonBody, updateRegistration(oauth))
+    .delete(...manage, deleteRegistration(oauth))
+    .all(cors, methodNotAllowed('GET, PUT, DELETE'));
+  router.use(REGISTRATION_PATH, registrationErrorHandler(oauth));
+}

@@ -1,0 +1,40 @@
+/**
+ * RFC 9728 protected resource metadata for Fieldgate's two APIs: the REST API at
+ * `/.well-known/oauth-protected-resource` (its identifier is the issuer URL) and the GraphQL
+ * API at the path-inserted `/.well-known/oauth-protected-resource/graphql` (§3.1). Every 401
+ * and 403 from either API points here (`resource_metadata`, §5.1), so a client that knows only
+ * the API URL finds the authorization server.
+ */
+import type express from 'express';
+import type { RequestHandler } from 'express';
+import type { OAuthContext } from '../context.js';
+import { ALL_SCOPES } from '../scopes.js';
+import { PROTECTED_RESOURCE_METADATA_PATH, type ProtectedResource } from '../../tokens/resources.js';
+
+export function protectedResourceMetadata(issuer: string, resource: ProtectedResource, name: string): Record<string, unknown> {
+  return {
+    resource: resource.identifier,
+    authorization_servers: [issuer],
+    scopes_supported: ALL_SCOPES,
+    bearer_methods_supported: ['header'],
+    resource_signing_alg_values_supported: ['ES256'],
+    resource_name: name,
+    resource_documentation: resource.documentation,
+  };
+}
+
+export function addResourceMetadataEndpoints(router: express.Router, oauth: OAuthContext, cors: RequestHandler): void {
+  const { rest, graphql } = oauth.resources;
+  const documents: [string, string][] = [
+    [PROTECTED_RESOURCE_METADATA_PATH, JSON.stringify(protectedResourceMetadata(oauth.issuer, rest, 'Fieldgate REST API'))],
+    [`${PROTECTED_RESOURCE_METADATA_PATH}/graphql`, JSON.stringify(protectedResourceMetadata(oauth.issuer, graphql, 'Fieldgate GraphQL API'))],
+  ];
+  for (const [path, body] of documents) {
+    router.get(path, cors, function serveResourceMetadata(_req, res) {
+      res.setHeader('Cache-Control', 'public, max-age=300');
+      res.setHeader('Content-Type', 'application/json;charset=UTF-8');
+      res.end(body);
+    });
+    router.options(path, cors);
+  }
+}

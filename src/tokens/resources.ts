@@ -1,0 +1,77 @@
+/**
+ * RFC 8707 resource identifiers: which audiences Fieldgate issues tokens for. Fieldgate itself
+ * is two protected resources — the REST API (identified by the issuer URL, since its paths sit
+ * at the root) and the GraphQL API (`${issuer}/graphql`) — and RESOURCE_INDICATORS may name
+ * external resource servers that trust our tokens. A request naming no resource gets both of
+ * Fieldgate's own, never an external one.
+ */
+import { InvalidTarget } from '../oauth/errors.js';
+
+export interface ProtectedResource {
+  /** The resource identifier: the `resource` parameter and the token's `aud`. */
+  identifier: string;
+  /** Where RFC 9728 metadata for it is served (the path-inserted well-known URL). */
+  metadataUrl: string;
+  /** Human documentation of the API. */
+  documentation: string;
+}
+
+export const PROTECTED_RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource';
+
+/** Compares identifiers as URLs so `https://api.example` and `https://api.example/` are one. */
+function canonical(identifier: string): string | undefined {
+  try {
+    const url = new URL(identifier);
+    return url.hash || identifier.includes('#') ? undefined : url.href;
+  } catch {
+    return undefined;
+  }
+}
+
+export class Resources {
+  readonly rest: ProtectedResource;
+  readonly graphql: ProtectedResource;
+  /** Every identifier a token may be issued for, as configured. */
+  readonly known: readonly string[];
+  /** The audience of a grant that named no resource. */
+  readonly defaults: readonly string[];
+  private readonly byCanonical: ReadonlyMap<string, string>;
+
+  constructor(issuer: string, external: readonly string[] = []) {
+    const wellKnown = `${issuer}${PROTECTED_RESOURCE_METADATA_PATH}`;
+    this.rest = { identifier: issuer, metadataUrl: wellKnown, documentation: `${issuer}/api-reference` };
+    this.graphql = { identifier: `${issuer}/graphql`, metadataUrl: `${wellKnown}/graphql`, documentation: `${issuer}/graphql` };
+    this.defaults = [this.rest.identifier, this.graphql.identifier];
+    this.known = [...new Set([...this.defaults, ...external])];
+    this.byCanonical = new Map(this.known.map((identifier) => [canonical(identifier)!, identifier]));
+  }
+
+  /**
+   * The identifiers a request names, as configured; invalid_target for one that is not an
+   * absolute URI without fragment, or that this server does not issue tokens for.
+   */
+  resolve(requested: readonly string[]): string[] {
+    const resolved = requested.map((value) => {
+      const key = canonical(value);
+      if (key === undefined) throw new InvalidTarget('each resource must be an absolute URI without a fragment');
+      const identifier = this.byCanonical.get(key);
+      if (identifier === undefined) throw new InvalidTarget('the resource is not one this server issues tokens for');
+      return identifier;
+    });
+    return [...new Set(resolved)];
+  }
+
+  /**
+   * The audience of a token request: those named (which must all be in what the grant allows),
+   * or everything the grant allows when none is named. A refresh may narrow, never widen.
+   */
+  narrow(granted: readonly string[], requested: readonly string[]): string[] {
+    const allowed = granted.length === 0 ? this.defaults : granted;
+    if (requested.length === 0) return [...allowed];
+    const resolved = this.resolve(requested);
+    if (resolved.some((identifier) => !allowed.includes(identifier))) {
+      throw new InvalidTarget('the resource is more than this grant was authorized for');
+    }
+    return resolved;
+  }
+}

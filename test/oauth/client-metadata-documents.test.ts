@@ -1,0 +1,158 @@
+/** Client ID metadata documents (draft-ietf-oauth-client-id-metadata-document): fetched SSRF-safe, validated, cached within bounds. */
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import request from 'supertest';
+import { describeEachDatabase } from '../support/runtime.js';
+import { ClientMetadataDocuments, isPrivateAddress } from '../../src/oauth/client-metadata-documents.js';
+import { InvalidClientMetadata } from '../../src/oauth/errors.js';
+import { pkcePair } from '../support/oauth.js';
+
+type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
+
+let server: http.Server;
+let base: string;
+const routes = new Map<string, Handler>();
+const hits = new Map<string, number>();
+
+beforeAll(async () => {
+  server = http.createServer((req, res) => {
+    hits.set(req.url!, (hits.get(req.url!) ?? 0) + 1);
+    const handler = routes.get(req.url!);
+    if (handler) handler(req, res);
+    else res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+let sequence = 0;
+/** Serves `body(url)` at a fresh path and returns the document URL. */
+function serve(body: (url: string) => unknown, headers: Record<string, string> = {}): string {
+  const path = `/clients/${++sequence}.json`;
+  const url = `${base}${path}`;
+  routes.set(path, (_req, res) => {
+    const text = typeof body(url) === 'string' ? (body(url) as string) : JSON.stringify(body(url));
+    res.writeHead(200, { 'content-type': 'application/json', ...headers }).end(text);
+  });
+  return url;
+}
+
+const documentFor = (url: string) => ({ client_id: url, client_name: 'Doc Agent', redirect_uris: ['http://127.0.0.1/callback'], token_endpoint_auth_method: 'none' });
+
+it('refuses private, loopback, link-local, unique-local and multicast addresses', () => {
+  for (const address of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '::1', '::', 'fe80::1', 'fd00::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1']) {
+    expect(isPrivateAddress(address), address).toBe(true);
+  }
+  for (const address of ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946', '::ffff:93.184.216.34']) expect(isPrivateAddress(address), address).toBe(false);
+});
+
+describeEachDatabase(
+  'client ID metadata documents',
+  (context) => {
+    const documents = (options: Partial<ConstructorParameters<typeof ClientMetadataDocuments>[1]> = {}) =>
+      new ClientMetadataDocuments(context().runtime.clients, { allowPrivate: true, ...options });
+
+    async function refused(promise: Promise<unknown>, reason: RegExp): Promise<void> {
+      const error = await promise.then(() => undefined, (e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidClientMetadata);
+      expect((error as InvalidClientMetadata).code).toBe('invalid_client_metadata');
+      expect((error as Error).message).toMatch(reason);
+    }
+
+    it('stores the client a valid document describes, under its URL, as a public metadata_document client', async () => {
+      const url = serve((u) => ({ ...documentFor(u), logo_uri: 'https://agent.example/logo.png', extension: { ignored: true } }));
+      const client = await documents().resolve(url);
+      expect(client).toMatchObject({ id: url, name: 'Doc Agent', registrationType: 'metadata_document', isPublic: true, secretHash: null, logoUri: 'https://agent.example/logo.png' });
+    });
+
+    it.each([
+      ['a client_id other than its URL', (u: string) => ({ ...documentFor(u), client_id: 'https://elsewhere.example/c.json' }), /client_id equal to its own URL/],
+      ['a client_secret', (u: string) => ({ ...documentFor(u), client_secret: 's3cret' }), /client_secret/],
+      ['a secret-based auth method', (u: string) => ({ ...documentFor(u), token_endpoint_auth_method: 'client_secret_basic' }), /none/],
+      ['a javascript: redirect URI', (u: string) => ({ ...documentFor(u), redirect_uris: ['javascript:alert(1)'] }), /redirect URI/],
+      ['an array', (u: string) => [documentFor(u)], /JSON object/],
+      ['not JSON', () => '<html>', /not valid JSON/],
+    ])('refuses a document with %s, storing nothing', async (_label, body, reason) => {
+      const url = serve(body);
+      await refused(documents().resolve(url), reason);
+      expect(await context().runtime.clients.find(url)).toBeUndefined();
+    });
+
+    it('refuses a document that redirects, without following it', async () => {
+      const target = serve(documentFor);
+      routes.set('/clients/redirect.json', (_req, res) => res.writeHead(302, { location: target }).end());
+      await refused(documents().resolve(`${base}/clients/redirect.json`), /redirect/);
+      expect(hits.get(new URL(target).pathname) ?? 0).toBe(0);
+    });
+
+    it('refuses a huge document, announced or streamed', async () => {
+      const announced = serve((u) => ({ ...documentFor(u), padding: 'x'.repeat(10_000) }));
+      await refused(documents().resolve(announced), /larger than 5120 bytes/);
+      routes.set('/clients/streamed.json', (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"padding":"');
+        for (let i = 0; i < 20; i++) res.write('x'.repeat(1024));
+        res.end('"}');
+      });
+      await refused(documents().resolve(`${base}/clients/streamed.json`), /larger than 5120 bytes/);
+    });
+
+    it('gives up on a document that does not arrive in time', async () => {
+      routes.set('/clients/slow.json', () => {
+        /* never answers */
+      });
+      await refused(documents({ timeoutMs: 200 }).resolve(`${base}/clients/slow.json`), /did not arrive/);
+      expect(await context().runtime.clients.find(`${base}/clients/slow.json`)).toBeUndefined();
+    });
+
+    it('refuses private addresses and http unless CIMD_ALLOW_PRIVATE, and URLs without a path or with a fragment', async () => {
+      const url = serve(documentFor);
+      await refused(documents({ allowPrivate: false }).resolve(url), /https/);
+      await refused(documents({ allowPrivate: false }).resolve(url.replace('http:', 'https:')), /private, loopback or link-local/);
+      await refused(documents({ allowPrivate: false }).resolve('https://[::1]/c.json'), /private/);
+      await refused(documents({ allowPrivate: false }).resolve('https://169.254.169.254/latest/meta-data'), /private/);
+      await refused(documents().resolve(`${base}/`), /path/);
+      await refused(documents().resolve(`${base}/a/../c.json`), /normalized/);
+      expect(hits.get(new URL(url).pathname) ?? 0).toBe(0);
+    });
+
+    it('honours Cache-Control within bounds, and shares one fetch among concurrent requests', async () => {
+      const url = serve(documentFor, { 'cache-control': 'max-age=0' });
+      const resolver = documents();
+      const clients = await Promise.all(Array.from({ length: 10 }, () => resolver.resolve(url)));
+      expect(hits.get(new URL(url).pathname)).toBe(1);
+      // max-age=0 is raised to the one-minute minimum: the stored client is used meanwhile.
+      expect(clients[0]!.metadataExpiresAt!.getTime()).toBeGreaterThan(Date.now() + 30_000);
+      await resolver.resolve(url, clients[0]);
+      expect(hits.get(new URL(url).pathname)).toBe(1);
+      const long = serve(documentFor, { 'cache-control': 'max-age=999999999' });
+      const cached = await resolver.resolve(long);
+      expect(cached.metadataExpiresAt!.getTime()).toBeLessThanOrEqual(Date.now() + 86_400_000);
+    });
+
+    it('at /authorize: a document on a private address is shown as an error page, never redirected', async () => {
+      const { verifier: _v, challenge } = pkcePair();
+      const url = serve(documentFor).replace('http:', 'https:');
+      const res = await request(context().app)
+        .get('/authorize')
+        .query({ response_type: 'code', client_id: url, redirect_uri: 'http://127.0.0.1/callback', code_challenge: challenge, code_challenge_method: 'S256' })
+        .redirects(0);
+      expect(res.status).toBe(400);
+      expect(res.headers.location).toBeUndefined();
+      expect(res.text).toContain('metadata document');
+      expect(await context().runtime.clients.find(url)).toBeUndefined();
+    });
+
+    it('advertises client_id_metadata_document_supported', async () => {
+      const res = await request(context().app).get('/.well-known/oauth-authorization-server');
+      expect(res.body.client_id_metadata_document_supported).toBe(true);
+    });
+  },
+  { CIMD_ALLOW_PRIVATE: 'false' },
+);

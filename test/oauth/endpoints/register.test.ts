@@ -1,0 +1,292 @@
+/** Dynamic client registration (RFC 7591) and its management protocol (RFC 7592). */
+import { describe, expect, it } from 'vitest';
+import request from 'supertest';
+import { sql } from 'drizzle-orm';
+import { createTestRuntime, describeEachDatabase } from '../../support/runtime.js';
+import { DATABASE_KINDS } from '../../support/databases.js';
+import { clients } from '../../../src/db/schema.js';
+import { RegistrationTokenStore } from '../../../src/oauth/stores/registration-tokens.js';
+import { janitorPolicy, sweep } from '../../../src/oauth/janitor.js';
+import { ConsentStore } from '../../../src/oauth/stores/consents.js';
+
+/** These tests open a database of their own, which is slow on a busy machine. */
+const OWN_DATABASE_TIMEOUT_MS = 180_000;
+
+const NATIVE = { redirect_uris: ['http://127.0.0.1/callback'], token_endpoint_auth_method: 'none', client_name: 'Agent' };
+
+async function clientCount(context: () => { runtime: { db: import('../../../src/db/database.js').Db } }): Promise<number> {
+  const [row] = await context().runtime.db.select({ n: sql<number>`count(*)::int` }).from(clients);
+  return row!.n;
+}
+
+describeEachDatabase(
+  'POST /register',
+  (context) => {
+    const register = (body: unknown) => request(context().app).post('/register').set('Content-Type', 'application/json').send(JSON.stringify(body));
+
+    it('registers a public native client (RFC 7591 §3.2.1) and advertises the endpoint (RFC 8414)', async () => {
+      const res = await register({ ...NATIVE, scope: 'products:read', client_uri: 'https://agent.example', unknown_field: { x: 1 } });
+      expect(res.status).toBe(201);
+      expect(res.headers['cache-control']).toBe('no-store');
+      expect(res.body).toMatchObject({
+        client_name: 'Agent',
+        redirect_uris: ['http://127.0.0.1/callback'],
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'none',
+        scope: 'products:read',
+        client_uri: 'https://agent.example',
+        registration_client_uri: `http://localhost:3000/register/${res.body.client_id}`,
+      });
+      expect(res.body.client_secret).toBeUndefined();
+      expect(res.body.unknown_field).toBeUndefined();
+      expect(typeof res.body.registration_access_token).toBe('string');
+      const stored = await context().runtime.clients.find(res.body.client_id);
+      expect(stored).toMatchObject({ registrationType: 'dynamic', isPublic: true });
+      expect(JSON.stringify(stored)).not.toContain(res.body.registration_access_token);
+      const metadata = await request(context().app).get('/.well-known/oauth-authorization-server');
+      expect(metadata.body.registration_endpoint).toBe('http://localhost:3000/register');
+    });
+
+    it('gives a confidential client a secret that works at the token endpoint (client_secret_post)', async () => {
+      const res = await register({ redirect_uris: ['https://app.example/cb'], token_endpoint_auth_method: 'client_secret_post' });
+      expect(res.status).toBe(201);
+      expect(res.body.client_secret).toMatch(/^[A-Za-z0-9_-]{40,}$/);
+      expect(res.body.client_secret_expires_at).toBe(0);
+      const token = await request(context().app)
+        .post('/token')
+        .type('form')
+        .send({ grant_type: 'refresh_token', refresh_token: 'nope', client_id: res.body.client_id, client_secret: res.body.client_secret });
+      // Authenticated (unlike a wrong secret), then refused for the grant it may not use.
+      expect(token.body.error).toBe('unauthorized_client');
+    });
+
+    it.each([
+      ['javascript: URI', { redirect_uris: ['javascript:alert(1)'] }, 'invalid_redirect_uri'],
+      ['data: URI', { redirect_uris: ['data:text/html,hi'] }, 'invalid_redirect_uri'],
+      ['fragment', { redirect_uris: ['https://app.example/cb#x'] }, 'invalid_redirect_uri'],
+      ['http on a public host', { redirect_uris: ['http://app.example/cb'] }, 'invalid_redirect_uri'],
+      ['private-use scheme without a dot', { redirect_uris: ['myapp:/cb'] }, 'invalid_redirect_uri'],
+      ['credentials', { redirect_uris: ['https://user:pw@app.example/cb'] }, 'invalid_redirect_uri'],
+      ['no redirect URI', { client_name: 'x' }, 'invalid_redirect_uri'],
+      ['empty redirect URIs', { redirect_uris: [] }, 'invalid_redirect_uri'],
+      ['redirect_uris a string', { redirect_uris: 'https://app.example/cb' }, 'invalid_client_metadata'],
+      ['redirect_uris of numbers', { redirect_uris: [1] }, 'invalid_client_metadata'],
+      ['client_name a number', { ...NATIVE, client_name: 5 }, 'invalid_client_metadata'],
+      ['client_name an object', { ...NATIVE, client_name: { en: 'x' } }, 'invalid_client_metadata'],
+      ['client_name too long', { ...NATIVE, client_name: 'x'.repeat(201) }, 'invalid_client_metadata'],
+      ['logo_uri over http', { ...NATIVE, logo_uri: 'http://app.example/logo.png' }, 'invalid_client_metadata'],
+      ['client_uri javascript:', { ...NATIVE, client_uri: 'javascript:alert(1)' }, 'invalid_client_metadata'],
+      ['unknown grant type', { ...NATIVE, grant_types: ['password'] }, 'invalid_client_metadata'],
+      ['grant_types without authorization_code', { ...NATIVE, grant_types: ['refresh_token'] }, 'invalid_client_metadata'],
+      ['implicit response type', { ...NATIVE, response_types: ['token'] }, 'invalid_client_metadata'],
+      ['grant_types null-ish string', { ...NATIVE, grant_types: 'authorization_code' }, 'invalid_client_metadata'],
+      ['unsupported auth method', { ...NATIVE, token_endpoint_auth_method: 'private_key_jwt' }, 'invalid_client_metadata'],
+      ['auth method a number', { ...NATIVE, token_endpoint_auth_method: 1 }, 'invalid_client_metadata'],
+      ['unknown scope', { ...NATIVE, scope: 'admin' }, 'invalid_client_metadata'],
+      ['scope an array', { ...NATIVE, scope: ['products:read'] }, 'invalid_client_metadata'],
+      ['contacts a string', { ...NATIVE, contacts: 'a@example.com' }, 'invalid_client_metadata'],
+      ['a JSON array', [NATIVE], 'invalid_client_metadata'],
+      ['a JSON string', 'hello', 'invalid_client_metadata'],
+      ['JSON null', null, 'invalid_client_metadata'],
+      ['a number', 42, 'invalid_client_metadata'],
+    ])('refuses %s with %s and stores nothing (RFC 7591 §3.2.2)', async (_label, body, error) => {
+      const before = await clientCount(context);
+      const res = await register(body);
+      expect(res.status).toBe(400);
+      expect(res.headers['content-type']).toMatch(/^application\/json/);
+      expect(res.body.error).toBe(error);
+      expect(typeof res.body.error_description).toBe('string');
+      expect(await clientCount(context)).toBe(before);
+    });
+
+    it('refuses a body that is not JSON, not UTF-8, or of another media type', async () => {
+      const before = await clientCount(context);
+      const broken = await request(context().app).post('/register').set('Content-Type', 'application/json').send('{"redirect_uris": [');
+      expect(broken.status).toBe(400);
+      expect(broken.body.error).toBe('invalid_client_metadata');
+      const latin1 = await request(context().app).post('/register').set('Content-Type', 'application/json').serialize((body: unknown) => body as string).send(Buffer.from([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d]) as unknown as string);
+      expect(latin1.body.error).toBe('invalid_client_metadata');
+      const form = await request(context().app).post('/register').type('form').send({ redirect_uris: 'https://a.example/cb' });
+      expect(form.status).toBe(400);
+      expect(form.body.error).toBe('invalid_client_metadata');
+      expect(await clientCount(context)).toBe(before);
+    });
+
+    it('answers a huge body with 413 in JSON, storing nothing', async () => {
+      const before = await clientCount(context);
+      const res = await register({ ...NATIVE, client_name: 'x', padding: 'y'.repeat(100_000) });
+      expect(res.status).toBe(413);
+      expect(res.body.error).toBe('invalid_request');
+      const many = await register({ redirect_uris: Array.from({ length: 21 }, (_, i) => `https://a.example/${i}`) });
+      expect(many.status).toBe(400);
+      expect(await clientCount(context)).toBe(before);
+    });
+
+    it('accepts https, loopback and private-use redirect URIs (RFC 8252 §7)', async () => {
+      const res = await register({
+        redirect_uris: ['https://app.example/cb', 'http://localhost:8080/cb', 'http://[::1]/cb', 'com.example.app:/oauth2redirect'],
+        token_endpoint_auth_method: 'none',
+      });
+      expect(res.status).toBe(201);
+      expect(res.body.client_name).toBe('Unnamed application (app.example)');
+    });
+
+    it('registers 20 clients at once, each with its own id (concurrency)', async () => {
+      const results = await Promise.all(Array.from({ length: 20 }, () => register(NATIVE)));
+      expect(results.map((r) => r.status)).toEqual(Array(20).fill(201));
+      expect(new Set(results.map((r) => r.body.client_id)).size).toBe(20);
+    });
+
+    it('the janitor deletes self-registered clients never used within DYNAMIC_CLIENT_TTL, and only those', async () => {
+      const { runtime } = context();
+      const unused = (await register(NATIVE)).body.client_id as string;
+      const used = (await register(NATIVE)).body.client_id as string;
+      const fresh = (await register(NATIVE)).body.client_id as string;
+      const cli = (await runtime.clients.create({ name: 'old static', redirectUris: ['https://s.example/cb'] })).client_id;
+      const user = await runtime.users.create(`u${Date.now()}`, 'password-123');
+      await new ConsentStore(runtime.db).grant(user.id, used, ['products:read']);
+      await runtime.db.execute(sql`update ${clients} set created_at = now() - interval '2 days' where id in (${unused}, ${used}, ${cli})`);
+      const result = await sweep(runtime.db, { ...janitorPolicy(context().config), dynamicClientTtl: 86_400 });
+      expect(result.unusedClients).toBe(1);
+      expect(await runtime.clients.find(unused)).toBeUndefined();
+      for (const kept of [used, fresh, cli]) expect(await runtime.clients.find(kept)).toBeDefined();
+    });
+
+    it('answers other methods with 405 in JSON', async () => {
+      const res = await request(context().app).get('/register');
+      expect(res.status).toBe(405);
+      expect(res.headers.allow).toBe('POST');
+      expect(res.body.error).toBe('invalid_request');
+    });
+
+    describe('RFC 7592 management', () => {
+      async function registered() {
+        const res = await register({ ...NATIVE, grant_types: ['authorization_code', 'refresh_token'] });
+        expect(res.status).toBe(201);
+        return res.body as { client_id: string; registration_access_token: string; registration_client_uri: string };
+      }
+      const path = (id: string) => `/register/${encodeURIComponent(id)}`;
+
+      it('reads the configuration with the registration access token (§2.1)', async () => {
+        const client = await registered();
+        const res = await request(context().app).get(path(client.client_id)).set('Authorization', `Bearer ${client.registration_access_token}`);
+        expect(res.status).toBe(200);
+        expect(res.body).toMatchObject({ client_id: client.client_id, client_name: 'Agent', grant_types: ['authorization_code', 'refresh_token'] });
+        expect(res.body.registration_access_token).toBeUndefined();
+      });
+
+      it('refuses a missing, wrong or another client’s token with 401 invalid_token (§2)', async () => {
+        const a = await registered();
+        const b = await registered();
+        const missing = await request(context().app).get(path(a.client_id));
+        expect(missing.status).toBe(401);
+        expect(missing.headers['www-authenticate']).toMatch(/^Bearer/);
+        const wrong = await request(context().app).get(path(a.client_id)).set('Authorization', 'Bearer nope');
+        expect(wrong.status).toBe(401);
+        expect(wrong.body.error).toBe('invalid_token');
+        const crossed = await request(context().app).delete(path(a.client_id)).set('Authorization', `Bearer ${b.registration_access_token}`);
+        expect(crossed.status).toBe(401);
+        expect(await context().runtime.clients.find(a.client_id)).toBeDefined();
+        const unknown = await request(context().app).get(path('no-such-client')).set('Authorization', `Bearer ${a.registration_access_token}`);
+        expect(unknown.status).toBe(401);
+      });
+
+      it('replaces the metadata with PUT, keeping the token (§2.2)', async () => {
+        const client = await registered();
+        const auth = `Bearer ${client.registration_access_token}`;
+        const res = await request(context().app)
+          .put(path(client.client_id))
+          .set('Authorization', auth)
+          .set('Content-Type', 'application/json')
+          .send(JSON.stringify({ client_id: client.client_id, redirect_uris: ['https://new.example/cb'], token_endpoint_auth_method: 'none', client_name: 'Renamed' }));
+        expect(res.status).toBe(200);
+        expect(res.body).toMatchObject({ client_name: 'Renamed', redirect_uris: ['https://new.example/cb'], grant_types: ['authorization_code'] });
+        const again = await request(context().app).get(path(client.client_id)).set('Authorization', auth);
+        expect(again.body.client_name).toBe('Renamed');
+      });
+
+      it('refuses a PUT naming another client_id, switching to a secret, or with bad metadata', async () => {
+        const client = await registered();
+        const put = (body: unknown) =>
+          request(context().app).put(path(client.client_id)).set('Authorization', `Bearer ${client.registration_access_token}`).set('Content-Type', 'application/json').send(JSON.stringify(body));
+        expect((await put({ ...NATIVE, client_id: 'other' })).body.error).toBe('invalid_client_metadata');
+        expect((await put({ ...NATIVE, client_id: client.client_id, token_endpoint_auth_method: 'client_secret_basic' })).body.error).toBe('invalid_client_metadata');
+        expect((await put({ ...NATIVE, client_id: client.client_id, redirect_uris: ['javascript:x'] })).body.error).toBe('invalid_redirect_uri');
+        const stored = await context().runtime.clients.find(client.client_id);
+        expect(stored?.name).toBe('Agent');
+      });
+
+      it('deletes the client with DELETE (§2.3); its token then stops working', async () => {
+        const client = await registered();
+        const auth = `Bearer ${client.registration_access_token}`;
+        const res = await request(context().app).delete(path(client.client_id)).set('Authorization', auth);
+        expect(res.status).toBe(204);
+        expect(await context().runtime.clients.find(client.client_id)).toBeUndefined();
+        expect((await request(context().app).get(path(client.client_id)).set('Authorization', auth)).status).toBe(401);
+      });
+
+      it('never lets a registration access token manage a CLI-registered client', async () => {
+        const cli = await context().runtime.clients.create({ name: 'static', redirectUris: ['https://s.example/cb'] });
+        const res = await request(context().app).get(path(cli.client_id)).set('Authorization', 'Bearer x');
+        expect(res.status).toBe(401);
+      });
+    });
+  },
+  { REGISTRATION: 'open', REGISTRATION_RATE_LIMIT: '10000' },
+);
+
+describe('REGISTRATION modes and the per-IP limit', () => {
+  for (const kind of DATABASE_KINDS) {
+    it(`token mode asks for a live initial access token (RFC 7591 §3) [${kind}]`, async () => {
+      const context = await createTestRuntime(kind, { REGISTRATION: 'token' });
+      try {
+        const post = (auth?: string) => {
+          const req = request(context.app).post('/register').set('Content-Type', 'application/json');
+          return (auth ? req.set('Authorization', auth) : req).send(JSON.stringify(NATIVE));
+        };
+        expect((await post()).status).toBe(401);
+        expect((await post('Bearer wrong')).body.error).toBe('invalid_token');
+        const store = new RegistrationTokenStore(context.runtime.db);
+        const { token } = await store.create({ label: 'ci' });
+        expect((await post(`Bearer ${token}`)).status).toBe(201);
+        const { token: expired } = await store.create({ ttlSeconds: 0 });
+        expect((await post(`Bearer ${expired}`)).status).toBe(401);
+        const [listed] = await store.list();
+        expect(await store.delete(listed!.id)).toBe(true);
+        expect((await post(`Bearer ${token}`)).status).toBe(401);
+      } finally {
+        await context.close();
+      }
+    }, OWN_DATABASE_TIMEOUT_MS);
+
+    it(`off mode serves no endpoint and advertises none [${kind}]`, async () => {
+      const context = await createTestRuntime(kind, { REGISTRATION: 'off' });
+      try {
+        const res = await request(context.app).post('/register').set('Content-Type', 'application/json').send(JSON.stringify(NATIVE));
+        expect(res.status).toBe(404);
+        const metadata = await request(context.app).get('/.well-known/oauth-authorization-server');
+        expect(metadata.body.registration_endpoint).toBeUndefined();
+      } finally {
+        await context.close();
+      }
+    }, OWN_DATABASE_TIMEOUT_MS);
+
+    it(`limits registrations per IP across concurrent requests, with 429 and Retry-After [${kind}]`, async () => {
+      const context = await createTestRuntime(kind, { REGISTRATION: 'open', REGISTRATION_RATE_LIMIT: '5' });
+      try {
+        const results = await Promise.all(
+          Array.from({ length: 12 }, () => request(context.app).post('/register').set('Content-Type', 'application/json').send(JSON.stringify(NATIVE))),
+        );
+        const statuses = results.map((r) => r.status).sort();
+        expect(statuses.filter((s) => s === 201)).toHaveLength(5);
+        expect(statuses.filter((s) => s === 429)).toHaveLength(7);
+        const refused = results.find((r) => r.status === 429)!;
+        expect(refused.body.error).toBe('temporarily_unavailable');
+        expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+      } finally {
+        await context.close();
+      }
+    }, OWN_DATABASE_TIMEOUT_MS);
+  }
+});
