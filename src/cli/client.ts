@@ -1,5 +1,20 @@
 import { CommandFailed, defineCommand, onePositional, parseDuration, print, UsageError, withRuntime, type CommandGroup } from './command.js';
-import type { RegisteredClient } from '../oauth/stores/clients.js';
+import { DEVICE_CODE_GRANT_TYPE, type RegisteredClient } from '../oauth/stores/clients.js';
+
+/** What each `--grant` registers: the redirect flow and the device flow bring refresh tokens. */
+const GRANT_OPTIONS: Readonly<Record<string, readonly string[]>> = {
+  authorization_code: ['authorization_code', 'refresh_token'],
+  client_credentials: ['client_credentials'],
+  device_code: [DEVICE_CODE_GRANT_TYPE, 'refresh_token'],
+  [DEVICE_CODE_GRANT_TYPE]: [DEVICE_CODE_GRANT_TYPE, 'refresh_token'],
+};
+
+function grantTypesOf(grants: readonly string[] | undefined): string[] | undefined {
+  if (!grants?.length) return undefined;
+  const unknown = grants.filter((grant) => !Object.hasOwn(GRANT_OPTIONS, grant));
+  if (unknown.length) throw new UsageError(`unknown --grant ${unknown.join(', ')}; use authorization_code, client_credentials or device_code`);
+  return [...new Set(grants.flatMap((grant) => GRANT_OPTIONS[grant]!))];
+}
 
 function describe(client: RegisteredClient): string {
   return [
@@ -7,36 +22,52 @@ function describe(client: RegisteredClient): string {
     ...(client.client_secret ? [`client_secret: ${client.client_secret}   (shown once; store it now)`] : []),
     `redirect_uris: ${client.redirect_uris.join(' ')}`,
     `scope:         ${client.scope}`,
+    `grant types:   ${client.grant_types.join(' ')}`,
     `auth method:   ${client.token_endpoint_auth_method}`,
   ].join('\n');
 }
 
 const create = defineCommand({
   summary: 'register a client (a confidential one gets a secret, shown once)',
-  synopsis: 'client create --name NAME --redirect-uri URI [--redirect-uri URI …] [--public] [--scope "products:read orders:read orders:write"]',
+  synopsis:
+    'client create --name NAME [--grant authorization_code|client_credentials|device_code …] [--redirect-uri URI …] [--public] [--scope "products:read orders:read orders:write"]',
   details: [
     '--name NAME          shown on the consent page',
-    '--redirect-uri URI   https, or http on a loopback host; repeat for several',
+    '--grant GRANT        authorization_code (the default: browser redirect, with refresh tokens),',
+    '                     client_credentials (a service acting for itself; confidential only, no refresh token),',
+    '                     device_code or urn:ietf:params:oauth:grant-type:device_code (TVs and CLIs; with refresh',
+    '                     tokens); repeat for several',
+    '--redirect-uri URI   https, or http on a loopback host; repeat for several; needed by authorization_code only',
     '--public             a public client: no secret, PKCE required',
     '--scope "…"          scopes it may request (default: all)',
   ],
   options: {
     name: { type: 'string' },
+    grant: { type: 'string', multiple: true },
     'redirect-uri': { type: 'string', multiple: true },
     public: { type: 'boolean' },
     scope: { type: 'string' },
   },
   async run({ io, values, config }) {
     if (!values.name) throw new UsageError('client create needs --name NAME');
-    if (!values['redirect-uri']?.length) throw new UsageError('client create needs at least one --redirect-uri URI');
+    const grantTypes = grantTypesOf(values.grant);
+    const redirectFlow = grantTypes === undefined || grantTypes.includes('authorization_code');
+    if (redirectFlow && !values['redirect-uri']?.length) throw new UsageError('client create needs at least one --redirect-uri URI');
+    if (!redirectFlow && values['redirect-uri']?.length) {
+      throw new UsageError('--redirect-uri is used only by --grant authorization_code');
+    }
+    if (values.public && grantTypes?.includes('client_credentials')) {
+      throw new UsageError('--grant client_credentials needs a confidential client (it authenticates with its secret); drop --public');
+    }
     await withRuntime(config(), async (runtime) => {
       const client = await runtime.clients.create({
         name: values.name!,
-        redirectUris: values['redirect-uri']!,
+        redirectUris: values['redirect-uri'] ?? [],
         isPublic: Boolean(values.public),
         ...(values.scope === undefined ? {} : { scope: values.scope }),
+        ...(grantTypes === undefined ? {} : { grantTypes }),
       });
-      const { client_name: _name, grant_types: _grants, ...shown } = client;
+      const { client_name: _name, ...shown } = client;
       print(io, values.json, shown, describe(client));
     });
   },

@@ -6,6 +6,7 @@ import type { Db } from '../db/database.js';
 import type { RelationalQueryCache } from '../db/relational-query-cache.js';
 import type { Logger } from '../logger.js';
 import type { Principal } from '../tokens/access-token.js';
+import { GqlUserRequired } from './errors.js';
 
 export interface GraphQLContext {
   principal: Principal;
@@ -15,4 +16,10 @@ export interface GraphQLContext {
   logger: Logger;
   /** Root lists load one row past `limit` (see pagination.ts `page`); only the REST layer asks. */
   pageLookahead?: boolean;
+}
+
+/** The signed-in user the caller acts for; FORBIDDEN for a client acting for itself. */
+export function userIdOf(context: GraphQLContext): number {
+  if (context.principal.userId === null) throw new GqlUserRequired('orders');
+  return context.principal.userId;
 }

@@ -30,7 +30,8 @@ import { RelationalQueryCache } from '../db/relational-query-cache.js';
 import type { Logger } from '../logger.js';
 import type { Principal } from '../tokens/access-token.js';
 import type { GraphQLContext } from './context.js';
-import { GqlError, GqlForbidden, GqlInternalServerError, GqlInvalidArgument, maskError, rejectRequest } from './errors.js';
+import { GqlError, GqlForbidden, GqlInternalServerError, GqlInvalidArgument, GqlUserRequired, maskError, rejectRequest } from './errors.js';
+import { needsUser } from '../oauth/scopes.js';
 import { CostCheck, limitRules, parseWithLimits, type GraphQLLimits } from './limits.js';
 import { requiredScopes } from './scopes.js';
 import { graphqlOperationCost } from '../http/metrics.js';
@@ -224,8 +225,12 @@ function refuseMutationOverGet(operation: PreparedOperation, method: string | un
   }
 }
 
-/** Refuses the whole operation when the token lacks a scope any selected field needs. */
+/**
+ * Refuses the whole operation when the token lacks a scope any selected field needs, or has no
+ * user while the operation touches a user's data.
+ */
 function authorize(operation: PreparedOperation, principal: Principal): void {
+  if (principal.userId === null && operation.requiredScopes.some(needsUser)) throw new GqlUserRequired('orders');
   const missing = operation.requiredScopes.filter((scope) => !principal.scopes.has(scope));
   if (missing.length > 0) throw new GqlForbidden(missing);
 }

@@ -7,7 +7,9 @@ import { securityEvents, type SecurityEvents } from './events.js';
 import { LoginThrottle } from './browser/login-throttle.js';
 import { ClientCache } from './stores/client-cache.js';
 import { AuthorizationCodeStore } from './stores/codes.js';
+import { ClientGrantStore } from './stores/client-grants.js';
 import { ConsentStore } from './stores/consents.js';
+import { DeviceCodeStore } from './stores/device-codes.js';
 import { RefreshTokenStore } from './stores/refresh-tokens.js';
 
 export interface OAuthContext {
@@ -17,6 +19,8 @@ export interface OAuthContext {
   codes: AuthorizationCodeStore;
   refreshTokens: RefreshTokenStore;
   consents: ConsentStore;
+  clientGrants: ClientGrantStore;
+  deviceCodes: DeviceCodeStore;
   loginThrottle: LoginThrottle;
   events: SecurityEvents;
 }
@@ -30,6 +34,8 @@ export function createOAuthContext(runtime: Runtime): OAuthContext {
     codes: new AuthorizationCodeStore(db, config.authCodeTtl),
     refreshTokens: new RefreshTokenStore(db, config.refreshTokenTtl, runtime.refreshTokenSecret),
     consents: new ConsentStore(db),
+    clientGrants: new ClientGrantStore(db),
+    deviceCodes: new DeviceCodeStore(db, config.deviceCodeTtl),
     loginThrottle: new LoginThrottle(db),
     events: securityEvents(runtime.logger),
   };

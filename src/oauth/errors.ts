@@ -16,7 +16,11 @@ export type OAuthErrorCode =
   | 'server_error'
   | 'temporarily_unavailable'
   | 'invalid_token'
-  | 'insufficient_scope';
+  | 'insufficient_scope'
+  // RFC 8628 §3.5: the device access token response
+  | 'authorization_pending'
+  | 'slow_down'
+  | 'expired_token';
 
 export interface OAuthErrorOptions {
   cause?: unknown;
@@ -145,4 +149,33 @@ export class InsufficientScope extends OAuthError {
   ) {
     super(`this request needs the scope ${requiredScope}`, options);
   }
+}
+
+// ---------------------------------------------------------------- Device authorization (RFC 8628 §3.5)
+
+/** The user has not yet approved or denied the device's request: keep polling. */
+export class AuthorizationPending extends OAuthError {
+  readonly code = 'authorization_pending';
+  readonly status = 400;
+}
+
+/** Polled faster than the interval: keep polling, 5 seconds slower from now on. */
+export class SlowDown extends OAuthError {
+  readonly code = 'slow_down';
+  readonly status = 400;
+}
+
+/** The device code expired before it was approved and redeemed: start again. */
+export class ExpiredToken extends OAuthError {
+  readonly code = 'expired_token';
+  readonly status = 400;
+}
+
+/**
+ * `access_denied` at the token endpoint (the user denied the device's request): 400 there,
+ * as every §5.2 error, where the authorization endpoint's AccessDenied is a 403 page or redirect.
+ */
+export class DeviceAccessDenied extends OAuthError {
+  readonly code = 'access_denied';
+  readonly status = 400;
 }

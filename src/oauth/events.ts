@@ -23,7 +23,14 @@ export type SecurityEventName =
   | 'refresh_token_reuse_detected'
   | 'refresh_token_reuse_within_grace'
   | 'refresh_token_rejected'
-  | 'token_revoked';
+  | 'token_revoked'
+  | 'client_credentials_issued'
+  | 'device_code_issued'
+  | 'device_code_approved'
+  | 'device_code_denied'
+  | 'device_code_redeemed'
+  | 'device_code_rejected'
+  | 'device_code_throttled';
 
 export interface SecurityEventFields {
   clientId?: string | undefined;
@@ -42,6 +49,7 @@ const WARNINGS = new Set<SecurityEventName>([
   'csrf_rejected',
   'code_replayed',
   'refresh_token_reuse_detected',
+  'device_code_throttled',
 ]);
 
 export function securityEvents(logger: Logger): SecurityEvents {

@@ -1,6 +1,6 @@
 /**
  * Deletes rows nothing needs any more, in bounded batches so no statement holds many locks or
- * runs long: expired authorization codes and refresh tokens (used or not) once `retentionSeconds`
+ * runs long: expired authorization codes, device codes and refresh tokens (used or not) once `retentionSeconds`
  * have passed since they expired, grants left with neither, revoked grants once
  * `retentionSeconds` have passed since their revocation, revoked access tokens past their expiry
  * and stale login-throttle counters.
@@ -22,7 +22,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens } from '../db/schema.js';
+import { authorizationCodes, deviceCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens } from '../db/schema.js';
 import { DEFAULT_LOGIN_THROTTLE_POLICY } from './browser/login-throttle.js';
 import { queryRows } from './stores/rows.js';
 
@@ -43,6 +43,7 @@ export function janitorPolicy(config: Config): JanitorPolicy {
 
 export interface SweepResult {
   authorizationCodes: number;
+  deviceCodes: number;
   refreshTokens: number;
   grants: number;
   revokedAccessTokens: number;
@@ -64,7 +65,7 @@ interface Target {
 }
 
 /** Deletes up to `limit` rows of `table` whose `expires_at` passed more than `retention` ago. */
-function expiredRows(table: typeof authorizationCodes | typeof refreshTokens, key: string): Target['statement'] {
+function expiredRows(table: typeof authorizationCodes | typeof refreshTokens | typeof deviceCodes, key: string): Target['statement'] {
   return (retention, limit) => sql`
       delete from ${table} where ${sql.identifier(key)} in (
         select ${sql.identifier(key)} from ${table} where expires_at < now() - ${retention}
@@ -75,6 +76,8 @@ function expiredRows(table: typeof authorizationCodes | typeof refreshTokens, ke
 const TARGETS: Target[] = [
   { name: 'authorizationCodes', statement: expiredRows(authorizationCodes, 'code_hash') },
   { name: 'refreshTokens', statement: expiredRows(refreshTokens, 'token_hash') },
+  // Kept past expiry like codes, so a late poll still hears expired_token rather than invalid_grant.
+  { name: 'deviceCodes', statement: expiredRows(deviceCodes, 'device_code_hash') },
   {
     // Codes and refresh tokens go first, so a grant whose last ones just went goes in the same sweep.
     name: 'grants',
@@ -120,7 +123,7 @@ async function deleteBatch(db: Db, statement: SQL): Promise<number | undefined> 
 /** Deletes everything due, batch by batch, until nothing is left or another instance is sweeping. */
 export async function sweep(db: Db, policy: JanitorPolicy): Promise<SweepResult> {
   const retention = sql`make_interval(secs => ${Math.max(policy.retentionSeconds, policy.accessTokenTtl)})`;
-  const result: SweepResult = { authorizationCodes: 0, refreshTokens: 0, grants: 0, revokedAccessTokens: 0, loginThrottle: 0, skipped: false };
+  const result: SweepResult = { authorizationCodes: 0, deviceCodes: 0, refreshTokens: 0, grants: 0, revokedAccessTokens: 0, loginThrottle: 0, skipped: false };
   for (const target of TARGETS) {
     for (;;) {
       const deleted = await deleteBatch(db, target.statement(retention, policy.batchSize));
@@ -134,5 +137,5 @@ export async function sweep(db: Db, policy: JanitorPolicy): Promise<SweepResult>
 
 /** Total rows a sweep deleted. */
 export function sweptRows(result: SweepResult): number {
-  return result.authorizationCodes + result.refreshTokens + result.grants + result.revokedAccessTokens + result.loginThrottle;
+  return result.authorizationCodes + result.deviceCodes + result.refreshTokens + result.grants + result.revokedAccessTokens + result.loginThrottle;
 }

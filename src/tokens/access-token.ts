@@ -14,7 +14,8 @@ import { parseScope } from '../oauth/scopes.js';
 export const ACCESS_TOKEN_TYP = 'at+jwt';
 
 export interface AccessTokenGrant {
-  userId: number;
+  /** Null for a client acting for itself (client_credentials): `sub` is then its client_id (RFC 9068 §2.2). */
+  userId: number | null;
   clientId: string;
   scope: string;
   grantId: string;
@@ -29,7 +30,8 @@ export interface IssuedAccessToken {
 
 /** Who a valid access token speaks for. */
 export interface Principal {
-  userId: number;
+  /** Null when the client acts for itself (client_credentials): there is no user, and no user's data. */
+  userId: number | null;
   clientId: string;
   scopes: ReadonlySet<string>;
   grantId: string;
@@ -43,6 +45,20 @@ export interface AccessTokenOptions {
   /** The `aud` of every token: this service's resource server (the issuer URL itself). */
   audience: string;
   ttlSeconds: number;
+}
+
+/**
+ * The user a token's `sub` names: a decimal user id, or null when `sub` is the token's own
+ * client_id (a client_credentials token). Client ids are never decimal (see ClientStore), so
+ * the two cannot be confused.
+ */
+function subjectUser(sub: string, clientId: string): number | null {
+  if (/^[1-9][0-9]{0,15}$/.test(sub)) {
+    const userId = Number(sub);
+    if (Number.isSafeInteger(userId)) return userId;
+  }
+  if (sub === clientId) return null;
+  throw new InvalidToken('the access token has malformed claims');
 }
 
 /** Tokens whose signature and claims were verified, remembered until they expire. */
@@ -71,7 +87,7 @@ export class AccessTokens {
     const token = key.sign(
       {
         iss: this.options.issuer,
-        sub: String(grant.userId),
+        sub: grant.userId === null ? grant.clientId : String(grant.userId),
         aud: this.options.audience,
         jti,
         iat: now,
@@ -115,10 +131,10 @@ export class AccessTokens {
         algorithms: [key.algorithm.name === 'ECDSA' ? 'ES256' : 'EdDSA'],
         requiredClaims: ['sub', 'jti', 'exp', 'iat', 'client_id', 'scope', 'grant_id'],
       });
-      const userId = Number(payload.sub);
-      if (!Number.isSafeInteger(userId) || typeof payload.client_id !== 'string' || typeof payload.grant_id !== 'string') {
+      if (typeof payload.client_id !== 'string' || typeof payload.grant_id !== 'string') {
         throw new InvalidToken('the access token has malformed claims');
       }
+      const userId = subjectUser(payload.sub!, payload.client_id);
       return {
         userId,
         clientId: payload.client_id,

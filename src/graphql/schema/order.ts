@@ -10,7 +10,7 @@
  */
 import { and, eq, inArray, or, sql, type SQL } from 'drizzle-orm';
 import { builder } from '../builder.js';
-import type { GraphQLContext } from '../context.js';
+import { userIdOf, type GraphQLContext } from '../context.js';
 import { GqlFailedPrecondition, GqlInvalidArgument, GqlNotFound, GqlUnauthenticated } from '../errors.js';
 import { nestedLimit, nestedListArgs, nestedListCost, page, pageArgs, pageCost, pagePlaceholders, type NestedListBounds } from '../pagination.js';
 import { needsScope } from '../scopes.js';
@@ -132,7 +132,7 @@ builder.queryFields((t) => ({
         orderBy: { id: 'desc' },
         ...pagePlaceholders,
       });
-      return context.queries.findMany<OrderRow>(context.db, 'orders', config, { userId: context.principal.userId, limit, offset });
+      return context.queries.findMany<OrderRow>(context.db, 'orders', config, { userId: userIdOf(context), limit, offset });
     },
   }),
   order: t.drizzleField({
@@ -144,7 +144,7 @@ builder.queryFields((t) => ({
     resolve: (query, _root, args, context) =>
       context.queries.findFirst<OrderRow>(context.db, 'orders', query({ where: { id: sql.placeholder('id'), userId: sql.placeholder('userId') } }), {
         id: args.id,
-        userId: context.principal.userId,
+        userId: userIdOf(context),
       }),
   }),
 }));
@@ -233,7 +233,7 @@ async function insertOrder(context: GraphQLContext, items: readonly NewOrderItem
     // revoked token (401), not a server error; a product deleted meanwhile is the client's to fix.
     const [order] = await tx
       .insert(orders)
-      .values({ userId: context.principal.userId, memo, totalCents })
+      .values({ userId: userIdOf(context), memo, totalCents })
       .returning({ id: orders.id })
       .catch((error: unknown) => {
         if (isForeignKeyViolation(error)) throw GqlUnauthenticated.fromInvalidToken(new InvalidToken('the access token has been revoked'));
@@ -281,7 +281,7 @@ async function applyOrderChanges(context: GraphQLContext, id: number, input: Ord
   );
   changes.updatedAt = sql`case when ${differs} then ${nextUpdatedAt} else ${orders.updatedAt} end`;
   const expectedTime = etag == null ? undefined : (etagTime(etag, id) ?? null);
-  const owned = [eq(orders.id, id), eq(orders.userId, context.principal.userId)];
+  const owned = [eq(orders.id, id), eq(orders.userId, userIdOf(context))];
   const conditions = [...owned];
   if (changes.status) conditions.push(inArray(orders.status, statesMovableTo(changes.status)));
   if (expectedTime) conditions.push(eq(updatedAtMillis, expectedTime));
@@ -338,7 +338,7 @@ builder.mutationFields((t) => ({
     },
     resolve: async (query, _root, args, context) => {
       await applyOrderChanges(context, args.id, args.input, args.etag);
-      const order = await context.db.query.orders.findFirst(query({ where: { id: args.id, userId: context.principal.userId } }));
+      const order = await context.db.query.orders.findFirst(query({ where: { id: args.id, userId: userIdOf(context) } }));
       if (!order) throw new GqlNotFound(`no order ${args.id}`);
       return order;
     },

@@ -29,45 +29,64 @@ export function requireCsrf(browser: BrowserContext, req: Request, formName: str
   );
 }
 
+/** What a sign-in attempt came to: the user, or the page's status and message. */
+export type SignInOutcome =
+  | { ok: true; userId: number }
+  | { ok: false; status: 400 | 401 | 429; error: string; retryAfterSeconds?: number };
+
+/**
+ * Checks a username and password against the throttle and the user store, and logs the
+ * security events; shared by every sign-in form (the authorization flow's and /device's).
+ */
+export async function checkCredentials(
+  browser: BrowserContext,
+  req: Request,
+  input: { username: string; password: string; clientId?: string | undefined },
+): Promise<SignInOutcome> {
+  const { oauth } = browser;
+  const { username, password, clientId } = input;
+  if (!username || !password) return { ok: false, status: 400, error: 'Enter your username and password.' };
+  // Counted before the password is checked, so concurrent guesses cannot outrun the limit.
+  const throttle = await oauth.loginThrottle.recordAttempt(username, req.ip);
+  if (throttle.locked) {
+    oauth.events(req, 'login_throttled', { clientId, reason: 'locked' });
+    return { ok: false, status: 429, error: lockedMessage(throttle.retryAfterSeconds), retryAfterSeconds: throttle.retryAfterSeconds };
+  }
+
+  const user = await oauth.runtime.users.authenticate(username, password);
+  if (!user) {
+    const after = await oauth.loginThrottle.check(username, req.ip);
+    oauth.events(req, 'login_failed', { clientId, reason: after.locked ? 'now_locked' : 'bad_credentials' });
+    if (after.locked) {
+      return { ok: false, status: 429, error: lockedMessage(after.retryAfterSeconds), retryAfterSeconds: after.retryAfterSeconds };
+    }
+    return { ok: false, status: 401, error: WRONG_CREDENTIALS };
+  }
+
+  await oauth.loginThrottle.recordSuccess(username, req.ip);
+  oauth.events(req, 'login_succeeded', { clientId, userId: user.id });
+  return { ok: true, userId: user.id };
+}
+
+/** The username field of a sign-in form, cut to a sane length. */
+export function usernameField(params: Parameters): string {
+  return (params.get('username') ?? '').slice(0, MAX_USERNAME_LENGTH);
+}
+
 export function loginHandler(browser: BrowserContext) {
   const { oauth } = browser;
   return async function signIn(req: Request, res: Response): Promise<void> {
     const params = bodyParameters(res);
     requireCsrf(browser, req, 'login');
     const request = await readAuthorizationRequest(oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''));
-    const username = (params.get('username') ?? '').slice(0, MAX_USERNAME_LENGTH);
-    const password = params.get('password') ?? '';
-    const clientId = request.client.id;
-
-    if (!username || !password) {
-      showLogin(browser, req, res, request, { status: 400, error: 'Enter your username and password.', username });
+    const username = usernameField(params);
+    const outcome = await checkCredentials(browser, req, { username, password: params.get('password') ?? '', clientId: request.client.id });
+    if (!outcome.ok) {
+      if (outcome.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(outcome.retryAfterSeconds));
+      showLogin(browser, req, res, request, { status: outcome.status, error: outcome.error, username });
       return;
     }
-    // Counted before the password is checked, so concurrent guesses cannot outrun the limit.
-    const throttle = await oauth.loginThrottle.recordAttempt(username, req.ip);
-    if (throttle.locked) {
-      oauth.events(req, 'login_throttled', { clientId, reason: 'locked' });
-      res.setHeader('Retry-After', String(throttle.retryAfterSeconds));
-      showLogin(browser, req, res, request, { status: 429, error: lockedMessage(throttle.retryAfterSeconds), username });
-      return;
-    }
-
-    const user = await oauth.runtime.users.authenticate(username, password);
-    if (!user) {
-      const after = await oauth.loginThrottle.check(username, req.ip);
-      oauth.events(req, 'login_failed', { clientId, reason: after.locked ? 'now_locked' : 'bad_credentials' });
-      if (after.locked) {
-        res.setHeader('Retry-After', String(after.retryAfterSeconds));
-        showLogin(browser, req, res, request, { status: 429, error: lockedMessage(after.retryAfterSeconds), username });
-      } else {
-        showLogin(browser, req, res, request, { status: 401, error: WRONG_CREDENTIALS, username });
-      }
-      return;
-    }
-
-    await oauth.loginThrottle.recordSuccess(username, req.ip);
-    browser.sessions.signIn(req, res, user.id);
-    oauth.events(req, 'login_succeeded', { clientId, userId: user.id });
+    browser.sessions.signIn(req, res, outcome.userId);
     continueAuthorization(browser, res, request);
   };
 }

@@ -6,6 +6,7 @@ import type { OAuthContext } from '../context.js';
 import { CODE_CHALLENGE_METHODS } from '../pkce.js';
 import { ALL_SCOPES } from '../scopes.js';
 import { GRANT_TYPES_SUPPORTED } from './token.js';
+import { DEVICE_AUTHORIZATION_PATH } from './device-authorization.js';
 
 export const METADATA_PATH = '/.well-known/oauth-authorization-server';
 export const JWKS_PATH = '/.well-known/jwks.json';
@@ -17,6 +18,7 @@ export function authorizationServerMetadata(issuer: string): Record<string, unkn
     token_endpoint: `${issuer}/token`,
     revocation_endpoint: `${issuer}/revoke`,
     introspection_endpoint: `${issuer}/introspect`,
+    device_authorization_endpoint: `${issuer}${DEVICE_AUTHORIZATION_PATH}`,
     jwks_uri: `${issuer}${JWKS_PATH}`,
     scopes_supported: ALL_SCOPES,
     response_types_supported: ['code'],

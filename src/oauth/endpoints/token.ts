@@ -9,12 +9,14 @@ import { authenticatedClient, clientAuthentication } from '../client-auth.js';
 import type { OAuthContext } from '../context.js';
 import { InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from '../errors.js';
 import * as authorizationCode from '../grants/authorization-code.js';
+import * as clientCredentials from '../grants/client-credentials.js';
+import * as deviceCode from '../grants/device-code.js';
 import type { Grant } from '../grants/grant.js';
 import * as refreshToken from '../grants/refresh-token.js';
 import { jsonErrorHandler, noStore, onlyPost, sendJson } from '../json-response.js';
 import { bodyParameters, formBody } from '../params.js';
 
-const GRANTS: ReadonlyMap<string, Grant> = new Map([authorizationCode, refreshToken].map((grant) => [grant.grantType, grant]));
+const GRANTS: ReadonlyMap<string, Grant> = new Map([authorizationCode, refreshToken, clientCredentials, deviceCode].map((grant) => [grant.grantType, grant]));
 const GRANT_TYPES = [...GRANTS.keys()];
 
 /** The grant types this server supports, for the metadata document. */

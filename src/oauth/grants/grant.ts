@@ -33,7 +33,7 @@ export interface Grant {
 /** Signs the access token of one grant and shapes the response. */
 export async function tokenResponse(
   oauth: OAuthContext,
-  grant: { grantId: string; userId: number; clientId: string; scope: string },
+  grant: { grantId: string; userId: number | null; clientId: string; scope: string },
   refreshToken: string | undefined,
 ): Promise<TokenResponse> {
   const accessToken = await oauth.runtime.accessTokens.issue(grant);
