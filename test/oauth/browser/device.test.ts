@@ -201,7 +201,7 @@ describeEachDatabase(
       }
     });
 
-    it(`checks at most ${USER_LIMIT} of 40 concurrent guesses by one user`, async () => {
+    it('checks no more than the per-user limit of 40 concurrent guesses by one user', async () => {
       const browser = await signedIn(await buildUser(context().runtime));
       const page = await browser.open('/device');
       const fields = formFields(page.text);
