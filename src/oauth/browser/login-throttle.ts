@@ -89,11 +89,7 @@ export class LoginThrottle {
   async recordSuccess(username: string, ip?: string | undefined): Promise<void> {
     await this.db.delete(loginThrottle).where(eq(loginThrottle.key, accountKey(username)));
     if (ip === undefined) return;
-    await this.db.execute(
-      sql`update ${loginThrottle} set failures = greatest(failures - 1, 0),
-            locked_until = case when failures - 1 >= ${this.policy.ip.maxFailures} then locked_until end
-          where key = ${ipKey(ip)}`,
-    );
+    await this.giveBack(ipKey(ip), this.policy.ip);
   }
 
   /** Clears the account's counter and lock (an operator's `fieldgate user unlock`); IP counters stay. */
