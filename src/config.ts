@@ -93,6 +93,9 @@ export interface Config {
   accessTokenTtl: number;
   refreshTokenTtl: number;
   authCodeTtl: number;
+  // Device authorization grant (RFC 8628)
+  /** Seconds a device code and its user code stay valid (DEVICE_CODE_TTL). */
+  deviceCodeTtl: number;
   /** Seconds in which a just-rotated refresh token may be retried without revoking its family. */
   refreshTokenReuseGrace: number;
   /** Origins allowed to call the token, revocation, introspection, metadata and JWKS endpoints. */
@@ -304,6 +307,7 @@ export function loadConfig(env: Env = process.env): Config {
     refreshTokenTtl: setting(env, POLICY.refreshTokenTtl),
     authCodeTtl: setting(env, POLICY.authCodeTtl),
     refreshTokenReuseGrace: setting(env, POLICY.refreshTokenReuseGrace),
+    deviceCodeTtl: integer(env, 'DEVICE_CODE_TTL', 600, 60, 1800),
     corsOrigins,
     logLevel,
     demo,

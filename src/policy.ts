@@ -42,7 +42,7 @@ export const POLICY = {
   // ---------------------------------------------------------------- grants and lifetimes
   grantTypes: {
     description: 'Grant types the token endpoint accepts and the metadata document lists (each has a module in oauth/grants/).',
-    value: ['authorization_code', 'refresh_token'],
+    value: ['authorization_code', 'refresh_token', 'client_credentials', 'urn:ietf:params:oauth:grant-type:device_code'],
   } satisfies Fixed<readonly string[]>,
   accessTokenTtl: {
     description: 'Access token lifetime in seconds.',

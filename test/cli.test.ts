@@ -66,7 +66,8 @@ for (const kind of DATABASE_KINDS) {
       );
       expect(result.code).toBe(0);
       const client = json(result.stdout);
-      expect(Object.keys(client).sort()).toEqual(['client_id', 'client_secret', 'redirect_uris', 'scope', 'token_endpoint_auth_method']);
+      expect(Object.keys(client).sort()).toEqual(['client_id', 'client_secret', 'grant_types', 'redirect_uris', 'scope', 'token_endpoint_auth_method']);
+      expect(client.grant_types).toEqual(['authorization_code', 'refresh_token']);
       expect(client.client_secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
       expect(client.redirect_uris).toEqual(['https://shop.example/cb', 'http://127.0.0.1:8080/cb']);
       expect(client.scope).toBe('products:read orders:read orders:write');
@@ -88,6 +89,33 @@ for (const kind of DATABASE_KINDS) {
       const client = json(result.stdout);
       expect(client).not.toHaveProperty('client_secret');
       expect(client).toMatchObject({ scope: 'products:read', token_endpoint_auth_method: 'none' });
+    });
+
+    it('client create --grant client_credentials makes a confidential service client with no redirect URI', async () => {
+      const result = await runCli(['client', 'create', '--name', 'Stock Sync', '--grant', 'client_credentials', '--scope', 'products:read', '--json'], env);
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(0);
+      const client = json(result.stdout);
+      expect(client).toMatchObject({ grant_types: ['client_credentials'], redirect_uris: [], scope: 'products:read', token_endpoint_auth_method: 'client_secret_basic' });
+      expect(client.client_secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    });
+
+    it.each([['device_code'], ['urn:ietf:params:oauth:grant-type:device_code']])('client create --grant %s makes a device client with refresh tokens', async (grant) => {
+      const result = await runCli(['client', 'create', '--name', 'TV', '--grant', grant, '--public', '--json'], env);
+      expect(result.code).toBe(0);
+      expect(json(result.stdout)).toMatchObject({ grant_types: ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token'], redirect_uris: [], token_endpoint_auth_method: 'none' });
+    });
+
+    it.each([
+      [['--grant', 'client_credentials', '--public'], /needs a confidential client/, 2],
+      [['--grant', 'client_credentials', '--redirect-uri', 'https://s.example/cb'], /--redirect-uri is used only by --grant authorization_code/, 2],
+      [['--grant', 'password'], /unknown --grant password/, 2],
+      [['--grant', 'authorization_code', '--grant', 'device_code'], /needs at least one --redirect-uri/, 2],
+    ])('client create refuses the grant options %j with a clear message', async (extra, message, code) => {
+      const result = await runCli(['client', 'create', '--name', 'Bad', ...extra, '--json'], env);
+      expect(result.code).toBe(code);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toMatch(message);
     });
 
     it.each([

@@ -16,6 +16,7 @@ describe('configuration from the environment', () => {
       accessTokenTtl: 3600,
       refreshTokenTtl: 2_592_000,
       authCodeTtl: 600,
+      deviceCodeTtl: 600,
       refreshTokenReuseGrace: 0,
       logLevel: 'info',
       demo: true,
@@ -28,6 +29,11 @@ describe('configuration from the environment', () => {
   it('derives the default issuer from PORT and strips a trailing slash from ISSUER', () => {
     expect(loadConfig({ PORT: '8080' }).issuer).toBe('http://localhost:8080');
     expect(loadConfig({ ISSUER: 'https://auth.example.com/' }).issuer).toBe('https://auth.example.com');
+  });
+
+  it('reads DEVICE_CODE_TTL from 60 to 1800 seconds and refuses anything else', () => {
+    expect(loadConfig({ DEVICE_CODE_TTL: '300' }).deviceCodeTtl).toBe(300);
+    for (const bad of ['59', '1801', 'ten', '-5']) expect(() => loadConfig({ DEVICE_CODE_TTL: bad })).toThrow(ConfigError);
   });
 
   it('keeps DATA_DIR=memory:// as the in-memory database', () => {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { CommandFailed, defineCommand, onePositional, parseDuration, print, UsageError, withRuntime, type CommandGroup } from './command.js';
-import type { ClientOidcSettings, RegisteredClient } from '../oauth/stores/clients.js';
+import { DEVICE_CODE_GRANT_TYPE, type ClientOidcSettings, type RegisteredClient } from '../oauth/stores/clients.js';
 import type { SubjectType } from '../oauth/oidc/subject.js';
 
 const OIDC_DETAILS = [
@@ -34,12 +34,28 @@ function oidcSettings(values: {
   return Object.keys(settings).length ? settings : undefined;
 }
 
+/** What each `--grant` registers: the redirect flow and the device flow bring refresh tokens. */
+const GRANT_OPTIONS: Readonly<Record<string, readonly string[]>> = {
+  authorization_code: ['authorization_code', 'refresh_token'],
+  client_credentials: ['client_credentials'],
+  device_code: [DEVICE_CODE_GRANT_TYPE, 'refresh_token'],
+  [DEVICE_CODE_GRANT_TYPE]: [DEVICE_CODE_GRANT_TYPE, 'refresh_token'],
+};
+
+function grantTypesOf(grants: readonly string[] | undefined): string[] | undefined {
+  if (!grants?.length) return undefined;
+  const unknown = grants.filter((grant) => !Object.hasOwn(GRANT_OPTIONS, grant));
+  if (unknown.length) throw new UsageError(`unknown --grant ${unknown.join(', ')}; use authorization_code, client_credentials or device_code`);
+  return [...new Set(grants.flatMap((grant) => GRANT_OPTIONS[grant]!))];
+}
+
 function describe(client: RegisteredClient): string {
   return [
     `client_id:     ${client.client_id}`,
     ...(client.client_secret ? [`client_secret: ${client.client_secret}   (shown once; store it now)`] : []),
     `redirect_uris: ${client.redirect_uris.join(' ')}`,
     `scope:         ${client.scope}`,
+    `grant types:   ${client.grant_types.join(' ')}`,
     `auth method:   ${client.token_endpoint_auth_method}`,
     ...(client.jwks_uri ? [`jwks_uri:      ${client.jwks_uri}`] : []),
     ...(client.dpop_bound_access_tokens ? ['DPoP:          required (dpop_bound_access_tokens)'] : []),
@@ -64,11 +80,15 @@ function readJwksFile(file: string): unknown {
 const create = defineCommand({
   summary: 'register a client (a confidential one gets a secret, shown once)',
   synopsis:
-    'client create --name NAME --redirect-uri URI [--redirect-uri URI …] [--public] [--scope "products:read orders:read orders:write"] ' +
+    'client create --name NAME [--grant authorization_code|client_credentials|device_code …] [--redirect-uri URI …] [--public] [--scope "products:read orders:read orders:write"] ' +
     '[--auth-method private_key_jwt (--jwks-uri URL | --jwks-file FILE)] [--require-dpop]',
   details: [
     '--name NAME          shown on the consent page',
-    '--redirect-uri URI   https, or http on a loopback host; repeat for several',
+    '--grant GRANT        authorization_code (the default: browser redirect, with refresh tokens),',
+    '                     client_credentials (a service acting for itself; confidential only, no refresh token),',
+    '                     device_code or urn:ietf:params:oauth:grant-type:device_code (TVs and CLIs; with refresh',
+    '                     tokens); repeat for several',
+    '--redirect-uri URI   https, or http on a loopback host; repeat for several; needed by authorization_code only',
     '--public             a public client: no secret, PKCE required',
     '--scope "…"          scopes it may request (default: all)',
     '--auth-method private_key_jwt   no secret: the client signs JWT assertions (RFC 7523) with a key of',
@@ -78,6 +98,7 @@ const create = defineCommand({
   ],
   options: {
     name: { type: 'string' },
+    grant: { type: 'string', multiple: true },
     'redirect-uri': { type: 'string', multiple: true },
     public: { type: 'boolean' },
     scope: { type: 'string' },
@@ -89,7 +110,15 @@ const create = defineCommand({
   },
   async run({ io, values, config }) {
     if (!values.name) throw new UsageError('client create needs --name NAME');
-    if (!values['redirect-uri']?.length) throw new UsageError('client create needs at least one --redirect-uri URI');
+    const grantTypes = grantTypesOf(values.grant);
+    const redirectFlow = grantTypes === undefined || grantTypes.includes('authorization_code');
+    if (redirectFlow && !values['redirect-uri']?.length) throw new UsageError('client create needs at least one --redirect-uri URI');
+    if (!redirectFlow && values['redirect-uri']?.length) {
+      throw new UsageError('--redirect-uri is used only by --grant authorization_code');
+    }
+    if (values.public && grantTypes?.includes('client_credentials')) {
+      throw new UsageError('--grant client_credentials needs a confidential client (it authenticates with its secret); drop --public');
+    }
     const method = values['auth-method'];
     if (method !== undefined && method !== 'private_key_jwt') {
       throw new UsageError('--auth-method must be private_key_jwt (a secret is the default, --public for none)');
@@ -101,7 +130,7 @@ const create = defineCommand({
     await withRuntime(config(), async (runtime) => {
       const client = await runtime.clients.create({
         name: values.name!,
-        redirectUris: values['redirect-uri']!,
+        redirectUris: values['redirect-uri'] ?? [],
         isPublic: Boolean(values.public),
         ...(values.scope === undefined ? {} : { scope: values.scope }),
         ...(method === undefined ? {} : { tokenEndpointAuthMethod: method }),
@@ -109,8 +138,9 @@ const create = defineCommand({
         ...(values['jwks-uri'] === undefined ? {} : { jwksUri: values['jwks-uri'] }),
         ...(values['require-dpop'] ? { dpopBoundAccessTokens: true } : {}),
         ...(oidcSettings(values) === undefined ? {} : { oidc: oidcSettings(values)! }),
+        ...(grantTypes === undefined ? {} : { grantTypes }),
       });
-      const { client_name: _name, grant_types: _grants, ...shown } = client;
+      const { client_name: _name, ...shown } = client;
       print(io, values.json, shown, describe(client));
     });
   },

@@ -91,14 +91,17 @@ export const users = pgTable('users', {
 
 /**
  * One user's authorization of one client: the family every code, refresh token and
- * access token of one consent belongs to. Revoking the grant revokes them all.
+ * access token of one consent belongs to. Revoking the grant revokes them all. A
+ * client_credentials token has a grant of its own with no user, so deleting the client
+ * (which cascades here) ends it like any other.
  */
 export const grants = pgTable(
   'grants',
   {
     id: text('id').primaryKey(),
     clientId: text('client_id').notNull().references(() => clients.id, { onDelete: 'cascade' }),
-    userId: integer('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    /** Null for a client_credentials grant: the client acts for itself. */
+    userId: integer('user_id').references(() => users.id, { onDelete: 'cascade' }),
     scope: text('scope').notNull(),
     createdAt: createdAt(),
     revokedAt: timestamp('revoked_at', { withTimezone: true }),
@@ -154,6 +157,36 @@ export const refreshTokens = pgTable(
     createdAt: createdAt(),
   },
   (t) => [index('refresh_tokens_grant_idx').on(t.grantId)],
+);
+
+export const deviceCodeStatus = ['pending', 'approved', 'denied', 'consumed'] as const;
+
+/**
+ * Device authorization requests (RFC 8628): `pending` until the user approves or denies the
+ * user code at /device, then `consumed` by the one token request that redeems it.
+ */
+export const deviceCodes = pgTable(
+  'device_codes',
+  {
+    /** SHA-256 of the device code. */
+    deviceCodeHash: text('device_code_hash').primaryKey(),
+    /** SHA-256 of the normalized user code (8 letters, no dash). */
+    userCodeHash: text('user_code_hash').notNull().unique(),
+    clientId: text('client_id').notNull().references(() => clients.id, { onDelete: 'cascade' }),
+    scope: text('scope').notNull(),
+    status: text('status', { enum: deviceCodeStatus }).notNull().default('pending'),
+    /** The user who approved or denied it. */
+    userId: integer('user_id').references(() => users.id, { onDelete: 'cascade' }),
+    /** The polling interval the client must keep; each too-fast poll adds 5 s (§3.5 slow_down). */
+    intervalSeconds: integer('interval_seconds').notNull(),
+    lastPolledAt: timestamp('last_polled_at', { withTimezone: true }),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    check('device_codes_status', sql`${t.status} in ('pending', 'approved', 'denied', 'consumed')`),
+    index('device_codes_expires_idx').on(t.expiresAt),
+  ],
 );
 
 /** Access tokens revoked one by one through /revoke, kept until they would have expired anyway. */

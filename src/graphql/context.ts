@@ -7,6 +7,7 @@ import type { RelationalQueryCache } from '../db/performance/relational-query-ca
 import type { PageTokens } from '../api/page-token.js';
 import type { Logger } from '../logger.js';
 import type { Principal } from '../tokens/access-token.js';
+import { GqlUserRequired } from './errors.js';
 
 export interface GraphQLContext {
   principal: Principal;
@@ -18,4 +19,10 @@ export interface GraphQLContext {
   pageTokens: PageTokens;
   /** Root lists load one row past `limit` (see pagination.ts `page`); only the REST layer asks. */
   pageLookahead?: boolean;
+}
+
+/** The signed-in user the caller acts for; FORBIDDEN for a client acting for itself. */
+export function userIdOf(context: GraphQLContext): number {
+  if (context.principal.userId === null) throw new GqlUserRequired('orders');
+  return context.principal.userId;
 }

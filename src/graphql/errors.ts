@@ -103,6 +103,21 @@ export class GqlForbidden extends GqlError {
   }
 }
 
+/**
+ * A token with no user (client_credentials) asking for what belongs to a user: FORBIDDEN
+ * whatever its scopes, since no scope can give it a user's orders. HTTP 403.
+ */
+export class GqlUserRequired extends GqlError {
+  static override readonly code = 'FORBIDDEN';
+
+  constructor(what: string) {
+    super(`${what} belong to a user, and this access token was issued to a client acting for itself (client_credentials), with no user`, {
+      extensions: { reason: 'USER_REQUIRED' },
+      http: { status: 403 },
+    });
+  }
+}
+
 export class GqlNotFound extends GqlError {
   static override readonly code = 'NOT_FOUND';
 }

@@ -32,7 +32,8 @@ import { PageTokens } from '../api/page-token.js';
 import { randomToken } from '../crypto/secrets.js';
 import type { Principal } from '../tokens/access-token.js';
 import type { GraphQLContext } from './context.js';
-import { GqlError, GqlForbidden, GqlInternalServerError, GqlInvalidArgument, maskError, rejectRequest } from './errors.js';
+import { GqlError, GqlForbidden, GqlInternalServerError, GqlInvalidArgument, GqlUserRequired, maskError, rejectRequest } from './errors.js';
+import { needsUser } from '../oauth/scopes.js';
 import { CostCheck, limitRules, parseWithLimits, type GraphQLLimits } from './limits.js';
 import { requiredScopes } from './scopes.js';
 import { graphqlOperationCost } from '../http/metrics.js';
@@ -231,8 +232,12 @@ function refuseMutationOverGet(operation: PreparedOperation, method: string | un
   }
 }
 
-/** Refuses the whole operation when the token lacks a scope any selected field needs. */
+/**
+ * Refuses the whole operation when the token lacks a scope any selected field needs, or has no
+ * user while the operation touches a user's data.
+ */
 function authorize(operation: PreparedOperation, principal: Principal): void {
+  if (principal.userId === null && operation.requiredScopes.some(needsUser)) throw new GqlUserRequired('orders');
   const missing = operation.requiredScopes.filter((scope) => !principal.scopes.has(scope));
   if (missing.length > 0) throw new GqlForbidden(missing);
 }

@@ -264,7 +264,7 @@ export function listQuery(spec: ListSpec, args: ListArgs): { filter: CompiledFil
 
 /** What a page token of this list, filter, order and caller is bound to. */
 export function listBinding(spec: ListSpec, args: ListArgs, keys: readonly SortKey[], context: GraphQLContext): string {
-  return pageTokenBinding([spec.name, args.filter ?? '', keys.map((key) => `${key.column} ${key.direction}`).join(','), context.principal.userId]);
+  return pageTokenBinding([spec.name, args.filter ?? '', keys.map((key) => `${key.column} ${key.direction}`).join(','), context.principal.userId ?? '']);
 }
 
 /** The key values of the `after` cursor; INVALID_ARGUMENT when it is forged, foreign or for another query. */

@@ -13,7 +13,9 @@ import { LoginThrottle } from './browser/login-throttle.js';
 import type { ClientStore } from './stores/clients.js';
 import { ClientCache } from './stores/client-cache.js';
 import { AuthorizationCodeStore } from './stores/codes.js';
+import { ClientGrantStore } from './stores/client-grants.js';
 import { ConsentStore } from './stores/consents.js';
+import { DeviceCodeStore } from './stores/device-codes.js';
 import { RefreshTokenStore } from './stores/refresh-tokens.js';
 import type { UserStore } from './stores/users.js';
 import { ClientAssertions } from './client-assertion.js';
@@ -40,6 +42,8 @@ export interface OAuthContext {
   consents: ConsentStore;
   /** private_key_jwt assertions and the clients' key sets. */
   assertions: ClientAssertions;
+  clientGrants: ClientGrantStore;
+  deviceCodes: DeviceCodeStore;
   loginThrottle: LoginThrottle;
   keys: KeyStore;
   accessTokens: AccessTokens;
@@ -77,6 +81,8 @@ export function createOAuthContext(runtime: Runtime, options: OAuthContextOption
     refreshTokens: new RefreshTokenStore(db, config.refreshTokenTtl, runtime.refreshTokenSecret),
     consents: new ConsentStore(db),
     assertions: new ClientAssertions({ issuer: config.issuer, replay: runtime.usedJtis, allowPrivateJwksUri: config.clientJwksAllowPrivate }),
+    clientGrants: new ClientGrantStore(db),
+    deviceCodes: new DeviceCodeStore(db, config.deviceCodeTtl),
     loginThrottle: new LoginThrottle(db),
     keys: runtime.keys,
     accessTokens: runtime.accessTokens,

@@ -27,10 +27,14 @@ export type OAuthErrorCode =
   | 'request_not_supported'
   | 'request_uri_not_supported'
   // RFC 8707, RFC 7591
-
   | 'invalid_target'
   | 'invalid_redirect_uri'
-  | 'invalid_client_metadata';
+  | 'invalid_client_metadata'
+
+  // RFC 8628 §3.5: the device access token response
+  | 'authorization_pending'
+  | 'slow_down'
+  | 'expired_token';
 
 export interface OAuthErrorOptions {
   cause?: unknown;
@@ -218,7 +222,6 @@ export class RequestNotSupported extends OAuthError {
 export class RequestUriNotSupported extends OAuthError {
   readonly code = 'request_uri_not_supported';
   readonly status = 400;
-
 }
 
 /** RFC 8707 §2: the requested resource is unknown, or more than the grant allows. */
@@ -254,4 +257,33 @@ export class RateLimited extends OAuthError {
   ) {
     super(description, options);
   }
+}
+
+// ---------------------------------------------------------------- Device authorization (RFC 8628 §3.5)
+
+/** The user has not yet approved or denied the device's request: keep polling. */
+export class AuthorizationPending extends OAuthError {
+  readonly code = 'authorization_pending';
+  readonly status = 400;
+}
+
+/** Polled faster than the interval: keep polling, 5 seconds slower from now on. */
+export class SlowDown extends OAuthError {
+  readonly code = 'slow_down';
+  readonly status = 400;
+}
+
+/** The device code expired before it was approved and redeemed: start again. */
+export class ExpiredToken extends OAuthError {
+  readonly code = 'expired_token';
+  readonly status = 400;
+}
+
+/**
+ * `access_denied` at the token endpoint (the user denied the device's request): 400 there,
+ * as every §5.2 error, where the authorization endpoint's AccessDenied is a 403 page or redirect.
+ */
+export class DeviceAccessDenied extends OAuthError {
+  readonly code = 'access_denied';
+  readonly status = 400;
 }

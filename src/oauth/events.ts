@@ -29,9 +29,16 @@ export type SecurityEventName =
   | 'password_changed'
   | 'logout'
   | 'backchannel_logout_failed'
-
   | 'client_registered'
-  | 'client_deleted';
+  | 'client_deleted'
+
+  | 'client_credentials_issued'
+  | 'device_code_issued'
+  | 'device_code_approved'
+  | 'device_code_denied'
+  | 'device_code_redeemed'
+  | 'device_code_rejected'
+  | 'device_code_throttled';
 
 export interface SecurityEventFields {
   clientId?: string | undefined;
@@ -52,6 +59,7 @@ const WARNINGS = new Set<SecurityEventName>([
   'csrf_rejected',
   'code_replayed',
   'refresh_token_reuse_detected',
+  'device_code_throttled',
 ]);
 
 export function securityEvents(logger: Logger): SecurityEvents {

@@ -9,7 +9,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens, usedJtis, idempotencyKeys, clients, consents } from '../db/schema.js';
+import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens, usedJtis, idempotencyKeys, clients, consents, deviceCodes } from '../db/schema.js';
 import { POLICY } from '../policy.js';
 import { queryRows } from './stores/rows.js';
 
@@ -37,6 +37,7 @@ export function janitorPolicy(config: Config): JanitorPolicy {
 
 export interface SweepResult {
   authorizationCodes: number;
+  deviceCodes: number;
   refreshTokens: number;
   grants: number;
   revokedAccessTokens: number;
@@ -60,7 +61,7 @@ interface Target {
 }
 
 /** Deletes up to `limit` rows of `table` whose `expires_at` passed more than `retention` ago. */
-function expiredRows(table: typeof authorizationCodes | typeof refreshTokens, key: string): Target['statement'] {
+function expiredRows(table: typeof authorizationCodes | typeof refreshTokens | typeof deviceCodes, key: string): Target['statement'] {
   return (retention, limit) => sql`
       delete from ${table} where ${sql.identifier(key)} in (
         select ${sql.identifier(key)} from ${table} where expires_at < now() - ${retention}
@@ -71,6 +72,8 @@ function expiredRows(table: typeof authorizationCodes | typeof refreshTokens, ke
 const TARGETS: Target[] = [
   { name: 'authorizationCodes', statement: expiredRows(authorizationCodes, 'code_hash') },
   { name: 'refreshTokens', statement: expiredRows(refreshTokens, 'token_hash') },
+  // Kept past expiry like codes, so a late poll still hears expired_token rather than invalid_grant.
+  { name: 'deviceCodes', statement: expiredRows(deviceCodes, 'device_code_hash') },
   {
     // Codes and refresh tokens go first, so a grant whose last ones just went goes in the same sweep.
     name: 'grants',
@@ -148,7 +151,7 @@ async function deleteBatch(db: Db, statement: SQL): Promise<number | undefined> 
 /** Deletes everything due, batch by batch, until nothing is left or another instance is sweeping. */
 export async function sweep(db: Db, policy: JanitorPolicy): Promise<SweepResult> {
   const retention = sql`make_interval(secs => ${Math.max(policy.retentionSeconds, policy.accessTokenTtl)})`;
-  const result: SweepResult = { authorizationCodes: 0, refreshTokens: 0, grants: 0, revokedAccessTokens: 0, loginThrottle: 0, usedJtis: 0, idempotencyKeys: 0, unusedClients: 0, skipped: false };
+  const result: SweepResult = { authorizationCodes: 0, deviceCodes: 0, refreshTokens: 0, grants: 0, revokedAccessTokens: 0, loginThrottle: 0, usedJtis: 0, idempotencyKeys: 0, unusedClients: 0, skipped: false };
   for (const target of TARGETS) {
     for (;;) {
       const statement = target.statement(retention, policy.batchSize, policy);
@@ -164,5 +167,5 @@ export async function sweep(db: Db, policy: JanitorPolicy): Promise<SweepResult>
 
 /** Total rows a sweep deleted. */
 export function sweptRows(result: SweepResult): number {
-  return result.authorizationCodes + result.refreshTokens + result.grants + result.revokedAccessTokens + result.loginThrottle + result.usedJtis + result.idempotencyKeys + result.unusedClients;
+  return result.authorizationCodes + result.deviceCodes + result.refreshTokens + result.grants + result.revokedAccessTokens + result.loginThrottle + result.usedJtis + result.idempotencyKeys + result.unusedClients;
 }

@@ -21,9 +21,11 @@ import { createAccountRouter } from './browser/account.js';
 import { createBrowserContext } from './browser/flow.js';
 import { configureBrand } from './browser/pages/layout.js';
 import { ACCOUNT_PATH, END_SESSION_PATH, USERINFO_PATH } from './oidc/paths.js';
+import { addDeviceAuthorizationEndpoint, DEVICE_AUTHORIZATION_PATH } from './endpoints/device-authorization.js';
+import { createDeviceRouter, DEVICE_PATH } from './browser/device.js';
 
 /** The first path segments of every endpoint and page below. */
-export const OAUTH_PATHS = ['/authorize', '/token', '/revoke', '/introspect', '/register', '/.well-known', USERINFO_PATH, END_SESSION_PATH, ACCOUNT_PATH];
+export const OAUTH_PATHS = ['/authorize', '/token', '/revoke', '/introspect', '/register', '/.well-known', USERINFO_PATH, END_SESSION_PATH, ACCOUNT_PATH, DEVICE_AUTHORIZATION_PATH, DEVICE_PATH];
 
 export function createOAuthRouter(runtime: Runtime, options: OAuthContextOptions = {}): express.Router {
   const oauth = createOAuthContext(runtime, options);
@@ -34,7 +36,9 @@ export function createOAuthRouter(runtime: Runtime, options: OAuthContextOptions
   router.use(createAuthorizeRouter(oauth, browser));
   router.use(createEndSessionRouter(oauth, browser));
   router.use(createAccountRouter(oauth, browser));
+  router.use(createDeviceRouter(oauth));
   addTokenEndpoint(router, oauth, cors);
+  addDeviceAuthorizationEndpoint(router, oauth, cors);
   addRevocationEndpoint(router, oauth, cors);
   addIntrospectionEndpoint(router, oauth, cors);
   addMetadataEndpoint(router, oauth, cors);

@@ -39,6 +39,17 @@ export function describeScope(scope: string): string {
   if (isScope(scope)) return SCOPES[scope];
   if (isIdentityScope(scope)) return IDENTITY_SCOPES[scope];
   return scope;
+
+}
+
+/**
+ * Scopes over a user's own data. A token with no user (client_credentials) is never granted
+ * them, and the resource side refuses what they guard to such a token whatever its scopes.
+ */
+export const USER_SCOPES: readonly Scope[] = ['orders:read', 'orders:write'];
+
+export function needsUser(scope: string): boolean {
+  return (USER_SCOPES as readonly string[]).includes(scope);
 }
 
 /** Splits a space-delimited scope string (RFC 6749 §3.3) into its distinct tokens. */

@@ -11,7 +11,8 @@ import type { Principal } from '../tokens/access-token.js';
 import { requireScope } from '../tokens/bearer.js';
 import { OAuthError } from '../oauth/errors.js';
 import { parseFields, WHOLE, type FieldTree, type ParsedFields } from './fields.js';
-import { RestAborted, RestError, RestFailedPrecondition, fromOAuthError, RestInvalidArgument, RestNotFound } from './errors.js';
+import { RestAborted, RestError, RestFailedPrecondition, fromGraphQLErrors, fromOAuthError, RestInvalidArgument, RestNotFound } from './errors.js';
+import { GqlUserRequired } from '../graphql/errors.js';
 import type { RestExecutor } from './execute.js';
 import { authenticate, jsonObjectBody, onlyQueryParameters, principalOf, queryParameter, type RestRoute } from './http.js';
 import { idOf } from './paging.js';
@@ -160,6 +161,7 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
           const input = createInput(rest.schema, req.body as Record<string, unknown>);
           const key = idempotencyKeyOf(req);
           const principal = principalOf(res);
+          if (principal.userId === null) throw fromGraphQLErrors([new GqlUserRequired('orders')]);
           const owner = { userId: principal.userId, clientId: principal.clientId };
           if (key !== undefined) {
             // The replay below skips the mutation, and with it the scope check.
@@ -241,6 +243,7 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
 
           if (plan.fields.length === 0) {
             // Nothing to write, so no mutation checks the scope: check it here, then answer as a read.
+            if (principal.userId === null) throw fromGraphQLErrors([new GqlUserRequired('orders')]);
             try {
               requireScope(principal, 'orders:write');
             } catch (error) {

@@ -15,7 +15,8 @@ import { POLICY } from '../policy.js';
 export const ACCESS_TOKEN_TYP = 'at+jwt';
 
 export interface AccessTokenGrant {
-  userId: number;
+  /** Null for a client acting for itself (client_credentials): `sub` is then its client_id (RFC 9068 §2.2). */
+  userId: number | null;
   clientId: string;
   scope: string;
   grantId: string;
@@ -34,7 +35,8 @@ export interface IssuedAccessToken {
 
 /** Who a valid access token speaks for. */
 export interface Principal {
-  userId: number;
+  /** Null when the client acts for itself (client_credentials): there is no user, and no user's data. */
+  userId: number | null;
   clientId: string;
   scopes: ReadonlySet<string>;
   grantId: string;
@@ -52,6 +54,20 @@ export interface AccessTokenOptions {
   /** The `aud` of a token issued without an explicit audience: Fieldgate's own resources. */
   audience: string | readonly string[];
   ttlSeconds: number;
+}
+
+/**
+ * The user a token's `sub` names: a decimal user id, or null when `sub` is the token's own
+ * client_id (a client_credentials token). Client ids are never decimal (see ClientStore), so
+ * the two cannot be confused.
+ */
+function subjectUser(sub: string, clientId: string): number | null {
+  if (/^[1-9][0-9]{0,15}$/.test(sub)) {
+    const userId = Number(sub);
+    if (Number.isSafeInteger(userId)) return userId;
+  }
+  if (sub === clientId) return null;
+  throw new InvalidToken('the access token has malformed claims');
 }
 
 const VERIFIED_CACHE_SIZE = POLICY.verifiedTokenCacheEntries.value;
@@ -80,7 +96,7 @@ export class AccessTokens {
     const token = key.sign(
       {
         iss: this.options.issuer,
-        sub: String(grant.userId),
+        sub: grant.userId === null ? grant.clientId : String(grant.userId),
         aud: audience.length === 1 ? audience[0] : [...audience],
         jti,
         iat: now,
@@ -124,11 +140,11 @@ export class AccessTokens {
         algorithms: [key.algorithm.name === 'ECDSA' ? 'ES256' : 'EdDSA'],
         requiredClaims: ['sub', 'aud', 'jti', 'exp', 'iat', 'client_id', 'scope', 'grant_id'],
       });
-      const userId = Number(payload.sub);
-      const audience = typeof payload.aud === 'string' ? [payload.aud] : (payload.aud ?? []);
-      if (!Number.isSafeInteger(userId) || typeof payload.client_id !== 'string' || typeof payload.grant_id !== 'string') {
+      if (typeof payload.client_id !== 'string' || typeof payload.grant_id !== 'string') {
         throw new InvalidToken('the access token has malformed claims');
       }
+      const userId = subjectUser(payload.sub!, payload.client_id);
+      const audience = typeof payload.aud === 'string' ? [payload.aud] : (payload.aud ?? []);
       const cnf = payload.cnf as { jkt?: unknown } | undefined;
       if (cnf !== undefined && (typeof cnf !== 'object' || cnf === null || typeof cnf.jkt !== 'string')) {
         throw new InvalidToken('the access token has malformed claims');

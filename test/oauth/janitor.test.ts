@@ -5,7 +5,9 @@
  */
 import { expect, it } from 'vitest';
 import { count, eq, inArray, sql } from 'drizzle-orm';
-import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens, usedJtis, idempotencyKeys } from '../../src/db/schema.js';
+import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens, usedJtis, idempotencyKeys, deviceCodes } from '../../src/db/schema.js';
+import { DeviceCodeStore } from '../../src/oauth/stores/device-codes.js';
+import { DEVICE_CODE_GRANT_TYPE } from '../../src/oauth/stores/clients.js';
 import { sweep, sweptRows, type JanitorPolicy } from '../../src/oauth/janitor.js';
 import { AuthorizationCodeStore } from '../../src/oauth/stores/codes.js';
 import { sha256 } from '../../src/crypto/secrets.js';
@@ -77,6 +79,7 @@ describeEachDatabase('janitor', (context) => {
     const result = await sweep(db, policy);
     expect(result).toEqual({
       authorizationCodes: 3 + 1 /* the dead family's */,
+      deviceCodes: 0,
       refreshTokens: 1,
       grants: 3 /* expired codes' */ + 1 /* dead family */ + 1 /* revoked long ago */,
       revokedAccessTokens: 1,
@@ -104,6 +107,29 @@ describeEachDatabase('janitor', (context) => {
     const [revoked] = await db.select().from(grants).where(eq(grants.id, newRevoked.grantId));
     expect(revoked?.revokedAt).not.toBeNull();
     expect(await db.select().from(refreshTokens).where(eq(refreshTokens.tokenHash, sha256(deadFamily.refresh_token)))).toEqual([]);
+  });
+
+  it('deletes expired device codes after the retention, and client_credentials grants once their tokens have expired', async () => {
+    const { runtime, app } = context();
+    const db = runtime.db;
+    const ago = (seconds: number) => sql`now() - make_interval(secs => ${seconds})`;
+    const tv = await buildClient(runtime, { redirectUris: [], isPublic: true, grantTypes: [DEVICE_CODE_GRANT_TYPE] });
+    const store = new DeviceCodeStore(db, runtime.config.deviceCodeTtl);
+    const [old, recent, live] = await Promise.all([1, 2, 3].map(() => store.issue(tv.id, 'products:read')));
+    await db.update(deviceCodes).set({ expiresAt: ago(2 * 86_400) }).where(eq(deviceCodes.deviceCodeHash, sha256(old!.deviceCode)));
+    await db.update(deviceCodes).set({ expiresAt: ago(60) }).where(eq(deviceCodes.deviceCodeHash, sha256(recent!.deviceCode)));
+
+    const service = await buildClient(runtime, { redirectUris: [], grantTypes: ['client_credentials'] });
+    const machine = async () => (await runtime.accessTokens.verify((await tokenRequest(app, { grant_type: 'client_credentials' }, service)).body.access_token)).grantId;
+    const [stale, fresh] = [await machine(), await machine()];
+    await db.update(grants).set({ createdAt: ago(2 * 86_400) }).where(eq(grants.id, stale));
+
+    const result = await sweep(db, policy);
+    expect(result.deviceCodes).toBe(1);
+    const left = (await db.select({ hash: deviceCodes.deviceCodeHash }).from(deviceCodes).where(eq(deviceCodes.clientId, tv.id))).map((r) => r.hash).sort();
+    expect(left).toEqual([sha256(recent!.deviceCode), sha256(live!.deviceCode)].sort());
+    const machineGrants = (await db.select({ id: grants.id }).from(grants).where(eq(grants.clientId, service.id))).map((g) => g.id);
+    expect(machineGrants).toEqual([fresh]);
   });
 
   it('keeps table sizes flat under a steady flow of authorizations at short lifetimes', async () => {

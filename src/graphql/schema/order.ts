@@ -10,7 +10,7 @@
  */
 import { and, eq, inArray, or, sql, type SQL } from 'drizzle-orm';
 import { builder } from '../builder.js';
-import type { GraphQLContext } from '../context.js';
+import { userIdOf, type GraphQLContext } from '../context.js';
 import { GqlFailedPrecondition, GqlInvalidArgument, GqlNotFound, GqlUnauthenticated } from '../errors.js';
 import {
   connectionArgs,
@@ -175,7 +175,7 @@ builder.queryFields((t) => ({
         orderBy: orderByOf(keys),
         ...pagePlaceholders,
       });
-      return context.queries.findMany<OrderRow>(context.db, 'orders', config, { ...filter.values, userId: context.principal.userId, limit, offset });
+      return context.queries.findMany<OrderRow>(context.db, 'orders', config, { ...filter.values, userId: userIdOf(context), limit, offset });
     },
   }),
   ordersConnection: t.field({
@@ -186,7 +186,7 @@ builder.queryFields((t) => ({
     complexity: connectionCost,
     resolve: (_root, args, context, info) =>
       resolveConnection<OrderRow>(
-        { spec: ORDER_LIST, table: 'orders', typeName: 'Order', args, scope: { where: ownOrders, values: { userId: context.principal.userId } } },
+        { spec: ORDER_LIST, table: 'orders', typeName: 'Order', args, scope: { where: ownOrders, values: { userId: userIdOf(context) } } },
         context,
         info,
       ),
@@ -200,7 +200,7 @@ builder.queryFields((t) => ({
     resolve: (query, _root, args, context) =>
       context.queries.findFirst<OrderRow>(context.db, 'orders', query({ where: { id: placeholder('id'), userId: placeholder('userId') } }), {
         id: args.id,
-        userId: context.principal.userId,
+        userId: userIdOf(context),
       }),
   }),
 }));
@@ -270,7 +270,7 @@ function checkItems(items: readonly NewOrderItem[]): void {
  * the same request returns the order that request created instead (see idempotency.ts).
  */
 async function insertOrder(context: GraphQLContext, items: readonly NewOrderItem[], memo: string | null, idempotencyKey?: string): Promise<number> {
-  const owner = { userId: context.principal.userId, clientId: context.principal.clientId };
+  const owner = { userId: userIdOf(context), clientId: context.principal.clientId };
   return context.db.transaction(async (tx) => {
     if (idempotencyKey !== undefined) {
       const { replayOf } = await claimKey(tx, owner, idempotencyKey, orderRequestHash(items, memo)).catch((error: unknown) => {
@@ -301,7 +301,7 @@ async function insertOrder(context: GraphQLContext, items: readonly NewOrderItem
     // revoked token (401), not a server error; a product deleted meanwhile is the client's to fix.
     const [order] = await tx
       .insert(orders)
-      .values({ userId: context.principal.userId, memo, totalCents })
+      .values({ userId: userIdOf(context), memo, totalCents })
       .returning({ id: orders.id })
       .catch((error: unknown) => {
         if (isForeignKeyViolation(error)) throw GqlUnauthenticated.fromInvalidToken(new InvalidToken('the access token has been revoked'));
@@ -350,7 +350,7 @@ async function applyOrderChanges(context: GraphQLContext, id: number, input: Ord
   );
   changes.updatedAt = sql`case when ${differs} then ${nextUpdatedAt} else ${orders.updatedAt} end`;
   const expectedTime = etag == null ? undefined : (etagTime(etag, id) ?? null);
-  const owned = [eq(orders.id, id), eq(orders.userId, context.principal.userId)];
+  const owned = [eq(orders.id, id), eq(orders.userId, userIdOf(context))];
   const conditions = [...owned];
   if (changes.status) conditions.push(inArray(orders.status, statesMovableTo(changes.status)));
   if (expectedTime) conditions.push(eq(updatedAtMillis, expectedTime));
@@ -419,7 +419,7 @@ builder.mutationFields((t) => ({
     },
     resolve: async (query, _root, args, context) => {
       await applyOrderChanges(context, args.id, args.input, args.etag);
-      const order = await context.db.query.orders.findFirst(query({ where: { id: args.id, userId: context.principal.userId } }));
+      const order = await context.db.query.orders.findFirst(query({ where: { id: args.id, userId: userIdOf(context) } }));
       if (!order) throw new GqlNotFound(`no order ${args.id}`);
       return order;
     },

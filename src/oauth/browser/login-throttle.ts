@@ -83,11 +83,7 @@ export class LoginThrottle {
   async recordSuccess(username: string, ip?: string | undefined): Promise<void> {
     await this.db.delete(loginThrottle).where(eq(loginThrottle.key, accountKey(username)));
     if (ip === undefined) return;
-    await this.db.execute(
-      sql`update ${loginThrottle} set failures = greatest(failures - 1, 0),
-            locked_until = case when failures - 1 >= ${this.policy.ip.maxFailures} then locked_until end
-          where key = ${ipKey(ip)}`,
-    );
+    await this.giveBack(ipKey(ip), this.policy.ip);
   }
 
   /** Clears the account's counter and lock (an operator's `fieldgate user unlock`); IP counters stay. */
@@ -97,11 +93,24 @@ export class LoginThrottle {
   }
 
   /**
-   * Adds one attempt and returns whether it is within the limit (and the seconds left of the lock
-   * otherwise). The lock starts with the attempt that reaches the limit; that attempt is still
+   * Takes back one attempt counted under `key` (an attempt that turned out to be no guess),
+   * lifting the lock if the count falls back under `rule`'s limit.
+   */
+  async giveBack(key: string, rule: ThrottleRule): Promise<void> {
+    await this.db.execute(
+      sql`update ${loginThrottle} set failures = greatest(failures - 1, 0),
+            locked_until = case when failures - 1 >= ${rule.maxFailures} then locked_until end
+          where key = ${key}`,
+    );
+  }
+
+  /**
+   * Adds one attempt under `key` and returns whether it is within the limit (and the seconds
+   * left of the lock otherwise); also used, with keys of their own, for the device flow's user
+   * codes. The lock starts with the attempt that reaches the limit; that attempt is still
    * checked, later ones are not. A counter starts afresh when its window or its lock has passed.
    */
-  private async count(key: string, rule: ThrottleRule): Promise<{ allowed: boolean; retryAfter: number }> {
+  async count(key: string, rule: ThrottleRule): Promise<{ allowed: boolean; retryAfter: number }> {
     const window = sql`make_interval(secs => ${rule.windowSeconds})`;
     const lock = sql`make_interval(secs => ${rule.lockSeconds})`;
     const stale = sql`(${loginThrottle.windowStartedAt} <= now() - ${window}

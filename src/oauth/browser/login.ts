@@ -59,13 +59,18 @@ export async function attemptSignIn(browser: BrowserContext, req: Request, usern
   return { user };
 }
 
+/** The username field of a sign-in form, cut to a sane length. */
+export function usernameField(params: Parameters): string {
+  return (params.get('username') ?? '').slice(0, MAX_USERNAME_LENGTH);
+}
+
 export function loginHandler(browser: BrowserContext) {
   const { oauth } = browser;
   return async function signIn(req: Request, res: Response): Promise<void> {
     const params = bodyParameters(res);
     requireCsrf(browser, req, 'login');
     const request = await readAuthorizationRequest(oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''), oauth.resources);
-    const username = (params.get('username') ?? '').slice(0, MAX_USERNAME_LENGTH);
+    const username = usernameField(params);
     const password = params.get('password') ?? '';
     const clientId = request.client.id;
 

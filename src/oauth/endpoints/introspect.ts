@@ -33,7 +33,7 @@ async function introspectAccessToken(oauth: OAuthContext, client: Client, token:
       active: true,
       scope: formatScope(principal.scopes),
       client_id: principal.clientId,
-      sub: String(principal.userId),
+      sub: principal.userId === null ? principal.clientId : String(principal.userId),
       exp: seconds(principal.expiresAt),
       iat: seconds(principal.issuedAt),
       iss: oauth.issuer,

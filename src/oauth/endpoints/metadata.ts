@@ -17,6 +17,7 @@ import { PROFILE_CLAIMS } from '../oidc/claims.js';
 import { SUBJECT_TYPES } from '../oidc/subject.js';
 import { SIGNING_ALG } from '../../tokens/signing-keys.js';
 import { END_SESSION_PATH, USERINFO_PATH } from '../oidc/paths.js';
+import { DEVICE_AUTHORIZATION_PATH } from './device-authorization.js';
 
 export const METADATA_PATH = '/.well-known/oauth-authorization-server';
 export const JWKS_PATH = '/.well-known/jwks.json';
@@ -36,6 +37,7 @@ export function authorizationServerMetadata(issuer: string, options: MetadataOpt
     token_endpoint: `${issuer}/token`,
     revocation_endpoint: `${issuer}/revoke`,
     introspection_endpoint: `${issuer}/introspect`,
+    device_authorization_endpoint: `${issuer}${DEVICE_AUTHORIZATION_PATH}`,
     jwks_uri: `${issuer}${JWKS_PATH}`,
     scopes_supported: SUPPORTED_SCOPES,
     response_types_supported: ['code'],

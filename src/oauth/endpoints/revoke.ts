@@ -35,7 +35,7 @@ async function revokeAccessToken(oauth: OAuthContext, req: express.Request, clie
   }
   if (principal.clientId !== client.id) throw notYours();
   await oauth.revocations.revokeAccessToken(principal.jti, principal.expiresAt);
-  oauth.events(req, 'token_revoked', { clientId: client.id, userId: principal.userId, grantId: principal.grantId, tokenType: 'access_token' });
+  oauth.events(req, 'token_revoked', { clientId: client.id, userId: principal.userId ?? undefined, grantId: principal.grantId, tokenType: 'access_token' });
 }
 
 async function revokeRefreshToken(oauth: OAuthContext, req: express.Request, client: Client, token: string): Promise<void> {

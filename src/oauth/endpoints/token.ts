@@ -9,6 +9,8 @@ import { authenticatedClient, clientAuthentication } from '../client-auth.js';
 import type { OAuthContext } from '../context.js';
 import { InvalidDpopProof, InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from '../errors.js';
 import * as authorizationCode from '../grants/authorization-code.js';
+import * as clientCredentials from '../grants/client-credentials.js';
+import * as deviceCode from '../grants/device-code.js';
 import type { Grant } from '../grants/grant.js';
 import * as refreshToken from '../grants/refresh-token.js';
 import { noStore, sendJson } from '../json-response.js';
@@ -19,7 +21,7 @@ import type { DpopProof } from '../../tokens/dpop.js';
 
 /** One module per grant type; which of them are offered is policy (POLICY.grantTypes). */
 const GRANTS: ReadonlyMap<string, Grant> = new Map(
-  [authorizationCode, refreshToken].filter((grant) => GRANT_TYPES_SUPPORTED.includes(grant.grantType)).map((grant) => [grant.grantType, grant]),
+  [authorizationCode, refreshToken, clientCredentials, deviceCode].filter((grant) => GRANT_TYPES_SUPPORTED.includes(grant.grantType)).map((grant) => [grant.grantType, grant]),
 );
 
 function grantOf(res: Response): Grant {

@@ -25,6 +25,7 @@ function userinfoHandler(oauth: OAuthContext): RequestHandler {
     try {
       const principal = await authenticate(oauth, req);
       requireScope(principal, 'openid');
+      if (principal.userId === null) throw new InvalidToken('this access token speaks for no user');
       const [user, client] = await Promise.all([oauth.users.find(principal.userId), oauth.clients.find(principal.clientId)]);
       if (!user || !client) throw new InvalidToken('the access token no longer speaks for an account');
       sendJson(res, 200, { sub: subjectFor(client, user.id, oauth.pairwiseSecret), ...userClaims(user, principal.scopes) });

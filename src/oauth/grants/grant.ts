@@ -49,14 +49,14 @@ export interface Grant {
 /** Signs the access token of one grant — bound to the DPoP key when there is a proof — and shapes the response. */
 export async function tokenResponse(
   oauth: OAuthContext,
-  grant: { grantId: string; userId: number; clientId: string; scope: string; audience?: readonly string[] },
+  grant: { grantId: string; userId: number | null; clientId: string; scope: string; audience?: readonly string[] },
   refreshToken: string | undefined,
   dpop: DpopProof | undefined,
   oidc?: IdTokenContext,
 ): Promise<TokenResponse> {
   const accessToken = await oauth.accessTokens.issue({ ...grant, ...(dpop && { jkt: dpop.jkt }) });
   const idToken =
-    oidc && parseScope(grant.scope).includes('openid')
+    oidc && grant.userId !== null && parseScope(grant.scope).includes('openid')
       ? await issueIdToken(oauth, { ...oidc, userId: grant.userId, scope: grant.scope, accessToken: accessToken.token })
       : undefined;
   return {

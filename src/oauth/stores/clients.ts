@@ -13,7 +13,13 @@ import type { ClientMetadata } from '../client-metadata.js';
 
 export type Client = typeof clients.$inferSelect;
 
-export const SUPPORTED_GRANT_TYPES = ['authorization_code', 'refresh_token'] as const;
+export const DEVICE_CODE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:device_code';
+
+/** Every grant type a client may be registered for. */
+export const SUPPORTED_GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials', DEVICE_CODE_GRANT_TYPE] as const;
+
+/** What a client is registered for when nothing else is asked: the browser-redirect flow. */
+export const DEFAULT_GRANT_TYPES = ['authorization_code', 'refresh_token'] as const;
 
 export class ClientRegistrationError extends Error {
   override readonly name = 'ClientRegistrationError';
@@ -37,6 +43,8 @@ export interface NewClient {
   dpopBoundAccessTokens?: boolean;
   /** OpenID Connect and page details; see ClientOidcSettings. */
   oidc?: ClientOidcSettings;
+  /** Defaults to DEFAULT_GRANT_TYPES. Without authorization_code the client has no redirect URIs. */
+  grantTypes?: readonly string[];
 }
 
 /** A client's OpenID Connect settings and the links its consent page shows. */
@@ -228,9 +236,16 @@ export class ClientStore {
 
   async create(input: NewClient): Promise<RegisteredClient> {
     const name = validateName(input.name);
-    if (input.redirectUris.length === 0) throw new ClientRegistrationError('a client needs at least one redirect URI');
+    const grantTypes = validateGrantTypes(input.grantTypes ?? DEFAULT_GRANT_TYPES, input.isPublic ?? false);
+    if (grantTypes.includes('authorization_code')) {
+      if (input.redirectUris.length === 0) throw new ClientRegistrationError('a client needs at least one redirect URI');
+    } else if (input.redirectUris.length > 0) {
+      throw new ClientRegistrationError('redirect URIs are used only by the authorization_code grant, which this client is not registered for');
+    }
     const redirectUris = [...new Set(input.redirectUris.map(validateRedirectUri))];
     const scopes = validateScopes(input.scope);
+    // A decimal id could be read as a user id where a token's `sub` is its client (access-token.ts).
+    if (input.id !== undefined && /^\d+$/.test(input.id)) throw new ClientRegistrationError('a client id may not be a number');
     const keys = validateClientKeys(input);
     const secret = input.isPublic || keys.tokenEndpointAuthMethod ? undefined : randomToken(32);
     const [row] = await this.db
@@ -241,7 +256,7 @@ export class ClientStore {
         secretHash: secret === undefined ? null : this.hashSecret(secret),
         redirectUris,
         scopes,
-        grantTypes: [...SUPPORTED_GRANT_TYPES],
+        grantTypes,
         isPublic: input.isPublic ?? false,
         ...keys,
         dpopBoundAccessTokens: input.dpopBoundAccessTokens ?? false,
@@ -428,6 +443,20 @@ function validateName(raw: string): string {
   const name = raw.trim();
   if (!name) throw new ClientRegistrationError('a client needs a name');
   return name;
+}
+
+function validateGrantTypes(requested: readonly string[], isPublic: boolean): string[] {
+  const grantTypes = [...new Set(requested)];
+  const unknown = grantTypes.filter((grantType) => !(SUPPORTED_GRANT_TYPES as readonly string[]).includes(grantType));
+  if (unknown.length) throw new ClientRegistrationError(`unknown grant type ${unknown.join(', ')}; known: ${SUPPORTED_GRANT_TYPES.join(' ')}`);
+  if (grantTypes.length === 0) throw new ClientRegistrationError('a client needs at least one grant type');
+  if (isPublic && grantTypes.includes('client_credentials')) {
+    throw new ClientRegistrationError('a public client cannot use client_credentials: it has no secret to prove it is itself');
+  }
+  if (grantTypes.includes('refresh_token') && !grantTypes.includes('authorization_code') && !grantTypes.includes(DEVICE_CODE_GRANT_TYPE)) {
+    throw new ClientRegistrationError('refresh_token needs authorization_code or the device_code grant to issue the first one');
+  }
+  return grantTypes;
 }
 
 function validateScopes(scope: string | undefined): string[] {

@@ -2,6 +2,7 @@
 import { expect, it } from 'vitest';
 import request from 'supertest';
 import { describeEachDatabase } from '../../support/runtime.js';
+import { buildClient } from '../../support/oauth.js';
 
 describeEachDatabase('GET /.well-known/oauth-authorization-server', (context) => {
   it('describes every endpoint and capability', async () => {
@@ -15,9 +16,10 @@ describeEachDatabase('GET /.well-known/oauth-authorization-server', (context) =>
       token_endpoint: `${issuer}/token`,
       revocation_endpoint: `${issuer}/revoke`,
       introspection_endpoint: `${issuer}/introspect`,
+      device_authorization_endpoint: `${issuer}/device_authorization`,
       jwks_uri: `${issuer}/.well-known/jwks.json`,
       response_types_supported: ['code'],
-      grant_types_supported: ['authorization_code', 'refresh_token'],
+      grant_types_supported: ['authorization_code', 'refresh_token', 'client_credentials', 'urn:ietf:params:oauth:grant-type:device_code'],
       code_challenge_methods_supported: ['S256'],
       token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
       introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
@@ -36,11 +38,22 @@ describeEachDatabase('GET /.well-known/oauth-authorization-server', (context) =>
     const { body } = await request(context().app).get('/.well-known/oauth-authorization-server');
     const path = (url: string) => new URL(url).pathname;
     expect((await request(context().app).get(path(body.jwks_uri))).status).toBe(200);
-    for (const endpoint of [body.token_endpoint, body.revocation_endpoint, body.introspection_endpoint]) {
+    for (const endpoint of [body.token_endpoint, body.revocation_endpoint, body.introspection_endpoint, body.device_authorization_endpoint]) {
       const res = await request(context().app).post(path(endpoint)).type('form').send({});
       // Answered by the endpoint itself, in OAuth JSON (introspection insists on authentication: 401).
       expect(res.status).toBe(endpoint === body.introspection_endpoint ? 401 : 400);
       expect(res.body.error).toMatch(/^invalid_/);
+    }
+  });
+
+  it('serves every grant type it lists: each reaches its own handler at /token (RFC 8414 §2)', async () => {
+    const { body } = await request(context().app).get('/.well-known/oauth-authorization-server');
+    const client = await buildClient(context().runtime, { grantTypes: body.grant_types_supported as string[] });
+    for (const grantType of body.grant_types_supported as string[]) {
+      const res = await request(context().app).post('/token').type('form').auth(client.id, client.secret!).send({ grant_type: grantType });
+      // Never unsupported_grant_type or unauthorized_client: a missing parameter, or (client_credentials) a token.
+      expect([200, 400]).toContain(res.status);
+      expect(res.body.error ?? 'none').not.toMatch(/^(unsupported_grant_type|unauthorized_client)$/);
     }
   });
 });

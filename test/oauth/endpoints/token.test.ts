@@ -54,7 +54,7 @@ describeEachDatabase('POST /token', (context) => {
     expectError(await post().type('form').send({ code: 'x' }), 400, 'invalid_request');
   });
 
-  it.each(['password', 'client_credentials', 'implicit', 'urn:ietf:params:oauth:grant-type:device_code'])(
+  it.each(['password', 'implicit', 'urn:ietf:params:oauth:grant-type:jwt-bearer', 'urn:ietf:params:oauth:grant-type:saml2-bearer'])(
     'grant_type=%s is unsupported_grant_type',
     async (grantType) => {
       expectError(await post().type('form').send({ grant_type: grantType }), 400, 'unsupported_grant_type');

@@ -1,0 +1,69 @@
+/**
+ * The device authorization endpoint, `POST /device_authorization` (RFC 8628 §3.1, §3.2): a
+ * client registered for the device grant — public or confidential, authenticated as at /token
+ * — asks for a device code and a user code, and tells its user to enter the user code at
+ * `verification_uri` (or to open `verification_uri_complete`, which carries it).
+ */
+import type express from 'express';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { authenticatedClient, clientAuthentication } from '../client-auth.js';
+import type { OAuthContext } from '../context.js';
+import { InvalidScope, UnauthorizedClient } from '../errors.js';
+import { jsonErrorHandler, noStore, onlyPost, sendJson } from '../json-response.js';
+import { bodyParameters, formBody } from '../params.js';
+import { formatScope, isScope, parseScope } from '../scopes.js';
+import { DEVICE_CODE_GRANT_TYPE, type Client } from '../stores/clients.js';
+import { formatUserCode } from '../stores/device-codes.js';
+import { DEVICE_PATH } from '../browser/device.js';
+
+export const DEVICE_AUTHORIZATION_PATH = '/device_authorization';
+
+const PARAMETERS = ['scope'] as const;
+
+/** The scope of the request: as asked (within the client's), or all the client's. */
+function requestedScope(client: Client, scope: string | undefined): string {
+  const requested = parseScope(scope);
+  if (requested.length === 0) return formatScope(client.scopes);
+  if (requested.some((s) => !isScope(s))) throw new InvalidScope('the scope names a scope this server does not know');
+  const notAllowed = requested.filter((s) => !client.scopes.includes(s));
+  if (notAllowed.length) throw new InvalidScope(`this client may not request ${notAllowed.join(' ')}`);
+  return formatScope(requested);
+}
+
+function preventCaching(_req: Request, res: Response, next: NextFunction): void {
+  noStore(res);
+  next();
+}
+
+function deviceAuthorizationHandler(oauth: OAuthContext): RequestHandler {
+  return async function authorizeDevice(req, res) {
+    const params = bodyParameters(res);
+    params.rejectRepeated(PARAMETERS);
+    const client = authenticatedClient(res);
+    if (!client.grantTypes.includes(DEVICE_CODE_GRANT_TYPE)) {
+      throw new UnauthorizedClient('this client is not registered for the device authorization grant');
+    }
+    const scope = requestedScope(client, params.get('scope'));
+    const issued = await oauth.deviceCodes.issue(client.id, scope);
+    const userCode = formatUserCode(issued.userCode);
+    const verificationUri = `${oauth.issuer}${DEVICE_PATH}`;
+    oauth.events(req, 'device_code_issued', { clientId: client.id });
+    sendJson(res, 200, {
+      device_code: issued.deviceCode,
+      user_code: userCode,
+      verification_uri: verificationUri,
+      verification_uri_complete: `${verificationUri}?user_code=${userCode}`,
+      expires_in: issued.expiresIn,
+      interval: issued.interval,
+    });
+  };
+}
+
+export function addDeviceAuthorizationEndpoint(router: express.Router, oauth: OAuthContext, cors: RequestHandler): void {
+  router
+    .route(DEVICE_AUTHORIZATION_PATH)
+    .options(cors)
+    .post(cors, preventCaching, ...formBody, clientAuthentication(oauth), deviceAuthorizationHandler(oauth))
+    .all(cors, onlyPost);
+  router.use(DEVICE_AUTHORIZATION_PATH, jsonErrorHandler(oauth.logger));
+}

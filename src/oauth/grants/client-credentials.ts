@@ -1,0 +1,47 @@
+/**
+ * `grant_type=client_credentials` (RFC 6749 §4.4): a confidential client asks for a token for
+ * itself. The token has no user — its `sub` is the client_id (RFC 9068 §2.2) — so it is never
+ * given a scope over a user's data (USER_SCOPES), and no refresh token (§4.4.3): the client
+ * can always ask again.
+ *
+ * Each token gets a grant row of its own, with no user: revocation works as for any other
+ * token, and deleting the client (which cascades to its grants) ends its tokens within the
+ * revocation cache's second.
+ */
+import { InvalidClient, InvalidScope, UnauthorizedClient } from '../errors.js';
+import { formatScope, isScope, needsUser, parseScope } from '../scopes.js';
+import type { Client } from '../stores/clients.js';
+import { tokenResponse, type GrantRequest, type TokenResponse } from './grant.js';
+
+export const grantType = 'client_credentials';
+
+export const parameters = ['scope'] as const;
+
+/** The scope of the token: as asked, or every scope the client has that needs no user. */
+export function machineScope(client: Client, requested: string | undefined): string {
+  const scopes = parseScope(requested);
+  if (scopes.length === 0) {
+    const defaults = client.scopes.filter((scope) => !needsUser(scope));
+    if (defaults.length === 0) throw new InvalidScope('this client has no scope that works without a user; client_credentials tokens cannot see orders');
+    return formatScope(defaults);
+  }
+  if (scopes.some((scope) => !isScope(scope))) throw new InvalidScope('the scope names a scope this server does not know');
+  const userScopes = scopes.filter(needsUser);
+  if (userScopes.length) {
+    throw new InvalidScope(`${userScopes.join(' ')} needs a user, and a client_credentials token acts for no user`);
+  }
+  const notAllowed = scopes.filter((scope) => !client.scopes.includes(scope));
+  if (notAllowed.length) throw new InvalidScope(`this client may not request ${notAllowed.join(' ')}`);
+  return formatScope(scopes);
+}
+
+export async function handler({ oauth, client, params, req, dpop }: GrantRequest): Promise<TokenResponse> {
+  // Registration refuses client_credentials to public clients; this holds even if a row says otherwise.
+  if (client.isPublic) throw new UnauthorizedClient('a public client cannot use client_credentials');
+  const scope = machineScope(client, params.get('scope'));
+  const grantId = await oauth.clientGrants.create(client.id, scope);
+  // The client was deleted after authenticating (the client cache is a few seconds behind).
+  if (grantId === undefined) throw new InvalidClient('client authentication failed');
+  oauth.events(req, 'client_credentials_issued', { clientId: client.id, grantId });
+  return tokenResponse(oauth, { grantId, userId: null, clientId: client.id, scope }, undefined, dpop);
+}

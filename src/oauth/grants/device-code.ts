@@ -1,0 +1,53 @@
+/**
+ * `grant_type=urn:ietf:params:oauth:grant-type:device_code` (RFC 8628 §3.4, §3.5): the device
+ * polls with its device code until the user has decided at /device. An approved code is
+ * redeemed in one statement that also creates the grant and its refresh token, so it yields
+ * tokens exactly once, whichever instance is polled. Until then each poll answers
+ * authorization_pending, or slow_down when it came sooner than the interval (which then grows
+ * by 5 seconds for good); a denied code answers access_denied, an expired one expired_token.
+ *
+ * A code polled again after it was redeemed is refused (invalid_grant) without revoking the
+ * tokens: with polling, a late duplicate from the rightful device is the usual cause.
+ */
+import { AuthorizationPending, DeviceAccessDenied, ExpiredToken, InvalidGrant, SlowDown } from '../errors.js';
+import { DEVICE_CODE_GRANT_TYPE } from '../stores/clients.js';
+import { issuesRefreshTokens, tokenResponse, type GrantRequest, type TokenResponse } from './grant.js';
+
+export const grantType = DEVICE_CODE_GRANT_TYPE;
+
+export const parameters = ['device_code'] as const;
+
+/** Explains a poll that redeemed nothing. Always throws. */
+async function refuse({ oauth, client, req }: GrantRequest, deviceCode: string): Promise<never> {
+  const poll = await oauth.deviceCodes.poll(deviceCode, client.id);
+  // Unknown and another client's read the same: the caller learns nothing about others' codes.
+  if (!poll) throw new InvalidGrant('the device code is not valid');
+  if (poll.expired) throw new ExpiredToken('the device code has expired; start a new device authorization request');
+  switch (poll.status) {
+    case 'pending':
+      if (poll.tooFast) {
+        oauth.events(req, 'device_code_rejected', { clientId: client.id, reason: 'slow_down' });
+        throw new SlowDown(`polling too fast: wait at least ${poll.interval} seconds between requests`);
+      }
+      throw new AuthorizationPending('the user has not yet approved or denied the request');
+    case 'denied':
+      throw new DeviceAccessDenied('the user denied the request');
+    case 'consumed':
+      oauth.events(req, 'device_code_rejected', { clientId: client.id, reason: 'already_used' });
+      throw new InvalidGrant('the device code has already been used');
+    case 'approved':
+      // Approved and unexpired, yet not redeemed: its user was deleted meanwhile.
+      throw new InvalidGrant('the device code is not valid');
+  }
+}
+
+export async function handler(request: GrantRequest): Promise<TokenResponse> {
+  const { oauth, client, params, req } = request;
+  const deviceCode = params.require('device_code');
+  const refreshToken = issuesRefreshTokens(client) ? oauth.refreshTokens.mint() : undefined;
+  const redeemed = await oauth.deviceCodes.redeem(deviceCode, client.id, refreshToken);
+  if (!redeemed) return refuse(request, deviceCode);
+  const grant = { grantId: redeemed.grantId, userId: redeemed.userId, clientId: client.id, scope: redeemed.scope };
+  oauth.events(req, 'device_code_redeemed', { clientId: client.id, userId: redeemed.userId, grantId: redeemed.grantId });
+  return tokenResponse(oauth, grant, refreshToken?.token, request.dpop);
+}

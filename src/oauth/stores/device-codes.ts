@@ -1,0 +1,204 @@
+/**
+ * Device authorization requests (RFC 8628). The device code is 256 random bits; the user code
+ * is 8 letters from an alphabet with no vowels (no words) and no look-alikes, shown as
+ * `XXXX-XXXX` and accepted in any case, with or without the dash. Both are stored only as
+ * SHA-256 hashes.
+ *
+ * Every state change is one statement: the user's decision moves `pending` to `approved` or
+ * `denied`; redeeming moves `approved` to `consumed` and creates the grant (and its refresh
+ * token) in the same statement, so of any number of concurrent polls, on any instance, exactly
+ * one gets the tokens. A poll that finds nothing to redeem records itself under a row lock, so
+ * concurrent too-fast polls each see the one before them.
+ */
+import { randomInt } from 'node:crypto';
+import { and, eq, gt, sql } from 'drizzle-orm';
+import type { Db } from '../../db/database.js';
+import { deviceCodes, grants } from '../../db/schema.js';
+import { isForeignKeyViolation } from '../../db/errors.js';
+import { randomToken, sha256 } from '../../crypto/secrets.js';
+import { insertRefreshTokenFrom } from './refresh-tokens.js';
+import type { NewRefreshToken } from './codes.js';
+import { queryRows } from './rows.js';
+
+/** The twenty consonants of RFC 8628 §6.1's example: no vowels, so no words, and no digits to mistake for letters. */
+export const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
+export const USER_CODE_LENGTH = 8;
+/** Seconds a client must wait between polls (RFC 8628 §3.2 `interval`), until slow_down raises it. */
+export const POLLING_INTERVAL_SECONDS = 5;
+/** Seconds every slow_down adds to the interval (§3.5). */
+export const SLOW_DOWN_SECONDS = 5;
+
+/** A fresh user code, without the dash. */
+export function generateUserCode(): string {
+  let code = '';
+  for (let i = 0; i < USER_CODE_LENGTH; i++) code += USER_CODE_ALPHABET[randomInt(USER_CODE_ALPHABET.length)];
+  return code;
+}
+
+/** `BCDFGHJK` → `BCDF-GHJK`, the form shown to people. */
+export function formatUserCode(code: string): string {
+  return `${code.slice(0, 4)}-${code.slice(4)}`;
+}
+
+/**
+ * A typed user code in its stored form — upper case, without dash or spaces — or undefined
+ * when it cannot be one of ours (so it costs no lookup).
+ */
+export function normalizeUserCode(input: string): string | undefined {
+  if (input.length > 32) return undefined;
+  const code = input.toUpperCase().replace(/[\s-]/g, '');
+  if (code.length !== USER_CODE_LENGTH) return undefined;
+  for (const char of code) if (!USER_CODE_ALPHABET.includes(char)) return undefined;
+  return code;
+}
+
+export interface IssuedDeviceCode {
+  deviceCode: string;
+  /** Without the dash; see formatUserCode. */
+  userCode: string;
+  expiresIn: number;
+  interval: number;
+}
+
+export interface PendingDeviceCode {
+  clientId: string;
+  scope: string;
+}
+
+export interface RedeemedDeviceCode {
+  grantId: string;
+  userId: number;
+  scope: string;
+}
+
+/** What a poll that redeemed nothing found. */
+export interface DevicePoll {
+  status: (typeof deviceCodes.$inferSelect)['status'];
+  expired: boolean;
+  /** This poll came sooner than the interval after the previous one; the interval has been raised. */
+  tooFast: boolean;
+  interval: number;
+}
+
+/** Attempts at a user code nobody holds yet; a collision is one in 2.5e10 per live code. */
+const USER_CODE_ATTEMPTS = 5;
+
+export class DeviceCodeStore {
+  constructor(
+    private readonly db: Db,
+    private readonly ttlSeconds: number,
+  ) {}
+
+  async issue(clientId: string, scope: string): Promise<IssuedDeviceCode> {
+    const deviceCode = randomToken(32);
+    for (let attempt = 0; attempt < USER_CODE_ATTEMPTS; attempt++) {
+      const userCode = generateUserCode();
+      const inserted = await this.db
+        .insert(deviceCodes)
+        .values({
+          deviceCodeHash: sha256(deviceCode),
+          userCodeHash: sha256(userCode),
+          clientId,
+          scope,
+          intervalSeconds: POLLING_INTERVAL_SECONDS,
+          expiresAt: sql`now() + make_interval(secs => ${this.ttlSeconds})`,
+        })
+        .onConflictDoNothing({ target: deviceCodes.userCodeHash })
+        .returning({ hash: deviceCodes.deviceCodeHash });
+      if (inserted.length > 0) return { deviceCode, userCode, expiresIn: this.ttlSeconds, interval: POLLING_INTERVAL_SECONDS };
+    }
+    throw new Error('could not find a free user code');
+  }
+
+  /** The request a user code (normalized) stands for, while it waits for a decision. */
+  async findPending(userCode: string): Promise<PendingDeviceCode | undefined> {
+    const [row] = await this.db
+      .select({ clientId: deviceCodes.clientId, scope: deviceCodes.scope })
+      .from(deviceCodes)
+      .where(and(eq(deviceCodes.userCodeHash, sha256(userCode)), eq(deviceCodes.status, 'pending'), gt(deviceCodes.expiresAt, sql`now()`)));
+    return row;
+  }
+
+  /**
+   * Records the user's answer if the code still waits for one and is for `clientId` (the client
+   * the user was shown). Undefined when it was decided meanwhile, expired, or the user is gone.
+   */
+  async decide(userCode: string, clientId: string, userId: number, decision: 'approved' | 'denied'): Promise<PendingDeviceCode | undefined> {
+    try {
+      const [row] = await this.db
+        .update(deviceCodes)
+        .set({ status: decision, userId })
+        .where(
+          and(
+            eq(deviceCodes.userCodeHash, sha256(userCode)),
+            eq(deviceCodes.clientId, clientId),
+            eq(deviceCodes.status, 'pending'),
+            gt(deviceCodes.expiresAt, sql`now()`),
+          ),
+        )
+        .returning({ clientId: deviceCodes.clientId, scope: deviceCodes.scope });
+      return row;
+    } catch (error) {
+      if (isForeignKeyViolation(error)) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * Redeems an approved, unexpired device code of `clientId`: marks it consumed, creates its
+   * grant and stores `refreshToken` in one statement. Undefined when there is nothing to redeem.
+   */
+  async redeem(deviceCode: string, clientId: string, refreshToken?: NewRefreshToken): Promise<RedeemedDeviceCode | undefined> {
+    const grantId = randomToken(16);
+    try {
+      const [row] = await queryRows<{ grant_id: string; user_id: number; scope: string }>(
+        this.db,
+        sql`
+          with redeemed as (
+            update ${deviceCodes} set status = 'consumed'
+            where device_code_hash = ${sha256(deviceCode)} and client_id = ${clientId}
+              and status = 'approved' and expires_at > now()
+            returning client_id, user_id, scope
+          ), new_grant as (
+            insert into ${grants} (id, client_id, user_id, scope)
+            select ${grantId}, client_id, user_id, scope from redeemed
+            returning id as grant_id, client_id, user_id, scope
+          )${refreshToken ? sql`, issued as (${insertRefreshTokenFrom(sql`new_grant`, refreshToken)})` : sql``}
+          select grant_id, user_id, scope from new_grant`,
+      );
+      return row && { grantId: row.grant_id, userId: row.user_id, scope: row.scope };
+    } catch (error) {
+      // The user or client was deleted while this ran.
+      if (isForeignKeyViolation(error)) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * Records a poll of a device code of `clientId` that redeemed nothing, and says what the
+   * code's state is. A poll sooner than the interval after the previous one raises the
+   * interval by SLOW_DOWN_SECONDS for good. Undefined for a code that is unknown or another
+   * client's (which is left untouched).
+   */
+  async poll(deviceCode: string, clientId: string): Promise<DevicePoll | undefined> {
+    const [row] = await queryRows<{ status: DevicePoll['status']; expired: boolean; too_fast: boolean; interval_seconds: number }>(
+      this.db,
+      sql`
+        with previous as (
+          select device_code_hash, status, expires_at, interval_seconds,
+                 (status = 'pending' and last_polled_at is not null
+                  and last_polled_at > now() - make_interval(secs => interval_seconds)) as too_fast
+          from ${deviceCodes}
+          where device_code_hash = ${sha256(deviceCode)} and client_id = ${clientId}
+          for update
+        )
+        update ${deviceCodes} d
+        set last_polled_at = now(),
+            interval_seconds = case when p.too_fast then p.interval_seconds + ${SLOW_DOWN_SECONDS} else p.interval_seconds end
+        from previous p
+        where d.device_code_hash = p.device_code_hash
+        returning p.status, p.expires_at <= now() as expired, p.too_fast, d.interval_seconds`,
+    );
+    return row && { status: row.status, expired: row.expired, tooFast: row.too_fast, interval: row.interval_seconds };
+  }
+}

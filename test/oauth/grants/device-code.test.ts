@@ -1,0 +1,283 @@
+/**
+ * The device authorization grant (RFC 8628) at its two endpoints: POST /device_authorization
+ * (§3.1, §3.2) and grant_type=urn:ietf:params:oauth:grant-type:device_code at /token (§3.4,
+ * §3.5) — every error of §3.5 over raw HTTP, single use under concurrent polls, on one
+ * instance and across two on one PostgreSQL database. The user's decision is recorded through
+ * the store here; the /device pages have their own suite.
+ */
+import { beforeAll, expect, it } from 'vitest';
+import request from 'supertest';
+import { eq, sql } from 'drizzle-orm';
+import { createApp } from '../../../src/app.js';
+import { createLogger } from '../../../src/logger.js';
+import { openRuntime } from '../../../src/runtime.js';
+import { deviceCodes } from '../../../src/db/schema.js';
+import { sha256 } from '../../../src/crypto/secrets.js';
+import { DEVICE_CODE_GRANT_TYPE } from '../../../src/oauth/stores/clients.js';
+import { DeviceCodeStore, normalizeUserCode } from '../../../src/oauth/stores/device-codes.js';
+import { describeEachDatabase } from '../../support/runtime.js';
+import { basic, buildClient, buildUser, tokenRequest, type TestClient, type TestUser } from '../../support/oauth.js';
+
+const USER_CODE = /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/;
+
+interface DeviceAuthorization {
+  device_code: string;
+  user_code: string;
+  verification_uri: string;
+  verification_uri_complete: string;
+  expires_in: number;
+  interval: number;
+}
+
+describeEachDatabase('device authorization grant', (context) => {
+  let tv: TestClient;
+  let confidentialTv: TestClient;
+  let other: TestClient;
+  let user: TestUser;
+  let store: DeviceCodeStore;
+
+  beforeAll(async () => {
+    const { runtime } = context();
+    tv = await buildClient(runtime, { redirectUris: [], isPublic: true, grantTypes: [DEVICE_CODE_GRANT_TYPE, 'refresh_token'], scope: 'products:read orders:read' });
+    confidentialTv = await buildClient(runtime, { redirectUris: [], grantTypes: [DEVICE_CODE_GRANT_TYPE] });
+    other = await buildClient(runtime, { redirectUris: [], isPublic: true, grantTypes: [DEVICE_CODE_GRANT_TYPE] });
+    user = await buildUser(runtime);
+    store = new DeviceCodeStore(runtime.db, runtime.config.deviceCodeTtl);
+  });
+
+  function authorizeDevice(client: TestClient, fields: Record<string, string> = {}) {
+    const req = request(context().app).post('/device_authorization').type('form');
+    if (client.secret) req.set('Authorization', basic(client.id, client.secret));
+    return req.send(client.secret ? fields : { client_id: client.id, ...fields });
+  }
+
+  async function start(client: TestClient = tv, scope?: string): Promise<DeviceAuthorization> {
+    const res = await authorizeDevice(client, scope ? { scope } : {});
+    expect(res.status).toBe(200);
+    return res.body as DeviceAuthorization;
+  }
+
+  const poll = (deviceCode: string, client: TestClient = tv, app = context().app) =>
+    tokenRequest(app, { grant_type: DEVICE_CODE_GRANT_TYPE, device_code: deviceCode }, client);
+
+  async function decide(started: DeviceAuthorization, client: TestClient, decision: 'approved' | 'denied', userId = user.id) {
+    expect(await store.decide(normalizeUserCode(started.user_code)!, client.id, userId, decision)).toBeDefined();
+  }
+
+  /** Moves the last poll back, as if the client had waited its interval. */
+  const waitedInterval = (deviceCode: string) =>
+    context().runtime.db.update(deviceCodes).set({ lastPolledAt: sql`now() - interval '1 hour'` }).where(eq(deviceCodes.deviceCodeHash, sha256(deviceCode)));
+
+  it('answers a device authorization request per §3.2, without caching', async () => {
+    const res = await authorizeDevice(tv);
+    expect(res.status).toBe(200);
+    expect(res.headers['cache-control']).toBe('no-store');
+    expect(res.headers['content-type']).toBe('application/json;charset=UTF-8');
+    const body = res.body as DeviceAuthorization;
+    expect(body).toEqual({
+      device_code: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+      user_code: expect.stringMatching(USER_CODE),
+      verification_uri: `${context().config.issuer}/device`,
+      verification_uri_complete: `${context().config.issuer}/device?user_code=${body.user_code}`,
+      expires_in: context().config.deviceCodeTtl,
+      interval: 5,
+    });
+    const [row] = await context().runtime.db.select().from(deviceCodes).where(eq(deviceCodes.deviceCodeHash, sha256(body.device_code)));
+    expect(row).toMatchObject({ clientId: tv.id, scope: 'products:read orders:read', status: 'pending', intervalSeconds: 5 });
+    expect(JSON.stringify(row)).not.toContain(body.device_code);
+    expect(JSON.stringify(row)).not.toContain(body.user_code.replace('-', ''));
+  });
+
+  it('authenticates confidential clients as /token does', async () => {
+    expect((await authorizeDevice(confidentialTv)).status).toBe(200);
+    const wrong = await request(context().app).post('/device_authorization').type('form').set('Authorization', basic(confidentialTv.id, 'nope')).send({});
+    expect(wrong.status).toBe(401);
+    expect(wrong.body.error).toBe('invalid_client');
+    const bare = await request(context().app).post('/device_authorization').type('form').send({ client_id: confidentialTv.id });
+    expect(bare.body.error).toBe('invalid_client');
+  });
+
+  it('limits the scope to the client registration (invalid_scope), and defaults to all of it', async () => {
+    expect((await start(tv, 'products:read')).user_code).toMatch(USER_CODE);
+    for (const scope of ['orders:write', 'admin']) {
+      const res = await authorizeDevice(tv, { scope });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toBe('invalid_scope');
+    }
+  });
+
+  it('is unauthorized_client for a client not registered for the device grant, at both endpoints', async () => {
+    const webApp = await buildClient(context().runtime);
+    const res = await authorizeDevice(webApp);
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('unauthorized_client');
+    expect((await poll('anything', webApp)).body.error).toBe('unauthorized_client');
+  });
+
+  it('refuses other methods and other bodies in the JSON error format', async () => {
+    const get = await request(context().app).get('/device_authorization');
+    expect(get.status).toBe(405);
+    expect(get.body.error).toBe('invalid_request');
+    const json = await request(context().app).post('/device_authorization').send({ client_id: tv.id });
+    expect(json.status).toBe(400);
+    expect(json.body.error).toBe('invalid_request');
+  });
+
+  it('answers authorization_pending, then slow_down to a poll inside the interval, which grows by 5 s each time (§3.5)', async () => {
+    const started = await start();
+    const first = await poll(started.device_code);
+    expect(first.status).toBe(400);
+    expect(first.body.error).toBe('authorization_pending');
+    expect(first.headers['cache-control']).toBe('no-store');
+    const tooFast = await poll(started.device_code);
+    expect(tooFast.status).toBe(400);
+    expect(tooFast.body.error).toBe('slow_down');
+    expect(tooFast.body.error_description).toMatch(/10 seconds/);
+    expect((await poll(started.device_code)).body.error).toBe('slow_down');
+    const [row] = await context().runtime.db.select().from(deviceCodes).where(eq(deviceCodes.deviceCodeHash, sha256(started.device_code)));
+    expect(row!.intervalSeconds).toBe(15);
+    await waitedInterval(started.device_code);
+    expect((await poll(started.device_code)).body.error).toBe('authorization_pending');
+  });
+
+  it('counts concurrent too-fast polls one after another: one pending, the rest slow_down', async () => {
+    const started = await start();
+    const answers = await Promise.all(Array.from({ length: 10 }, () => poll(started.device_code)));
+    const errors = answers.map((res) => res.body.error as string);
+    expect(errors.filter((error) => error === 'authorization_pending')).toHaveLength(1);
+    expect(errors.filter((error) => error === 'slow_down')).toHaveLength(9);
+    const [row] = await context().runtime.db.select().from(deviceCodes).where(eq(deviceCodes.deviceCodeHash, sha256(started.device_code)));
+    expect(row!.intervalSeconds).toBe(5 + 9 * 5);
+  });
+
+  it('issues access and refresh tokens once approved, like the code grant', async () => {
+    const { runtime, app } = context();
+    const started = await start();
+    await decide(started, tv, 'approved');
+    const res = await poll(started.device_code);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ token_type: 'Bearer', scope: 'products:read orders:read', expires_in: runtime.config.accessTokenTtl });
+    expect(res.body.refresh_token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const principal = await runtime.accessTokens.verify(res.body.access_token);
+    expect(principal).toMatchObject({ userId: user.id, clientId: tv.id });
+    const orders = await request(app).get('/orders').set('Authorization', `Bearer ${res.body.access_token}`);
+    expect(orders.status).toBe(200);
+    const refreshed = await tokenRequest(app, { grant_type: 'refresh_token', refresh_token: res.body.refresh_token }, tv);
+    expect(refreshed.status).toBe(200);
+  });
+
+  it('issues no refresh token to a client not registered for refresh_token', async () => {
+    const started = await start(confidentialTv);
+    await decide(started, confidentialTv, 'approved');
+    const res = await poll(started.device_code, confidentialTv);
+    expect(res.status).toBe(200);
+    expect(res.body).not.toHaveProperty('refresh_token');
+  });
+
+  it('is single use: a redeemed device code is invalid_grant, and the tokens stay valid', async () => {
+    const started = await start();
+    await decide(started, tv, 'approved');
+    const first = await poll(started.device_code);
+    expect(first.status).toBe(200);
+    const again = await poll(started.device_code);
+    expect(again.status).toBe(400);
+    expect(again.body.error).toBe('invalid_grant');
+    await expect(context().runtime.accessTokens.verify(first.body.access_token)).resolves.toBeDefined();
+  });
+
+  it('answers access_denied once the user denied, every time', async () => {
+    const started = await start();
+    await decide(started, tv, 'denied');
+    for (let i = 0; i < 2; i++) {
+      const res = await poll(started.device_code);
+      expect(res.status).toBe(400);
+      expect(res.body.error).toBe('access_denied');
+    }
+  });
+
+  it('answers expired_token for an expired device code, approved or not', async () => {
+    const pending = await start();
+    const approved = await start();
+    await decide(approved, tv, 'approved');
+    await context().runtime.db
+      .update(deviceCodes)
+      .set({ expiresAt: sql`now() - interval '1 second'` })
+      .where(sql`${deviceCodes.deviceCodeHash} in (${sha256(pending.device_code)}, ${sha256(approved.device_code)})`);
+    for (const started of [pending, approved]) {
+      const res = await poll(started.device_code);
+      expect(res.status).toBe(400);
+      expect(res.body.error).toBe('expired_token');
+    }
+    expect(await store.decide(normalizeUserCode(pending.user_code)!, tv.id, user.id, 'approved')).toBeUndefined();
+  });
+
+  it("is invalid_grant for another client's device code, and changes nothing of it", async () => {
+    const started = await start();
+    await decide(started, tv, 'approved');
+    const stolen = await poll(started.device_code, other);
+    expect(stolen.status).toBe(400);
+    expect(stolen.body).toEqual({ error: 'invalid_grant', error_description: 'the device code is not valid' });
+    const [row] = await context().runtime.db.select().from(deviceCodes).where(eq(deviceCodes.deviceCodeHash, sha256(started.device_code)));
+    expect(row).toMatchObject({ status: 'approved', lastPolledAt: null });
+    expect((await poll(started.device_code)).status).toBe(200);
+  });
+
+  it('is invalid_grant for an unknown device code, invalid_request without one', async () => {
+    expect((await poll('not-a-device-code')).body).toEqual({ error: 'invalid_grant', error_description: 'the device code is not valid' });
+    const missing = await tokenRequest(context().app, { grant_type: DEVICE_CODE_GRANT_TYPE }, tv);
+    expect(missing.status).toBe(400);
+    expect(missing.body.error).toBe('invalid_request');
+    const repeated = await request(context().app).post('/token').type('form').send(`grant_type=${encodeURIComponent(DEVICE_CODE_GRANT_TYPE)}&client_id=${tv.id}&device_code=a&device_code=b`);
+    expect(repeated.body.error).toBe('invalid_request');
+    const huge = await poll('x'.repeat(15_000));
+    expect(huge.body.error).toBe('invalid_grant');
+  });
+
+  it('is invalid_grant when the approving user was deleted before the poll', async () => {
+    const { runtime } = context();
+    const doomed = await buildUser(runtime);
+    const started = await start();
+    await decide(started, tv, 'approved', doomed.id);
+    await runtime.users.delete(doomed.username);
+    expect((await poll(started.device_code)).body.error).toBe('invalid_grant');
+  });
+
+  it('yields exactly one token to 50 concurrent polls after approval', async () => {
+    const started = await start();
+    await decide(started, tv, 'approved');
+    const answers = await Promise.all(Array.from({ length: 50 }, () => poll(started.device_code)));
+    expect(answers.filter((res) => res.status === 200)).toHaveLength(1);
+    expect(answers.filter((res) => res.status === 400).every((res) => res.body.error === 'invalid_grant')).toBe(true);
+  });
+
+  it('yields exactly one token to concurrent polls on two instances of one database', async () => {
+    const { kind, testDatabase, config } = context();
+    if (kind !== 'postgres') return; // PGlite is one process's database; a second instance needs PostgreSQL
+    const second = await openRuntime(config, createLogger('silent'), await testDatabase.open());
+    try {
+      const apps = [context().app, createApp(second)];
+      for (let round = 0; round < 5; round++) {
+        const started = await start();
+        await decide(started, tv, 'approved');
+        const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => poll(started.device_code, tv, apps[i % 2])));
+        expect(answers.filter((res) => res.status === 200)).toHaveLength(1);
+        expect(answers.filter((res) => res.status !== 200).every((res) => res.body.error === 'invalid_grant')).toBe(true);
+      }
+      // slow_down is shared too: a poll on one instance right after one on the other is too fast.
+      const started = await start();
+      expect((await poll(started.device_code, tv, apps[0])).body.error).toBe('authorization_pending');
+      expect((await poll(started.device_code, tv, apps[1])).body.error).toBe('slow_down');
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('ends with the client: a deleted client polls invalid_client and its device codes are gone', async () => {
+    const { runtime } = context();
+    const doomed = await buildClient(runtime, { redirectUris: [], isPublic: true, grantTypes: [DEVICE_CODE_GRANT_TYPE] });
+    const started = await start(doomed);
+    await runtime.clients.delete(doomed.id);
+    const rows = await runtime.db.select().from(deviceCodes).where(eq(deviceCodes.deviceCodeHash, sha256(started.device_code)));
+    expect(rows).toHaveLength(0);
+  });
+});
