@@ -267,8 +267,9 @@ function trustProxy(env: Env): boolean | number | string[] {
 
 /**
  * GRAPHQL_TRUSTED_DOCUMENTS: a JSON object {"<sha256 hex of the document>": "<document>"}, as
- * written by GraphQL Codegen's client preset (persistedDocuments) and similar tools. Every key
- * must be the hash of its document, so a stale or hand-edited manifest fails at start-up.
+ * written by GraphQL Codegen's client preset (persistedDocuments), or Apollo's persisted query
+ * manifest. Every key must be the hash of its document, so a stale or hand-edited manifest
+ * fails at start-up.
  */
 function trustedDocuments(env: Env): ReadonlyMap<string, string> | undefined {
   const name = 'GRAPHQL_TRUSTED_DOCUMENTS';
@@ -284,8 +285,9 @@ function trustedDocuments(env: Env): ReadonlyMap<string, string> | undefined {
   if (manifest === null || typeof manifest !== 'object' || Array.isArray(manifest)) {
     throw new ConfigError(name, `the manifest ${file} must be a JSON object of sha256 hex hashes to documents`);
   }
+  const entries = isApolloManifest(manifest) ? apolloManifestEntries(name, file, manifest) : Object.entries(manifest);
   const documents = new Map<string, string>();
-  for (const [key, document] of Object.entries(manifest)) {
+  for (const [key, document] of entries) {
     const hash = key.toLowerCase();
     if (!/^[0-9a-f]{64}$/.test(hash)) throw new ConfigError(name, `the manifest ${file} has the key "${key.slice(0, 80)}", which is not a sha256 hex hash`);
     if (typeof document !== 'string' || document.trim() === '') throw new ConfigError(name, `the manifest ${file} maps ${key} to something other than a document`);
@@ -296,6 +298,21 @@ function trustedDocuments(env: Env): ReadonlyMap<string, string> | undefined {
   }
   if (documents.size === 0) throw new ConfigError(name, `the manifest ${file} lists no document`);
   return documents;
+}
+
+/** Apollo's `generate-persisted-query-manifest` output: `{ format, version: 1, operations: [{ id, body }] }`. */
+function isApolloManifest(manifest: object): manifest is { format: string; version?: unknown; operations?: unknown } {
+  return (manifest as { format?: unknown }).format === 'apollo-persisted-query-manifest';
+}
+
+function apolloManifestEntries(name: string, file: string, manifest: { version?: unknown; operations?: unknown }): [string, unknown][] {
+  if (manifest.version !== 1 || !Array.isArray(manifest.operations)) {
+    throw new ConfigError(name, `the Apollo manifest ${file} must have version 1 and an operations array`);
+  }
+  return manifest.operations.map((operation: unknown) => {
+    const { id, body } = (operation ?? {}) as { id?: unknown; body?: unknown };
+    return [typeof id === 'string' ? id : String(id), body];
+  });
 }
 
 function metricsToken(env: Env): string | undefined {

@@ -253,6 +253,16 @@ describe('GRAPHQL_TRUSTED_DOCUMENTS', () => {
     expect(loadConfig({ GRAPHQL_TRUSTED_DOCUMENTS: file }).graphqlTrustedDocuments).toEqual(new Map([[sha256(LISTED), LISTED]]));
   });
 
+  it("reads Apollo's persisted query manifest format too", () => {
+    const apollo = { format: 'apollo-persisted-query-manifest', version: 1, operations: [{ id: sha256(LISTED), name: 'TrustedProducts', type: 'query', body: LISTED }] };
+    const file = write('apollo.json', JSON.stringify(apollo));
+    expect(loadConfig({ GRAPHQL_TRUSTED_DOCUMENTS: file }).graphqlTrustedDocuments).toEqual(new Map([[sha256(LISTED), LISTED]]));
+    const wrongId = write('apollo-wrong.json', JSON.stringify({ ...apollo, operations: [{ ...apollo.operations[0], id: sha256('x') }] }));
+    expect(() => loadConfig({ GRAPHQL_TRUSTED_DOCUMENTS: wrongId })).toThrow(/^GRAPHQL_TRUSTED_DOCUMENTS: .*whose sha256 is not/);
+    const noOperations = write('apollo-empty.json', JSON.stringify({ format: 'apollo-persisted-query-manifest', version: 2 }));
+    expect(() => loadConfig({ GRAPHQL_TRUSTED_DOCUMENTS: noOperations })).toThrow(/^GRAPHQL_TRUSTED_DOCUMENTS: the Apollo manifest .* must have version 1/);
+  });
+
   it.each([
     ['a missing file', path.join(manifestDir, 'absent.json'), /cannot be read \(ENOENT\)/],
     ['invalid JSON', 'bad-json.json', /is not valid JSON/],
