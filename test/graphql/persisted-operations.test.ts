@@ -8,6 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
+import fc from 'fast-check';
 import { buildSchema } from 'graphql';
 import { describeEachDatabase } from '../support/runtime.js';
 import { issueTestToken, type TestToken } from '../support/tokens.js';
@@ -142,6 +143,22 @@ describeEachDatabase('automatic persisted queries on /graphql (Apollo APQ wire f
     await post(app(), me.authorization, { query: mutation, extensions: apq(mutationHash) });
     const overGet = await get(app(), me.authorization, { extensions: JSON.stringify(apq(mutationHash)), variables: '{"input":{}}' });
     expectRefusal(overGet, 405, 'INVALID_ARGUMENT', 'METHOD_NOT_ALLOWED');
+  });
+
+  it('answers any shape of persistedQuery, documentId and query with a GraphQL error or data, never a 5xx', async () => {
+    const hex = fc.stringMatching(/^[0-9a-fA-F]{64}$/);
+    const value = fc.oneof(fc.constant(undefined), fc.constant(null), fc.integer(), fc.string(), hex, fc.array(fc.integer(), { maxLength: 2 }), fc.dictionary(fc.string(), fc.string(), { maxKeys: 2 }));
+    const persistedQuery = fc.oneof(value, fc.record({ version: fc.oneof(fc.constant(1), value), sha256Hash: fc.oneof(hex, value) }, { requiredKeys: [] }));
+    await fc.assert(
+      fc.asyncProperty(persistedQuery, fc.oneof(value, hex.map((h) => `sha256:${h}`)), fc.oneof(fc.constant(undefined), fc.constant('{ __typename }'), fc.string()), async (pq, documentId, query) => {
+        const body = JSON.parse(JSON.stringify({ query, documentId, extensions: pq === undefined ? undefined : { persistedQuery: pq } })) as Body;
+        const res = await post(app(), me.authorization, body);
+        expect(res.status).toBeLessThan(500);
+        expect(res.body.errors ?? res.body.data).toBeDefined();
+        for (const error of res.body.errors ?? []) expect(error.extensions?.code).not.toBe('INTERNAL_SERVER_ERROR');
+      }),
+      { numRuns: 60 },
+    );
   });
 
   it('serves concurrent registrations of one document and concurrent runs by hash alike', async () => {
