@@ -4,6 +4,8 @@
  * bad variable and what it allows, so a typo fails fast instead of at the first request.
  */
 import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { POLICY, type Setting } from './policy.js';
 
@@ -119,6 +121,11 @@ export interface Config {
   metricsToken: string | undefined;
   /** Abuse limits of the GraphQL API (and so of the REST layer on top of it). */
   graphqlLimits: GraphQLLimits;
+  /**
+   * Trusted-documents mode (GRAPHQL_TRUSTED_DOCUMENTS): the manifest's documents by lowercase
+   * sha256 hex; /graphql then runs only these. undefined: any document (and APQ) is accepted.
+   */
+  graphqlTrustedDocuments: ReadonlyMap<string, string> | undefined;
   /** Seconds between background sweeps of expired rows (0: no background sweep; `fieldgate janitor` still works). */
   janitorInterval: number;
   /** Seconds expired codes and refresh tokens, and revoked grants, are kept (never less than the access-token TTL). */
@@ -256,6 +263,58 @@ function trustProxy(env: Env): boolean | number | string[] {
   return entries;
 }
 
+// ---------------------------------------------------------------- GraphQL persisted operations
+
+/**
+ * GRAPHQL_TRUSTED_DOCUMENTS: a JSON object {"<sha256 hex of the document>": "<document>"}, as
+ * written by GraphQL Codegen's client preset (persistedDocuments), or Apollo's persisted query
+ * manifest. Every key must be the hash of its document, so a stale or hand-edited manifest
+ * fails at start-up.
+ */
+function trustedDocuments(env: Env): ReadonlyMap<string, string> | undefined {
+  const name = 'GRAPHQL_TRUSTED_DOCUMENTS';
+  const file = env[name]?.trim();
+  if (!file) return undefined;
+  let manifest: unknown;
+  try {
+    manifest = JSON.parse(readFileSync(path.resolve(file), 'utf8'));
+  } catch (error) {
+    const reason = error instanceof SyntaxError ? `is not valid JSON (${error.message})` : `cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})`;
+    throw new ConfigError(name, `the manifest ${file} ${reason}`);
+  }
+  if (manifest === null || typeof manifest !== 'object' || Array.isArray(manifest)) {
+    throw new ConfigError(name, `the manifest ${file} must be a JSON object of sha256 hex hashes to documents`);
+  }
+  const entries = isApolloManifest(manifest) ? apolloManifestEntries(name, file, manifest) : Object.entries(manifest);
+  const documents = new Map<string, string>();
+  for (const [key, document] of entries) {
+    const hash = key.toLowerCase();
+    if (!/^[0-9a-f]{64}$/.test(hash)) throw new ConfigError(name, `the manifest ${file} has the key "${key.slice(0, 80)}", which is not a sha256 hex hash`);
+    if (typeof document !== 'string' || document.trim() === '') throw new ConfigError(name, `the manifest ${file} maps ${key} to something other than a document`);
+    if (createHash('sha256').update(document).digest('hex') !== hash) {
+      throw new ConfigError(name, `the manifest ${file} maps ${key} to a document whose sha256 is not ${key}`);
+    }
+    documents.set(hash, document);
+  }
+  if (documents.size === 0) throw new ConfigError(name, `the manifest ${file} lists no document`);
+  return documents;
+}
+
+/** Apollo's `generate-persisted-query-manifest` output: `{ format, version: 1, operations: [{ id, body }] }`. */
+function isApolloManifest(manifest: object): manifest is { format: string; version?: unknown; operations?: unknown } {
+  return (manifest as { format?: unknown }).format === 'apollo-persisted-query-manifest';
+}
+
+function apolloManifestEntries(name: string, file: string, manifest: { version?: unknown; operations?: unknown }): [string, unknown][] {
+  if (manifest.version !== 1 || !Array.isArray(manifest.operations)) {
+    throw new ConfigError(name, `the Apollo manifest ${file} must have version 1 and an operations array`);
+  }
+  return manifest.operations.map((operation: unknown) => {
+    const { id, body } = (operation ?? {}) as { id?: unknown; body?: unknown };
+    return [typeof id === 'string' ? id : String(id), body];
+  });
+}
+
 function metricsToken(env: Env): string | undefined {
   const raw = env.METRICS_TOKEN?.trim();
   if (!raw) return undefined;
@@ -316,6 +375,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsPort: env.METRICS_PORT?.trim() ? integer(env, 'METRICS_PORT', 0, 0, 65535) : undefined,
     metricsToken: metricsToken(env),
     graphqlLimits: loadLimits(env),
+    graphqlTrustedDocuments: trustedDocuments(env),
     janitorInterval: setting(env, POLICY.janitorInterval),
     janitorRetention: setting(env, POLICY.janitorRetention),
     janitorBatchSize: setting(env, POLICY.janitorBatchSize),

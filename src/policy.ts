@@ -177,6 +177,18 @@ export const POLICY = {
     max: Number.MAX_SAFE_INTEGER,
   },
 
+  // ---------------------------------------------------------------- GraphQL persisted operations
+  apqMaxDocuments: {
+    description:
+      'Documents one instance keeps for automatic persisted queries (an in-memory LRU, bounded also to 16 MiB of text); a miss only costs the client one retry with the full query.',
+    value: 2_000,
+  } satisfies Fixed<number>,
+  apqMaxQueryLength: {
+    description:
+      'Characters of a document that may be registered by hash (APQ); longer ones are refused, since a body of 256 KiB would otherwise let one client hold the store.',
+    value: 32_768,
+  } satisfies Fixed<number>,
+
   // ---------------------------------------------------------------- cleanup
   janitorInterval: {
     description: "Seconds between the server's background sweeps of expired rows (0: none; `fieldgate janitor` still works).",

@@ -37,7 +37,15 @@ async function serve(io: Io, config: Config): Promise<void> {
     await runtime.close();
     throw error;
   }
-  const server = await startServer(runtime);
+  let server;
+  try {
+    server = await startServer(runtime);
+  } catch (error) {
+    // A port in use, or a setting only checkable against the built app (GRAPHQL_TRUSTED_DOCUMENTS
+    // documents that do not validate): close the runtime so the process can exit with the message.
+    await runtime.close();
+    throw error;
+  }
   logger.info({ issuer: config.issuer, url: server.url, port: server.port, database: runtime.database.kind }, 'listening');
   // stdout carries only JSON log lines; the banner for people goes to stderr.
   io.stderr.write(

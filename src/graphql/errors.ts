@@ -22,7 +22,11 @@ export type GqlErrorCode =
   | 'INVALID_ARGUMENT'
   | 'FAILED_PRECONDITION'
   | 'ABORTED'
-  | 'INTERNAL_SERVER_ERROR';
+  | 'INTERNAL_SERVER_ERROR'
+  // Persisted operations (src/graphql/persisted-operations.ts), in the codes Apollo clients know
+  | 'PERSISTED_QUERY_NOT_FOUND'
+  | 'PERSISTED_QUERY_NOT_IN_LIST'
+  | 'PERSISTED_QUERY_ONLY';
 
 /** Why an INVALID_ARGUMENT request was refused before execution (`extensions.reason`). */
 export type RequestRejection =
@@ -37,7 +41,11 @@ export type RequestRejection =
   | 'MAX_COST'
   | 'METHOD_NOT_ALLOWED'
   | 'UNSUPPORTED_MEDIA_TYPE'
-  | 'BODY_TOO_LARGE';
+  | 'BODY_TOO_LARGE'
+  | 'PERSISTED_QUERY_INVALID'
+  | 'PERSISTED_QUERY_VERSION_NOT_SUPPORTED'
+  | 'PERSISTED_QUERY_HASH_MISMATCH'
+  | 'PERSISTED_QUERY_TOO_LARGE';
 
 export interface HttpExtension {
   status: number;
@@ -137,6 +145,38 @@ export class GqlAborted extends GqlError {
 
 export class GqlInternalServerError extends GqlError {
   static override readonly code = 'INTERNAL_SERVER_ERROR';
+}
+
+/**
+ * APQ: the hash is not (or no longer) in this instance's store. Apollo clients read the code (or
+ * the message, which is the protocol's literal) and resend with the full query. HTTP 404.
+ */
+export class GqlPersistedQueryNotFound extends GqlError {
+  static override readonly code = 'PERSISTED_QUERY_NOT_FOUND';
+
+  constructor() {
+    super('PersistedQueryNotFound', { http: { status: 404 } });
+  }
+}
+
+/** Trusted-documents mode: the hash or document id is not in the manifest. HTTP 404. */
+export class GqlPersistedQueryNotInList extends GqlError {
+  static override readonly code = 'PERSISTED_QUERY_NOT_IN_LIST';
+
+  constructor(id: string) {
+    super(`no trusted document has the id ${JSON.stringify(id)}`, { http: { status: 404 } });
+  }
+}
+
+/** Trusted-documents mode: a document that is not in the manifest, sent as text. HTTP 400. */
+export class GqlPersistedQueryOnly extends GqlError {
+  static override readonly code = 'PERSISTED_QUERY_ONLY';
+
+  constructor() {
+    super('this server only runs trusted documents: send the id of a document from its manifest (extensions.persistedQuery.sha256Hash or documentId) or its exact text', {
+      http: { status: 400 },
+    });
+  }
 }
 
 /** A request refused before execution: bad syntax, failed validation, a limit exceeded. HTTP 400. */

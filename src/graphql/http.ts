@@ -6,14 +6,15 @@
  */
 import express from 'express';
 import type { ExecutionResult } from 'graphql';
-import { createYoga, type Plugin, type YogaLogger } from 'graphql-yoga';
+import { createYoga, type GraphQLParams, type Plugin, type YogaLogger } from 'graphql-yoga';
 import type { Runtime } from '../runtime.js';
 import { authenticateRequest, withResourceMetadata } from '../tokens/bearer.js';
 import { InvalidToken } from '../oauth/errors.js';
-import { rejectRequest, GqlUnauthenticated, type RequestRejection } from './errors.js';
+import { rejectRequest, GqlError, GqlUnauthenticated, type RequestRejection } from './errors.js';
 import { GRAPHIQL_OPTIONS, renderGraphiQL } from '../front-door/graphiql.js';
 import { setToolPageSecurityHeaders } from '../http/security-headers.js';
 import type { Executor } from './executor.js';
+import { namesPersistedDocument, PersistedOperations, type PersistedRequest } from './persisted-operations.js';
 
 export const GRAPHQL_PATH = '/graphql';
 /** Documents are at most a few thousand tokens; variables of one order fit easily. */
@@ -56,11 +57,24 @@ function withResourceMetadataChallenge(result: ExecutionResult, metadataUrl: str
   return result;
 }
 
-/** Replaces yoga's parse/validate/execute with the Executor, behind bearer authentication. */
-function useExecutor(runtime: Runtime, executor: Executor): Plugin {
+/** The request's parameters as persisted operations read them; GET carries `documentId` in the URL. */
+function persistedRequest(params: GraphQLParams & { documentId?: unknown }, request: Request): PersistedRequest {
+  const documentId = params.documentId ?? (request.method === 'GET' ? new URL(request.url).searchParams.get('documentId') ?? undefined : undefined);
+  return { query: params.query, extensions: params.extensions, documentId };
+}
+
+/**
+ * Replaces yoga's parse/validate/execute with the Executor, behind bearer authentication. The
+ * document a persisted request names is looked up (and, for APQ, registered) only once its
+ * token is accepted, so anonymous clients cannot fill the store.
+ */
+function useExecutor(runtime: Runtime, executor: Executor, persisted: PersistedOperations): Plugin {
   const resource = runtime.resources.graphql;
   return {
-    onParams({ setParamsHandler }) {
+    onParams({ params, request, setParams, setParamsHandler }) {
+      // Yoga's parameter check (after this hook) wants a query; a request that names its
+      // document by id has none yet, so it passes with an empty one until the handler resolves it.
+      if (params.query == null && namesPersistedDocument(persistedRequest(params, request))) setParams({ ...params, query: '' });
       setParamsHandler(async ({ request, params }) => {
         let principal;
         try {
@@ -78,10 +92,17 @@ function useExecutor(runtime: Runtime, executor: Executor): Plugin {
           }
           throw error;
         }
+        let source: string | undefined;
+        try {
+          source = persisted.resolve(persistedRequest(params, request));
+        } catch (error) {
+          if (error instanceof GqlError) return withHttpStatusInBody({ errors: [error] });
+          throw error;
+        }
         return withHttpStatusInBody(
           withResourceMetadataChallenge(await executor.run({
             principal,
-            source: params.query,
+            source,
             variables: params.variables,
             operationName: params.operationName,
             method: request.method,
@@ -140,6 +161,7 @@ function yogaLogger(runtime: Runtime): YogaLogger {
 
 export function createGraphQLRouter(runtime: Runtime, executor: Executor): express.Router {
   const origins = runtime.config.corsOrigins;
+  const persisted = new PersistedOperations({ schema: executor.schema, trustedDocuments: runtime.config.graphqlTrustedDocuments });
   const yoga = createYoga({
     schema: executor.schema,
     graphqlEndpoint: GRAPHQL_PATH,
@@ -150,6 +172,8 @@ export function createGraphQLRouter(runtime: Runtime, executor: Executor): expre
     landingPage: false,
     batching: false,
     multipart: false,
+    // GraphQL-over-HTTP persisted documents name theirs by `documentId` (see persisted-operations.ts).
+    extraParamNames: ['documentId'],
     maxRequestBodySize: MAX_REQUEST_BODY_BYTES,
     logging: yogaLogger(runtime),
     cors: {
@@ -159,7 +183,7 @@ export function createGraphQLRouter(runtime: Runtime, executor: Executor): expre
       exposedHeaders: ['WWW-Authenticate', 'DPoP-Nonce'],
       credentials: false,
     },
-    plugins: [useExecutor(runtime, executor)],
+    plugins: [useExecutor(runtime, executor, persisted)],
   });
   const router = express.Router();
   if (runtime.config.frontDoor) router.use(GRAPHQL_PATH, graphiqlPageHeaders);
