@@ -152,15 +152,15 @@ const PARAMETERS: Record<QueryParameter, JsonSchema> = {
     required: false,
     description:
       'Page size. A page whose selection would cost more than the GraphQL cost limit (GRAPHQL_MAX_COST; every order field on ' +
-      'a page of 200 orders does) is refused with 400: ask for fewer fields or a smaller page.',
-    schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT },
+      `a page of 200 orders does) is refused with 400: ask for fewer fields or a smaller page. Legacy (with \`offset\`; not with page tokens); ${DEFAULT_LIMIT} when absent.`,
+    schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT },
   },
   page_size: {
     name: 'page_size',
     in: 'query',
     required: false,
     description: `How many items a page holds (AIP-158): absent or 0 means ${DEFAULT_PAGE_SIZE}, more than ${MAX_PAGE_SIZE} means ${MAX_PAGE_SIZE}. The last page may hold fewer.`,
-    schema: { type: 'integer', minimum: 0, default: 0 },
+    schema: { type: 'integer', minimum: 0 },
   },
   page_token: {
     name: 'page_token',
@@ -176,30 +176,28 @@ const PARAMETERS: Record<QueryParameter, JsonSchema> = {
     in: 'query',
     required: false,
     description:
-      'AIP-132 order: comma-separated sortable fields, each optionally followed by `asc` (the default) or `desc`; `id` breaks ties. ' +
+      'AIP-132 order, e.g. `price desc,name`: comma-separated sortable fields, each optionally followed by `asc` (the default) or `desc`; `id` breaks ties. ' +
       'Products sort by id, name, priceCents (or price), createdAt; orders by id, createdAt, totalCents. Anything else is 400.',
     schema: { type: 'string', maxLength: MAX_ORDER_BY_LENGTH },
-    example: 'price desc,name',
   },
   filter: {
     name: 'filter',
     in: 'query',
     required: false,
     description:
-      'AIP-160 filter: comparisons (`=`, `!=`, `<`, `<=`, `>`, `>=`), `:` (has: substring for text, any item for lists, `field:*` for present), ' +
+      'AIP-160 filter, e.g. `price < 5000 AND seller.name = "Acme"`: comparisons (`=`, `!=`, `<`, `<=`, `>`, `>=`), `:` (has: substring for text, any item for lists, `field:*` for present), ' +
       '`AND`, `OR` (binds tighter than AND), `NOT` or `-`, parentheses; "strings", numbers, true/false, quoted RFC 3339 timestamps. ' +
       'Products: id, name, description, priceCents (price), currency, createdAt, updatedAt, seller.id, seller.name, seller.rating, reviews.rating, reviews.author. ' +
       'Orders: id, status, memo, totalCents, createdAt, updatedAt, items.productId, items.quantity. ' +
       `Errors are 400 with the position. At most ${MAX_FILTER_LENGTH} characters, ${MAX_FILTER_DEPTH} levels of nesting and ${MAX_FILTER_TERMS} comparisons.`,
     schema: { type: 'string', maxLength: MAX_FILTER_LENGTH },
-    example: 'price < 5000 AND seller.name = "Acme"',
   },
   offset: {
     name: 'offset',
     in: 'query',
     required: false,
-    description: 'How many items to skip (legacy, with `limit`: pages drift when items are added or removed; prefer page tokens).',
-    schema: { type: 'integer', minimum: 0, maximum: MAX_INT, default: 0 },
+    description: 'How many items to skip, 0 when absent (legacy, with `limit`: pages drift when items are added or removed; prefer page tokens).',
+    schema: { type: 'integer', minimum: 0, maximum: MAX_INT },
   },
   update_mask: {
     name: 'update_mask',

@@ -49,7 +49,12 @@ describeEachDatabase('REST nested lists and page sizes', (context) => {
     const res = await get('/orders?limit=200&fields=id,items(product)');
     expect(res.status).toBe(400);
     expect(res.body).toEqual({
-      error: { code: 400, status: 'INVALID_ARGUMENT', message: 'the response would be too large: ask for fewer fields or a smaller limit' },
+      error: {
+        code: 400,
+        status: 'INVALID_ARGUMENT',
+        message: 'the response would be too large: ask for fewer fields or a smaller limit',
+        details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', domain: 'fieldgate.dev', reason: 'RESPONSE_TOO_LARGE', metadata: { limit: 'MAX_COST' } }],
+      },
     });
     expect((await get('/orders?limit=5&fields=id,items(product)')).status).toBe(200);
   });
