@@ -9,14 +9,13 @@
  */
 import express, { type ErrorRequestHandler, type Request, type Response } from 'express';
 import type { OAuthContext } from '../context.js';
-import { OAuthError } from '../errors.js';
-import { bodyParameters, bodyReadError, formBody } from '../params.js';
+import { bodyParameters, formBody } from '../params.js';
 import { ACCOUNT_PATH } from '../oidc/paths.js';
 import { MIN_PASSWORD_LENGTH, MAX_PASSWORD_LENGTH, type User } from '../stores/users.js';
 import { createBrowserContext, type BrowserContext } from './flow.js';
 import { attemptSignIn, MAX_USERNAME_LENGTH, requireCsrf } from './login.js';
 import { accountLoginPage, accountPage } from './pages/account.js';
-import { errorPage, PageError } from './pages/error.js';
+import { PageError, sendErrorPage } from './pages/error.js';
 import { sendPage } from './pages/layout.js';
 
 const NOTICES: Record<string, { kind: 'ok' | 'error'; text: string }> = {
@@ -129,17 +128,7 @@ function accountErrorHandler(oauth: OAuthContext): ErrorRequestHandler {
       next(error);
       return;
     }
-    if (error instanceof PageError) {
-      sendPage(res, errorPage(error.title, error.message), { status: error.status });
-      return;
-    }
-    const requestError = error instanceof OAuthError && error.expose ? error : bodyReadError(error);
-    if (requestError) {
-      sendPage(res, errorPage('The form could not be read', requestError.description), { status: requestError.status });
-      return;
-    }
-    oauth.logger.error({ err: error, reqId: req.id }, 'account page failed');
-    sendPage(res, errorPage('Something went wrong', 'The server could not complete this. Please try again later.'), { status: 500 });
+    sendErrorPage(error, req, res, oauth.logger, 'account page failed');
   };
 }
 

@@ -9,15 +9,14 @@
  */
 import express, { type ErrorRequestHandler, type Request, type Response } from 'express';
 import type { OAuthContext } from '../context.js';
-import { OAuthError } from '../errors.js';
-import { bodyParameters, bodyReadError, formBody, queryParameters } from '../params.js';
+import { bodyParameters, formBody, queryParameters } from '../params.js';
 import { SCOPES, isScope, parseScope } from '../scopes.js';
 import { formatUserCode, normalizeUserCode } from '../stores/device-codes.js';
 import { createBrowserContext, type BrowserContext } from './flow.js';
 import type { ThrottleRule, ThrottleState } from './login-throttle.js';
 import { attemptSignIn, requireCsrf, usernameField } from './login.js';
 import { deviceCodePage, deviceConsentPage, deviceDonePage, deviceSignInPage } from './pages/device.js';
-import { errorPage, PageError } from './pages/error.js';
+import { pageMethodNotAllowed, PageError, sendErrorPage } from './pages/error.js';
 import { sendPage } from './pages/layout.js';
 
 export const DEVICE_PATH = '/device';
@@ -254,24 +253,7 @@ function deviceErrorHandler(oauth: OAuthContext): ErrorRequestHandler {
       next(error);
       return;
     }
-    if (error instanceof PageError) {
-      sendPage(res, errorPage(error.title, error.message), { status: error.status });
-      return;
-    }
-    const requestError = error instanceof OAuthError && error.expose ? error : bodyReadError(error);
-    if (requestError) {
-      sendPage(res, errorPage('The form could not be read', requestError.description), { status: requestError.status });
-      return;
-    }
-    oauth.logger.error({ err: error, reqId: req.id }, 'device verification page failed');
-    sendPage(res, errorPage('Something went wrong', 'The server could not complete the request. Please try again later.'), { status: 500 });
-  };
-}
-
-function methodNotAllowed(allowed: string) {
-  return function rejectMethod(_req: Request, res: Response): void {
-    res.setHeader('Allow', allowed);
-    sendPage(res, errorPage('Not allowed', `This address only answers ${allowed}.`), { status: 405 });
+    sendErrorPage(error, req, res, oauth.logger, 'device verification page failed');
   };
 }
 
@@ -279,9 +261,9 @@ export function createDeviceRouter(oauth: OAuthContext): express.Router {
   const device: DeviceContext = { ...createBrowserContext(oauth), throttle: new DeviceCodeThrottle(oauth) };
   const router = express.Router();
   const cookies = device.sessions.cookies;
-  router.route(DEVICE_PATH).get(cookies, showDevicePage(device)).post(cookies, ...formBody, enterCode(device)).all(methodNotAllowed('GET, POST'));
-  router.route(DEVICE_LOGIN_PATH).post(cookies, ...formBody, deviceSignIn(device)).all(methodNotAllowed('POST'));
-  router.route(DEVICE_CONSENT_PATH).post(cookies, ...formBody, decide(device)).all(methodNotAllowed('POST'));
+  router.route(DEVICE_PATH).get(cookies, showDevicePage(device)).post(cookies, ...formBody, enterCode(device)).all(pageMethodNotAllowed('GET, POST'));
+  router.route(DEVICE_LOGIN_PATH).post(cookies, ...formBody, deviceSignIn(device)).all(pageMethodNotAllowed('POST'));
+  router.route(DEVICE_CONSENT_PATH).post(cookies, ...formBody, decide(device)).all(pageMethodNotAllowed('POST'));
   router.use([DEVICE_PATH, DEVICE_LOGIN_PATH, DEVICE_CONSENT_PATH], deviceErrorHandler(oauth));
   return router;
 }

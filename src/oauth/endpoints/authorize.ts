@@ -15,8 +15,8 @@ import { isSelfRegistered } from '../stores/clients.js';
 import { ConsentRequired, LoginRequired, OAuthError } from '../errors.js';
 import type { BrowserSession } from '../browser/session.js';
 import { loginHandler } from '../browser/login.js';
-import { bodyReadError, formBody, queryParameters } from '../params.js';
-import { errorPage, PageError } from '../browser/pages/error.js';
+import { formBody, queryParameters } from '../params.js';
+import { errorPage, pageMethodNotAllowed, sendErrorPage } from '../browser/pages/error.js';
 import { sendPage } from '../browser/pages/layout.js';
 
 export function codeRequest(request: AuthorizationRequest, session: BrowserSession & { userId: number }): NewAuthorizationCode {
@@ -107,33 +107,16 @@ function authorizeErrorHandler(oauth: OAuthContext): ErrorRequestHandler {
       sendPage(res, errorPage('This sign-in link does not work', error.message), { status: 400 });
       return;
     }
-    if (error instanceof PageError) {
-      sendPage(res, errorPage(error.title, error.message), { status: error.status });
-      return;
-    }
-    const requestError = error instanceof OAuthError && error.expose ? error : bodyReadError(error);
-    if (requestError) {
-      sendPage(res, errorPage('The form could not be read', requestError.description), { status: requestError.status });
-      return;
-    }
-    oauth.logger.error({ err: error, reqId: req.id }, 'authorization endpoint failed');
-    sendPage(res, errorPage('Something went wrong', 'The server could not complete the sign-in. Please try again later.'), { status: 500 });
-  };
-}
-
-function methodNotAllowed(allowed: string) {
-  return function rejectMethod(_req: Request, res: Response): void {
-    res.setHeader('Allow', allowed);
-    sendPage(res, errorPage('Not allowed', `This address only answers ${allowed}.`), { status: 405 });
+    sendErrorPage(error, req, res, oauth.logger, 'authorization endpoint failed');
   };
 }
 
 export function createAuthorizeRouter(oauth: OAuthContext, browser: BrowserContext = createBrowserContext(oauth)): express.Router {
   const router = express.Router();
-  router.route('/authorize').get(browser.sessions.cookies, authorizeHandler(browser)).all(methodNotAllowed('GET'));
-  router.route(LOGIN_PATH).post(browser.sessions.cookies, ...formBody, loginHandler(browser)).all(methodNotAllowed('POST'));
-  router.route(CONSENT_PATH).post(browser.sessions.cookies, ...formBody, consentHandler(browser)).all(methodNotAllowed('POST'));
-  router.route(SWITCH_ACCOUNT_PATH).post(browser.sessions.cookies, ...formBody, switchAccountHandler(browser)).all(methodNotAllowed('POST'));
+  router.route('/authorize').get(browser.sessions.cookies, authorizeHandler(browser)).all(pageMethodNotAllowed('GET'));
+  router.route(LOGIN_PATH).post(browser.sessions.cookies, ...formBody, loginHandler(browser)).all(pageMethodNotAllowed('POST'));
+  router.route(CONSENT_PATH).post(browser.sessions.cookies, ...formBody, consentHandler(browser)).all(pageMethodNotAllowed('POST'));
+  router.route(SWITCH_ACCOUNT_PATH).post(browser.sessions.cookies, ...formBody, switchAccountHandler(browser)).all(pageMethodNotAllowed('POST'));
   router.use(['/authorize', LOGIN_PATH, CONSENT_PATH, SWITCH_ACCOUNT_PATH], authorizeErrorHandler(oauth));
   return router;
 }

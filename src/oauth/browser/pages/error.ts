@@ -3,8 +3,12 @@
  * redirect URI (unknown client, unregistered redirect URI: RFC 6749 §4.1.2.1) and for forms
  * that fail their CSRF check.
  */
+import type { Request, Response } from 'express';
 import { html, type SafeHtml } from '../../../http/html.js';
-import { layout } from './layout.js';
+import type { Logger } from '../../../logger.js';
+import { OAuthError } from '../../errors.js';
+import { bodyReadError } from '../../params.js';
+import { layout, sendPage } from './layout.js';
 
 export function errorPage(title: string, message: string): SafeHtml {
   return layout(
@@ -25,4 +29,30 @@ export class PageError extends Error {
   ) {
     super(message);
   }
+}
+
+/**
+ * The one way every browser-facing page answers a failure: a PageError with its own status, a
+ * form that could not be read (400/413/415), or — logged as `failure` — a 500 page.
+ */
+export function sendErrorPage(error: unknown, req: Request, res: Response, logger: Logger, failure: string): void {
+  if (error instanceof PageError) {
+    sendPage(res, errorPage(error.title, error.message), { status: error.status });
+    return;
+  }
+  const requestError = error instanceof OAuthError && error.expose ? error : bodyReadError(error);
+  if (requestError) {
+    sendPage(res, errorPage('The form could not be read', requestError.description), { status: requestError.status });
+    return;
+  }
+  logger.error({ err: error, reqId: req.id }, failure);
+  sendPage(res, errorPage('Something went wrong', 'The server could not complete the request. Please try again later.'), { status: 500 });
+}
+
+/** A page route's answer to another method: 405 with `Allow`, as a page. */
+export function pageMethodNotAllowed(allowed: string) {
+  return function rejectMethod(_req: Request, res: Response): void {
+    res.setHeader('Allow', allowed);
+    sendPage(res, errorPage('Not allowed', `This address only answers ${allowed}.`), { status: 405 });
+  };
 }
