@@ -46,7 +46,13 @@ function inRestTerms(error: unknown): unknown {
   const field = ((error.cause as GraphQLFormattedError | undefined)?.extensions as { field?: unknown } | undefined)?.field;
   const parameter = typeof field === 'string' && Object.hasOwn(REST_PARAMETER, field) ? REST_PARAMETER[field]! : undefined;
   if (!parameter || typeof field !== 'string' || !error.message.startsWith(field)) return error;
-  return new RestInvalidArgument(`${parameter}${error.message.slice(field.length)}`, { cause: error.cause });
+  const message = `${parameter}${error.message.slice(field.length)}`;
+  return new RestInvalidArgument(message, {
+    cause: error.cause,
+    reason: error.reason,
+    metadata: { ...error.metadata },
+    fieldViolations: [{ field: parameter, description: message }],
+  });
 }
 
 async function runList(rest: RestExecutor, operation: CompiledOperation, variables: Record<string, unknown>, principal: Principal, lookahead = false) {

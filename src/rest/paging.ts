@@ -33,7 +33,9 @@ function integerParameter(req: Request, name: string, fallback: number, min: num
   if (raw === undefined) return fallback;
   const text = raw.trim();
   if (!/^\d{1,10}$/.test(text) || Number(text) < min || Number(text) > max) {
-    throw new RestInvalidArgument(`'${name}' must be a whole number from ${min} to ${max}, got '${shown(raw)}'`);
+    throw new RestInvalidArgument(`'${name}' must be a whole number from ${min} to ${max}, got '${shown(raw)}'`, {
+      fieldViolations: [{ field: name, description: `a whole number from ${min} to ${max}` }],
+    });
   }
   return Number(text);
 }
@@ -55,7 +57,11 @@ export interface TokenPage {
 export function pagingOf(req: Request): OffsetPage | TokenPage {
   const legacy = queryParameter(req, 'limit') !== undefined || queryParameter(req, 'offset') !== undefined;
   const tokens = queryParameter(req, 'page_size') !== undefined || queryParameter(req, 'page_token') !== undefined;
-  if (legacy && tokens) throw new RestInvalidArgument('page with page_size/page_token or with limit/offset, not both');
+  if (legacy && tokens) {
+    throw new RestInvalidArgument('page with page_size/page_token or with limit/offset, not both', {
+      fieldViolations: [{ field: 'page_size', description: 'not together with limit or offset' }],
+    });
+  }
   if (legacy) return { kind: 'offset', ...pageOf(req) };
   const token = queryParameter(req, 'page_token');
   return { kind: 'token', pageSize: pageSizeOf(req), pageToken: token === '' ? undefined : token };
@@ -69,7 +75,11 @@ export function pageSizeOf(req: Request): number {
   const raw = queryParameter(req, 'page_size');
   if (raw === undefined) return DEFAULT_PAGE_SIZE;
   const text = raw.trim();
-  if (!/^\d+$/.test(text)) throw new RestInvalidArgument(`'page_size' must be a whole number (0 for the default), got '${shown(raw)}'`);
+  if (!/^\d+$/.test(text)) {
+    throw new RestInvalidArgument(`'page_size' must be a whole number (0 for the default), got '${shown(raw)}'`, {
+      fieldViolations: [{ field: 'page_size', description: 'a whole number, 0 for the default' }],
+    });
+  }
   const size = text.length > 10 ? Infinity : Number(text);
   return size === 0 ? DEFAULT_PAGE_SIZE : Math.min(size, MAX_PAGE_SIZE);
 }
@@ -86,7 +96,9 @@ export function pageOf(req: Request): { limit: number; offset: number } {
 export function idOf(req: Request): number {
   const raw = String(req.params.id ?? '');
   if (!/^[1-9]\d{0,9}$/.test(raw) || Number(raw) > MAX_INT) {
-    throw new RestInvalidArgument(`the id must be a positive integer (at most ${MAX_INT}), got '${shown(raw)}'`);
+    throw new RestInvalidArgument(`the id must be a positive integer (at most ${MAX_INT}), got '${shown(raw)}'`, {
+      fieldViolations: [{ field: 'id', description: `a positive integer, at most ${MAX_INT}` }],
+    });
   }
   return Number(raw);
 }
