@@ -6,6 +6,7 @@
 import { html, type SafeHtml } from '../../../http/html.js';
 import { describeScope, parseScope } from '../../scopes.js';
 import type { ConnectedApp } from '../../stores/consents.js';
+import { signInFields } from './login.js';
 import { layout } from './layout.js';
 
 export interface AccountPage {
@@ -95,11 +96,7 @@ export function accountLoginPage(page: AccountLoginPage): SafeHtml {
 ${page.error ? html`<p class="alert" role="alert">${page.error}</p>` : ''}
 <form method="post" action="${page.issuer}/account/login">
 <input type="hidden" name="csrf_token" value="${page.csrfToken}">
-<label>Username
-<input name="username" autocomplete="username" autocapitalize="none" spellcheck="false" required autofocus value="${page.username ?? ''}"></label>
-<label>Password
-<input name="password" type="password" autocomplete="current-password" required></label>
-<div class="actions"><button type="submit">Sign in</button></div>
+${signInFields(page.username)}
 </form>`,
   );
 }

@@ -3,6 +3,7 @@
  * deny what the device's application asks for, and the answer.
  */
 import { html, type SafeHtml } from '../../../http/html.js';
+import { signInFields } from './login.js';
 import { layout } from './layout.js';
 
 export interface DeviceSignInPage {
@@ -23,11 +24,7 @@ ${page.error ? html`<p class="alert" role="alert">${page.error}</p>` : ''}
 <form method="post" action="${page.action}">
 <input type="hidden" name="csrf_token" value="${page.csrfToken}">
 <input type="hidden" name="user_code" value="${page.userCode}">
-<label>Username
-<input name="username" autocomplete="username" autocapitalize="none" spellcheck="false" required autofocus value="${page.username ?? ''}"></label>
-<label>Password
-<input name="password" type="password" autocomplete="current-password" required></label>
-<div class="actions"><button type="submit">Sign in</button></div>
+${signInFields(page.username)}
 </form>`,
   );
 }

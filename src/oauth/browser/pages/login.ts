@@ -22,12 +22,17 @@ ${page.error ? html`<p class="alert" role="alert">${page.error}</p>` : ''}
 <form method="post" action="${page.action}">
 <input type="hidden" name="csrf_token" value="${page.csrfToken}">
 <input type="hidden" name="authorization_request" value="${page.authorizationRequest}">
-<label>Username
-<input name="username" autocomplete="username" autocapitalize="none" spellcheck="false" required autofocus value="${page.username ?? ''}"></label>
-<label>Password
-<input name="password" type="password" autocomplete="current-password" required></label>
-<div class="actions"><button type="submit">Sign in</button></div>
+${signInFields(page.username)}
 </form>
 <p class="muted">${page.clientName} never sees your password.</p>`,
   );
+}
+
+/** The username and password fields and the submit button of every sign-in form. */
+export function signInFields(username: string | undefined): SafeHtml {
+  return html`<label>Username
+<input name="username" autocomplete="username" autocapitalize="none" spellcheck="false" required autofocus value="${username ?? ''}"></label>
+<label>Password
+<input name="password" type="password" autocomplete="current-password" required></label>
+<div class="actions"><button type="submit">Sign in</button></div>`;
 }
