@@ -1,10 +1,7 @@
 /**
- * Deletes rows nothing needs any more, in bounded batches so no statement holds many locks or
- * runs long. Used codes and rotated refresh tokens stay until expiry plus the retention, so a
- * replay is still recognised and revokes its grant; the retention is never below
- * ACCESS_TOKEN_TTL, because a revoked grant's row is what makes its access tokens fail. Each
- * batch holds an advisory lock (of several instances one sweeps, the others stop: `skipped`)
- * and picks rows with SKIP LOCKED, so a sweep never waits on a request.
+ * Deletes rows nothing needs any more, in bounded batches. Used codes and rotated refresh tokens stay until expiry plus the
+ * retention, so a replay still revokes its grant; the retention is never below ACCESS_TOKEN_TTL, since a revoked grant's row
+ * is what makes its access tokens fail. An advisory lock and SKIP LOCKED keep a sweep from ever waiting on a request.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Config } from '../config.js';
@@ -20,7 +17,6 @@ export interface JanitorPolicy {
   /** Seconds a row is kept after it expired or was revoked (raised to `accessTokenTtl`). */
   retentionSeconds: number;
   accessTokenTtl: number;
-  /** Most rows one statement deletes. */
   batchSize: number;
   /** Seconds after which a self-registered client never used (no consent, no grant) is deleted; 0: never. */
   dynamicClientTtl?: number;
@@ -60,7 +56,6 @@ interface Target {
   statement(retention: SQL, limit: number, policy: JanitorPolicy): SQL | undefined;
 }
 
-/** Deletes up to `limit` rows of `table` whose `expires_at` passed more than `retention` ago. */
 function expiredRows(table: typeof authorizationCodes | typeof refreshTokens | typeof deviceCodes, key: string): Target['statement'] {
   return (retention, limit) => sql`
       delete from ${table} where ${sql.identifier(key)} in (
@@ -165,7 +160,6 @@ export async function sweep(db: Db, policy: JanitorPolicy): Promise<SweepResult>
   return result;
 }
 
-/** Total rows a sweep deleted. */
 export function sweptRows(result: SweepResult): number {
   return result.authorizationCodes + result.deviceCodes + result.refreshTokens + result.grants + result.revokedAccessTokens + result.loginThrottle + result.usedJtis + result.idempotencyKeys + result.unusedClients;
 }

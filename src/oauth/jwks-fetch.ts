@@ -1,8 +1,6 @@
 /**
- * Fetching a client's `jwks_uri` without opening an SSRF path into our network: https only,
- * every address the name resolves to must be public (checked in the socket's own lookup, so a
- * DNS answer cannot change between the check and the connection), no redirects, a size limit and
- * a deadline. CLIENT_JWKS_ALLOW_PRIVATE lifts the address and https rules for development.
+ * Fetches a client's `jwks_uri` without opening an SSRF path: https only, every resolved address public (checked in the
+ * socket's own lookup, so DNS cannot change in between), no redirects, a size limit and a deadline.
  */
 import dns from 'node:dns';
 import http from 'node:http';
