@@ -55,7 +55,6 @@ export const LIMIT_VARIABLES: Readonly<Record<keyof GraphQLLimits, string>> = {
   maxCost: LIMIT_POLICY.maxCost.env,
 };
 
-/** The limits from the environment (GRAPHQL_MAX_*), over the defaults; a bad value throws ConfigError. */
 export function loadLimits(env: Env = process.env): GraphQLLimits {
   const limits = { ...DEFAULT_LIMITS };
   for (const key of Object.keys(LIMIT_VARIABLES) as (keyof GraphQLLimits)[]) {
@@ -87,10 +86,8 @@ export interface Config {
   deviceCodeTtl: number;
   /** Seconds in which a just-rotated refresh token may be retried without revoking its family. */
   refreshTokenReuseGrace: number;
-  /** Origins allowed to call the token, revocation, introspection, metadata and JWKS endpoints. */
   corsOrigins: string[];
   logLevel: LogLevel;
-  /** Serve the demo pages (/demo/callback). On by default for the embedded database only. */
   demo: boolean;
   /** Serve `/`, GraphiQL on a browser's GET /graphql and /api-reference; on by default in demo mode (FRONT_DOOR). */
   frontDoor: boolean;
@@ -108,7 +105,6 @@ export interface Config {
   /** Seconds expired codes and refresh tokens, and revoked grants, are kept (never less than the access-token TTL). */
   janitorRetention: number;
   janitorBatchSize: number;
-  /** Seconds a DPoP proof's `iat` may lie before or after the server's clock (DPOP_PROOF_MAX_AGE). */
   dpopProofMaxAge: number;
   /** Where DPoP proofs must carry a server nonce: `token` endpoint only, `all` (resources too), or `off` (DPOP_NONCE). */
   dpopNonce: DpopNoncePolicy;
@@ -121,7 +117,6 @@ export interface Config {
   backchannelLogoutAllowPrivate: boolean;
   /** RFC 8707 identifiers of external resource servers that accept our tokens (RESOURCE_INDICATORS). */
   resourceIndicators: string[];
-  /** RFC 7591 dynamic registration at /register: open to anyone, with an initial access token, or off (REGISTRATION). */
   registration: RegistrationMode;
   /** Registrations per client IP per 15 minutes (REGISTRATION_RATE_LIMIT). */
   registrationRateLimit: number;
