@@ -38,7 +38,6 @@ export function assertionClientId(assertion: string): string | undefined {
 
 interface CachedKeySet {
   keys: JWTVerifyGetKey;
-  /** When an unknown key last forced a fetch before the cache expired. */
   refetchedAt: number | undefined;
 }
 

@@ -55,7 +55,6 @@ function stringArray(body: Record<string, unknown>, field: string, maxItems: num
   return [...new Set(value as string[])];
 }
 
-/** An https URL for a page or an image shown to users (§2: client_uri, logo_uri, tos_uri, policy_uri). */
 function httpsUri(body: Record<string, unknown>, field: string): string | undefined {
   const value = optionalString(body, field, MAX_URI_LENGTH);
   if (value === undefined) return undefined;

@@ -18,7 +18,6 @@ export interface JanitorPolicy {
   retentionSeconds: number;
   accessTokenTtl: number;
   batchSize: number;
-  /** Seconds after which a self-registered client never used (no consent, no grant) is deleted; 0: never. */
   dynamicClientTtl?: number;
 }
 
@@ -41,7 +40,6 @@ export interface SweepResult {
   /** DPoP proof and client assertion jtis past the time their JWT could still be accepted. */
   usedJtis: number;
   idempotencyKeys: number;
-  /** Self-registered clients (RFC 7591 or metadata documents) never used within DYNAMIC_CLIENT_TTL. */
   unusedClients: number;
   /** True when another instance held the lock, so this sweep stopped early. */
   skipped: boolean;
@@ -143,7 +141,6 @@ async function deleteBatch(db: Db, statement: SQL): Promise<number | undefined> 
   });
 }
 
-/** Deletes everything due, batch by batch, until nothing is left or another instance is sweeping. */
 export async function sweep(db: Db, policy: JanitorPolicy): Promise<SweepResult> {
   const retention = sql`make_interval(secs => ${Math.max(policy.retentionSeconds, policy.accessTokenTtl)})`;
   const result: SweepResult = { authorizationCodes: 0, deviceCodes: 0, refreshTokens: 0, grants: 0, revokedAccessTokens: 0, loginThrottle: 0, usedJtis: 0, idempotencyKeys: 0, unusedClients: 0, skipped: false };

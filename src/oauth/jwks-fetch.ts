@@ -37,7 +37,6 @@ export function isPublicAddress(address: string): boolean {
 
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
 
-/** `dns.lookup` that refuses any non-public answer, for the socket to use. */
 function publicOnlyLookup(hostname: string, options: dns.LookupOptions, callback: LookupCallback): void {
   dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
     if (error) return callback(error, []);
@@ -49,7 +48,6 @@ function publicOnlyLookup(hostname: string, options: dns.LookupOptions, callback
   });
 }
 
-/** The parsed JSON at `uri`, or JwksFetchError. */
 export async function fetchJwks(uri: string, options: { allowPrivate: boolean }): Promise<unknown> {
   const url = new URL(uri);
   if (url.protocol !== 'https:' && !(options.allowPrivate && url.protocol === 'http:')) throw new JwksFetchError('jwks_uri must use https');
