@@ -51,7 +51,6 @@ class DeviceCodeThrottle {
     return { locked: true, retryAfterSeconds: Math.max(1, ...refused.map((count) => count.retryAfter)) };
   }
 
-  /** A real code was entered: that attempt was no guess. */
   async recordSuccess(userId: number, ip: string | undefined): Promise<void> {
     await Promise.all(this.keys(userId, ip).map(([key, rule]) => this.oauth.loginThrottle.giveBack(key, rule)));
   }
@@ -129,7 +128,6 @@ function showDevicePage(device: DeviceContext) {
   };
 }
 
-/** `POST /device/login`: signs in, then back to /device with the code the form carried. */
 function deviceSignIn(device: DeviceContext) {
   return async function deviceLogin(req: Request, res: Response): Promise<void> {
     const params = bodyParameters(res);

@@ -49,10 +49,7 @@ export class LoginThrottle {
     return retryAfter ? { locked: true, retryAfterSeconds: Math.max(1, retryAfter) } : { locked: false };
   }
 
-  /**
-   * Counts an attempt against the account name and the IP before its password is checked, each in one increment-and-return
-   * statement, so concurrent attempts on any instance cannot slip past the limit. Answers whether the check may go on.
-   */
+  /** Counts the attempt before its password is checked, one increment-and-return per key, so concurrent attempts cannot slip past the limit. */
   async recordAttempt(username: string, ip: string | undefined): Promise<ThrottleState> {
     const [account, address] = await Promise.all([
       this.count(accountKey(username), this.policy.account),

@@ -28,7 +28,6 @@ export function requireCsrf(browser: BrowserContext, req: Request, formName: str
   );
 }
 
-/** The outcome of one sign-in attempt: the user, or what the login page must say (and its status). */
 export type SignInAttempt =
   | { user: User }
   | { user?: undefined; status: 400 | 401 | 429; error: string; retryAfterSeconds?: number };

@@ -45,7 +45,6 @@ export function sendErrorPage(error: unknown, req: Request, res: Response, logge
   sendPage(res, errorPage('Something went wrong', 'The server could not complete the request. Please try again later.'), { status: 500 });
 }
 
-/** A page route's answer to another method: 405 with `Allow`, as a page. */
 export function pageMethodNotAllowed(allowed: string) {
   return function rejectMethod(_req: Request, res: Response): void {
     res.setHeader('Allow', allowed);
