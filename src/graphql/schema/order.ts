@@ -70,7 +70,6 @@ export function orderEtag(id: number, updatedAt: Date): string {
   return `"${Buffer.from(`${id}:${updatedAt.toISOString()}`).toString('base64url')}"`;
 }
 
-/** The `updated_at` an ETag of order `id` stands for, or undefined when it cannot be one of its tags. */
 export function etagTime(etag: string, id: number): Date | undefined {
   const match = /^"([A-Za-z0-9_-]{1,200})"$/.exec(etag.trim());
   if (!match) return undefined;
@@ -119,7 +118,6 @@ export const Order = builder.drizzleObject('orders', {
   }),
 });
 
-/** What the caller's orders may be filtered and sorted by; newest first by default. */
 export const ORDER_LIST: ListSpec = {
   name: 'orders',
   filter: {
