@@ -152,10 +152,14 @@ async function benchOAuth(
   target: OAuthTarget,
   peer: boolean,
   groups: readonly OAuthGroup[] = OAUTH_GROUPS,
+  round: Exclude<RoundId, 'cold'> = 'node',
+  into: ServerResult['oauth'] = result.oauth,
 ): Promise<void> {
   const run = (group: OAuthGroup) => groups.includes(group) && wanted(group);
   const loop = { concurrency: timing.flowConcurrency, warmupSec: timing.warmupSec, durationSec: timing.oauthSec };
-  const slug = result.label.replace(/\W+/g, '-').toLowerCase();
+  const client = round === 'node' ? 'node' : 'undici';
+  const suffix = round === 'node' ? '' : ` · ${ROUND_LABEL[round]}`;
+  const slug = `${result.label.replace(/\W+/g, '-').toLowerCase()}${round === 'node' ? '' : `-${round}`}`;
   // Statements per operation, counted on single probes before measuring (Fieldgate only).
   const probeSql = async (operation: () => Promise<unknown>): Promise<SqlCount | undefined> => {
     if (peer) {
@@ -166,17 +170,17 @@ async function benchOAuth(
   };
 
   if (run('flows')) {
-    result.oauth.flows = await measure(server, result, `${slug}-flows`, OAUTH_LABELS.flows, async () => {
+    into.flows = await measure(server, result, `${slug}-flows`, `${OAUTH_LABELS.flows}${suffix}`, async () => {
       await runFlow(target);
-      return { sql: await probeSql(() => runFlow(target)), run: () => load.call<Measurement>('flows', { target, options: loop }) };
+      return { sql: await probeSql(() => runFlow(target)), run: () => load.call<Measurement>('flows', { target, options: loop, client }) };
     });
   }
   if (run('refresh')) {
-    result.oauth.refresh = await measure(server, result, `${slug}-refresh`, OAUTH_LABELS.refresh, async () => {
+    into.refresh = await measure(server, result, `${slug}-refresh`, `${OAUTH_LABELS.refresh}${suffix}`, async () => {
       const first = await runFlow(target);
       const sql = await probeSql(() => refresh(target, first.refresh_token!));
-      const refreshTokens = await load.call<string[]>('mint-refresh-tokens', { target, count: timing.flowConcurrency });
-      return { sql, run: () => load.call<Measurement>('refreshes', { target, refreshTokens, options: loop }) };
+      const refreshTokens = await load.call<string[]>('mint-refresh-tokens', { target, count: timing.flowConcurrency, client });
+      return { sql, run: () => load.call<Measurement>('refreshes', { target, refreshTokens, options: loop, client }) };
     });
   }
 
@@ -195,14 +199,15 @@ async function benchOAuth(
         connections: timing.readConnections,
         warmupSec: timing.warmupSec,
         durationSec: timing.oauthSec,
+        client,
       });
     return { sql, run };
   };
   if (!run('introspect')) return;
-  result.oauth.introspectRefresh = await measure(server, result, `${slug}-introspect-refresh`, OAUTH_LABELS.introspectRefresh, () => introspection('refresh'));
-  result.oauth.introspectAccess = peer
+  into.introspectRefresh = await measure(server, result, `${slug}-introspect-refresh`, `${OAUTH_LABELS.introspectRefresh}${suffix}`, () => introspection('refresh'));
+  into.introspectAccess = peer
     ? { label: OAUTH_LABELS.introspectAccess, unavailable: 'oidc-provider does not introspect JWT access tokens' }
-    : await measure(server, result, `${slug}-introspect-access`, OAUTH_LABELS.introspectAccess, () => introspection('access'));
+    : await measure(server, result, `${slug}-introspect-access`, `${OAUTH_LABELS.introspectAccess}${suffix}`, () => introspection('access'));
 }
 
 function markOAuthUnavailable(result: ServerResult, reason: string): void {
@@ -330,6 +335,8 @@ async function fieldgateRounds(
         run: () => readLoad(load, round, { url: new URL(scenario.path, baseUrl).href, method: scenario.method, headers: scenario.headers, body: scenario.body }),
       }));
     }
+    // Refresh chains and introspection through undici too, after the warm-up (not in the cold round).
+    if (round === 'undici' && target) await benchOAuth(server, load, result, target, result.kind === 'peer', ['refresh', 'introspect'], 'undici', outcome.oauth);
   }
 }
 
@@ -449,7 +456,7 @@ async function benchPostGraphile(databaseUrl: string, fieldgateRows: NestedProdu
       node,
       env: { DATABASE_URL: databaseUrl },
       scenario: 'f',
-      scenarioLabel: '`POST /graphql` `allProducts(first: 20) { nodes { rowId name sellerBySellerId { name } reviewsByProductId(first: 10) { nodes { rating } } } }`',
+      scenarioLabel: '`POST /graphql` nested list in PostGraphile\'s inflection',
       path: '/graphql',
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json' },

@@ -423,7 +423,8 @@ export function renderMarkdown(results: RunResults, notes: string | undefined): 
     '## Every client stack',
     '',
     'The scenarios of the targets in each round. Cells: req/s or flows/s, p99 ms, server CPU µs per operation. The cold round starts every server process afresh and',
-    'measures from its first request; the undici round then continues in the same process after a warm-up (oidc-provider included: one process across both).',
+    'measures from its first request; the undici round then continues in the same process after a warm-up (oidc-provider included: one process across both),',
+    'and also measures refresh chains and introspection (as the node round does; they have no target of their own).',
     '',
     `| Server · scenario | ${rounds.map((round) => ROUND_TITLE[round]).join(' | ')} |`,
     `|---|${rounds.map(() => '---:').join('|')}|`,
@@ -443,6 +444,10 @@ export function renderMarkdown(results: RunResults, notes: string | undefined): 
     ['postgraphile', 'read', 'f', 'nested list (PostGraphile query)'],
     ['fieldgate', 'oauth', 'flows', 'code flows'],
     ['peer', 'oauth', 'flows', 'code flows'],
+    ['fieldgate', 'oauth', 'refresh', 'refresh grant'],
+    ['peer', 'oauth', 'refresh', 'refresh grant'],
+    ['fieldgate', 'oauth', 'introspectRefresh', 'introspection of a refresh token'],
+    ['peer', 'oauth', 'introspectRefresh', 'introspection of a refresh token'],
   ];
   for (const [kind, group, id, name] of stackRows) {
     for (const server of results.servers.filter((s) => s.kind === kind)) {
