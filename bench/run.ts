@@ -770,7 +770,12 @@ async function main(): Promise<void> {
   writeFileSync(path.join(runDir, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
   if (profiling) {
     const summaries = results.servers.flatMap((server) =>
-      [...Object.values(server.read), server.bAgain, ...Object.values(server.oauth)]
+      [
+        ...Object.values(server.read),
+        server.bAgain,
+        ...Object.values(server.oauth),
+        ...Object.values(server.rounds ?? {}).flatMap((round) => [...Object.values(round.read), ...Object.values(round.oauth)]),
+      ]
         .filter((scenario) => scenario?.profile)
         .map((scenario) =>
           formatSummary(

@@ -6,6 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { announceFailure, announceReady, serveCalls } from '../lib/child.js';
+import { profilerCalls } from '../lib/profiler.js';
 
 async function main(): Promise<void> {
   const app = express();
@@ -20,7 +21,7 @@ async function main(): Promise<void> {
   });
   const { port } = server.address() as AddressInfo;
   serveCalls(
-    { memory: () => process.memoryUsage(), cpu: () => process.cpuUsage() },
+    { memory: () => process.memoryUsage(), cpu: () => process.cpuUsage(), ...profilerCalls(process.env.BENCH_PROFILE_DIR || undefined) },
     async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

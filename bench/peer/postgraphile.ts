@@ -12,6 +12,7 @@ import { PostGraphileAmberPreset } from 'postgraphile/presets/amber';
 import { makePgService } from 'postgraphile/adaptors/pg';
 import { grafserv } from 'postgraphile/grafserv/node';
 import { announceFailure, announceReady, serveCalls } from '../lib/child.js';
+import { profilerCalls } from '../lib/profiler.js';
 
 async function main(): Promise<void> {
   const connectionString = process.env.DATABASE_URL;
@@ -33,7 +34,7 @@ async function main(): Promise<void> {
   });
   const { port } = server.address() as AddressInfo;
   serveCalls(
-    { memory: () => process.memoryUsage(), cpu: () => process.cpuUsage() },
+    { memory: () => process.memoryUsage(), cpu: () => process.cpuUsage(), ...profilerCalls(process.env.BENCH_PROFILE_DIR || undefined) },
     async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
