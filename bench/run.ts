@@ -299,11 +299,11 @@ function readLoad(
 }
 
 /**
- * The undici and cold rounds of Fieldgate, on a process started fresh for them: flows, then the
+ * The undici and cold rounds of one server (Fieldgate or oidc-provider), on a process started fresh for them: flows, then the
  * reads of the targets, (c), (d) and (f). No probes: the node round checked the same answers,
  * and in the cold round a probe would be a warm-up.
  */
-async function fieldgateRounds(
+async function benchLaterRounds(
   server: Child,
   load: Child,
   result: ServerResult,
@@ -650,7 +650,7 @@ async function benchFieldgate(database: 'pglite' | 'postgres', load: Child, resu
         const signedIn = await signInAndConsent(base, info.username, info.password);
         freshTarget = { ...base, cookie: signedIn.cookie };
       }
-      await fieldgateRounds(server, load, result, freshTarget, fresh.url, info.productId!, accessToken);
+      await benchLaterRounds(server, load, result, freshTarget, fresh.url, info.productId!, accessToken);
       result.memory.afterRounds = await rssMiB(server);
     }
     if (database === 'postgres' && wanted('postgraphile')) {
@@ -713,7 +713,7 @@ async function benchPeer(load: Child): Promise<ServerResult> {
       result.memory.idle ??= await rssMiB(server);
       const base = oauthTarget(label, info);
       const signedIn = await signInAndConsent(base, info.username, info.password);
-      await fieldgateRounds(server, load, result, { ...base, cookie: signedIn.cookie }, info.url, 0, '');
+      await benchLaterRounds(server, load, result, { ...base, cookie: signedIn.cookie }, info.url, 0, '');
       result.memory.afterRounds = await rssMiB(server);
     } catch (error) {
       result.skipped = `failed: ${error instanceof Error ? error.message : String(error)}`;
