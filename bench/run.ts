@@ -604,7 +604,7 @@ async function benchFieldgate(database: 'pglite' | 'postgres', load: Child, resu
     }
     const direct = readScenarios(info.productId!, accessToken).find((scenario) => scenario.id === 'b')!;
     if (wanted('b') && inRound('node') && result.read.b?.measurement) {
-      result.bAgain = await measure(server, result, `${database}-read-b-again`, `${direct.label}, again after (e)`, async () => ({
+      result.bAgain = await measure(server, result, `${database}-read-b-again`, `${direct.label}, again after (f)`, async () => ({
         run: () =>
           load.call<Measurement>('http', {
             url: new URL(direct.path, info.url).href,
@@ -621,7 +621,7 @@ async function benchFieldgate(database: 'pglite' | 'postgres', load: Child, resu
         const drift = Math.abs(first - again) / ((first + again) / 2);
         if (drift > 0.15) {
           results.notes.push(
-            `${label}: the direct baseline (b) measured ${first.toFixed(0)} req/s before (c)–(e) and ${again.toFixed(0)} req/s after — ${(drift * 100).toFixed(0)}% apart, so the machine's load changed during the run; the ratios use the mean of both`,
+            `${label}: the direct baseline (b) measured ${first.toFixed(0)} req/s before (c)–(f) and ${again.toFixed(0)} req/s after — ${(drift * 100).toFixed(0)}% apart, so the machine's load changed during the run; the ratios use the mean of both`,
           );
         }
       }

@@ -65,7 +65,7 @@ function ratio(label: string, top: ScenarioResult | undefined, bottom: ScenarioR
 
 const DB_NAME = { pglite: 'PGlite', postgres: 'PostgreSQL' } as const;
 
-/** (b), as the mean of its two measurements when it was measured again after (e). */
+/** (b), as the mean of its two measurements when it was measured again after (f). */
 function directBaseline(server: ServerResult): ScenarioResult | undefined {
   const b = server.read.b;
   const again = server.bAgain?.measurement;
@@ -334,7 +334,7 @@ export function renderMarkdown(results: RunResults, notes: string | undefined): 
       const result = server.read[id];
       push(`| ${result?.label ?? id} | ${measurementCells(result).join(' | ')} |`);
     }
-    if (server.bAgain) push(`| (b) again after (e), drift check | ${measurementCells(server.bAgain).join(' | ')} |`);
+    if (server.bAgain) push(`| (b) again after (f), drift check | ${measurementCells(server.bAgain).join(' | ')} |`);
     push('');
   }
   push('| Ratio (req/s) | ' + fieldgate.map((s) => DB_NAME[s.database ?? 'pglite']).join(' | ') + ' |', '|---|' + fieldgate.map(() => '---:').join('|') + '|');
@@ -520,7 +520,7 @@ export function renderMarkdown(results: RunResults, notes: string | undefined): 
     '- **Bare Express process (target 3).** `bench/peer/bare-express.ts`: an Express 5 app of its own process, one route `GET /bare` answering a fixed small JSON object, no middleware; measured at the start of the run in each round. Target 3 divides Fieldgate\'s (c) by it, per database. (a) in the read table is the same route inside Fieldgate\'s process.',
     '- **PostGraphile v5 (target 5).** `bench/peer/postgraphile.ts`: PostGraphile 5 with the Amber preset over the schema Fieldgate migrated and seeded, on the same throwaway PostgreSQL database, pg pool of 10 (Fieldgate\'s default), GraphiQL, watch mode and explain off, no authentication (Fieldgate\'s bearer check is work we keep on our side). It needs Node >= 22, so the bench installs Node 24 from the npm registry (`npm install --no-save --prefix bench/.node24 node@24`, ignored by git) and runs it under that binary; everything else runs on the orchestrator\'s Node. Its query is the same selection in its inflection: `allProducts(first: 20, orderBy: PRIMARY_KEY_ASC) { nodes { rowId name sellerBySellerId { name } reviewsByProductId(first: 10, orderBy: PRIMARY_KEY_ASC) { nodes { rating } } } }` (Fieldgate\'s `reviews` defaults to the first 10 by id). Before measuring, its answer, brought into Fieldgate\'s shape, must equal Fieldgate\'s answer row for row, or it is not measured.',
     '- **Memory and start-up (targets 6 and 7).** On the real commands, not the bench server: `npm start` (its `prestart` build included) with `DATA_DIR` on a fresh directory first, then twice more on that existing directory, timed from spawn until `GET /healthz` answers 200 (the target takes the median); `node bin/fieldgate.js serve` on a second fresh PGlite directory (first start: peak resident memory up to ready from `VmHWM`, and `VmRSS` after 2 s idle), again on that directory (restart), and on the PostgreSQL database after Fieldgate\'s set-up. CLI commands (`--help`, `client list`, `user list`) run three times each against PostgreSQL, wall time from spawn to exit (median). RSS after the benchmark compares the bench server process after its read and OAuth benchmarks with the same process after start.',
-    '- (b) is measured twice, before (c) and after (e); the ratios divide by the mean of both, and a gap of more than 15% is reported under run notes as drift (the machine\'s load changed).',
+    '- (b) is measured twice, before (c) and after (f); the ratios divide by the mean of both, and a gap of more than 15% is reported under run notes as drift (the machine\'s load changed).',
     '- Server CPU per operation: `process.cpuUsage()` of the server process across warm-up and window, divided by the operations completed in both.',
     `- Each read scenario is probed once and its answer checked (status, exact keys) before it is measured; a wrong answer is reported instead of a number.`,
     `- PostgreSQL: a fresh database on ${results.postgresVersion ? `PostgreSQL ${results.postgresVersion}` : 'the local server'} (\`BENCH_DATABASE_URL\`, else \`TEST_DATABASE_URL\`, else \`postgres://postgres@127.0.0.1:5432/test\`), dropped afterwards.`,

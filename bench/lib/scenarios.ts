@@ -1,5 +1,5 @@
 /**
- * The read-path scenarios (a)–(e) of issue 7. Each is one HTTP request shape, checked once
+ * The read-path scenarios (a)–(e) of issue 7 and (f), the nested list of issue 19. Each is one HTTP request shape, checked once
  * with a probe before it is measured, so a wrong answer (404, 401, a body with extra keys)
  * is reported as such instead of being measured as fast.
  */
