@@ -119,7 +119,7 @@ function deeperThan(value: unknown, max: number): boolean {
 export function onlyQueryParameters(names: readonly QueryParameter[]): RequestHandler {
   const known = new Set<string>(names);
   return function refuseUnknownQueryParameters(req, _res, next) {
-    for (const [name, value] of Object.entries(req.query as Record<string, unknown>)) {
+    for (const [name, value] of Object.entries(queryOf(req))) {
       if (!known.has(name)) {
         const shown = name.length > 64 ? `${name.slice(0, 64)}…` : name;
         const hint = name === 'access_token' ? 'send the access token in the Authorization header' : `this route takes ${names.length ? names.join(', ') : 'no query parameters'}`;
@@ -137,9 +137,17 @@ export function onlyQueryParameters(names: readonly QueryParameter[]): RequestHa
   };
 }
 
+const PARSED_QUERY = Symbol('parsed query');
+
+/** `req.query`, parsed once per request: Express 5 parses the query string on every read of it. */
+export function queryOf(req: Request): Record<string, unknown> {
+  const locals = req.res!.locals as Record<symbol, unknown>;
+  return (locals[PARSED_QUERY] ??= req.query) as Record<string, unknown>;
+}
+
 /** A query parameter given at most once, as a string (a repeated one is a 400). */
 export function queryParameter(req: Request, name: string): string | undefined {
-  const value = (req.query as Record<string, unknown>)[name];
+  const value = queryOf(req)[name];
   if (value === undefined) return undefined;
   if (typeof value !== 'string') throw repeatedParameter(name);
   return value;
