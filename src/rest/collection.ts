@@ -1,11 +1,4 @@
-/**
- * The two read routes every collection has, `GET /<name>` and `GET /<name>/{id}`, built from one
- * description of the collection, so products and orders page, filter, sort and address alike.
- *
- * A list runs the GraphQL connection (`productsConnection`) when paged by token and the plain
- * list field (`products`) when paged by `limit`/`offset`; either way one operation, one SQL
- * statement, and the body is a JSON array.
- */
+/** `GET /<name>` and `GET /<name>/{id}` from one description, so every collection pages, filters and sorts alike. */
 import type { Response } from 'express';
 import type { GraphQLFormattedError } from 'graphql';
 import type { Runtime } from '../runtime.js';
@@ -20,24 +13,19 @@ import { schemaRef } from './openapi.js';
 import type { CompiledOperation } from './selection.js';
 
 export interface Collection {
-  /** The first path segment and route prefix: `products`. */
   name: string;
-  /** The OpenAPI schema of one item. */
   schemaName: string;
   scope: Scope;
-  /** GraphQL root fields: the list, its connection, and the one-item field. */
   listField: string;
   connectionField: string;
   itemField: string;
   /** Fields the layer selects for itself on a single item (e.g. `etag`), kept out of the body. */
   itemInternal?: () => FieldTree;
-  /** Sets headers from a single item (e.g. its ETag). */
   decorateItem?: (res: Response, item: unknown) => void;
 }
 
 export const LIST_PARAMETERS: readonly QueryParameter[] = ['fields', 'page_size', 'page_token', 'order_by', 'filter', 'limit', 'offset'];
 
-/** REST parameter names for the GraphQL arguments a list error can name. */
 const REST_PARAMETER: Readonly<Record<string, string>> = { after: 'page_token', orderBy: 'order_by', filter: 'filter', first: 'page_size' };
 
 /** A GraphQL argument error in REST terms: `orderBy …` becomes `order_by …`, `after: …` becomes `page_token: …`. */
@@ -63,7 +51,6 @@ async function runList(rest: RestExecutor, operation: CompiledOperation, variabl
   }
 }
 
-/** `GET /<name>`: a page of the collection as a JSON array. */
 export function listRoute(runtime: Runtime, rest: RestExecutor, collection: Collection, doc: { operationId: string; summary: string; description: string }): RestRoute {
   const listOperation = (fields: ParsedFields, connection: boolean) =>
     rest.routeOperation(`${collection.name}.list${connection ? '' : '.offset'}`, fields, () => ({
@@ -119,7 +106,6 @@ export function listRoute(runtime: Runtime, rest: RestExecutor, collection: Coll
   };
 }
 
-/** Reads one item with `fields`; 404 when there is none (or it is not the caller's). */
 export async function readItem(rest: RestExecutor, collection: Collection, id: number, fields: ParsedFields, principal: Principal) {
   const operation = rest.routeOperation(`${collection.name}.get`, fields, () => ({
     operation: 'query',
@@ -132,7 +118,6 @@ export async function readItem(rest: RestExecutor, collection: Collection, id: n
   return { operation, item };
 }
 
-/** `GET /<name>/{id}`. */
 export function itemRoute(runtime: Runtime, rest: RestExecutor, collection: Collection, doc: { operationId: string; summary: string; description?: string }): RestRoute {
   return {
     method: 'get',

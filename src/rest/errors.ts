@@ -5,13 +5,8 @@ import type { Logger } from '../logger.js';
 import { challengeHeaders, withResourceMetadata, wwwAuthenticate } from '../tokens/bearer.js';
 import { InsufficientScope, InvalidToken, OAuthError } from '../oauth/errors.js';
 
-/**
- * REST errors in Google's JSON shape (AIP-193):
- * `{"error": {"code": 409, "status": "ABORTED", "message": "…", "details": [ErrorInfo, BadRequest?]}}`.
- * Each class fixes its canonical status, HTTP code and default `reason`; `toBody` is the one
- * serializer, and every body carries a `google.rpc.ErrorInfo` so clients can switch on
- * (`domain`, `reason`) instead of parsing messages.
- */
+// REST errors in Google's JSON shape (AIP-193): every body carries a google.rpc.ErrorInfo, so clients
+// switch on (domain, reason) instead of parsing messages.
 export type RestStatus =
   | 'INVALID_ARGUMENT'
   | 'UNAUTHENTICATED'
@@ -24,12 +19,10 @@ export type RestStatus =
   | 'UNAVAILABLE'
   | 'INTERNAL';
 
-/** `ErrorInfo.domain` of every error this service reports (AIP-193: the service's name). */
 export const ERROR_DOMAIN = 'fieldgate.dev';
 export const ERROR_INFO_TYPE = 'type.googleapis.com/google.rpc.ErrorInfo';
 export const BAD_REQUEST_TYPE = 'type.googleapis.com/google.rpc.BadRequest';
 
-/** One wrong parameter or body field (google.rpc.BadRequest.FieldViolation). */
 export interface FieldViolation {
   field: string;
   description: string;
@@ -53,15 +46,11 @@ export interface RestErrorBody {
 
 export interface RestErrorOptions {
   cause?: unknown;
-  /** HTTP status, where it differs from the canonical mapping (e.g. 413, 415, 412). */
   httpStatus?: number;
-  /** Response headers that belong to this error, such as a `WWW-Authenticate` challenge. */
   headers?: Record<string, string>;
   /** `ErrorInfo.reason` (UPPER_SNAKE_CASE); the class's default when absent. */
   reason?: string;
-  /** `ErrorInfo.metadata`: facts a client can act on, such as the current `etag`. */
   metadata?: Record<string, string>;
-  /** The parameters or body fields at fault, as a `google.rpc.BadRequest` detail. */
   fieldViolations?: FieldViolation[];
 }
 
@@ -138,7 +127,6 @@ export class RestAborted extends RestError {
   protected readonly defaultReason: string = 'ABORTED';
 }
 
-/** A method a path does not support (HTTP 405 with `Allow`). */
 export class RestUnimplemented extends RestError {
   readonly status = 'UNIMPLEMENTED';
   protected readonly defaultHttpStatus = 501;
@@ -151,10 +139,7 @@ export class RestInternal extends RestError {
   protected readonly defaultReason: string = 'INTERNAL';
 }
 
-/**
- * A bearer-token refusal as a REST error: 401 or 403 with the RFC 6750 challenge in
- * `WWW-Authenticate`, and the Google error body beside it.
- */
+/** A bearer refusal: 401/403 with the RFC 6750 challenge beside the Google error body. */
 export function fromOAuthError(error: OAuthError): RestError {
   const headers = challengeHeaders(error);
   if (error instanceof InsufficientScope) {
@@ -168,15 +153,11 @@ export function fromOAuthError(error: OAuthError): RestError {
     : new RestInternal('internal error', { cause: error });
 }
 
-/** `extensions.reason` of the GraphQL limits (src/graphql/limits.ts) a REST request can reach. */
 const LIMIT_REASONS = new Set(['MAX_COST', 'MAX_DEPTH', 'MAX_ALIASES', 'MAX_TOKENS', 'MAX_DIRECTIVES']);
 
 type RestErrorClass = new (message: string, options?: RestErrorOptions) => RestError;
 
-/**
- * The one mapping from a GraphQL `extensions.code` (ours, and those of graphql-js and
- * graphql-yoga for documents this layer built) to a REST status. Codes not here are masked.
- */
+/** GraphQL `extensions.code` → REST error; codes not here are masked. */
 const REST_ERROR_FOR_CODE: ReadonlyMap<string, RestErrorClass> = new Map<GqlErrorCode | 'BAD_USER_INPUT' | 'GRAPHQL_VALIDATION_FAILED' | 'GRAPHQL_PARSE_FAILED', RestErrorClass>([
   ['UNAUTHENTICATED', RestUnauthenticated],
   ['FORBIDDEN', RestPermissionDenied],
@@ -189,16 +170,13 @@ const REST_ERROR_FOR_CODE: ReadonlyMap<string, RestErrorClass> = new Map<GqlErro
   ['GRAPHQL_PARSE_FAILED', RestInvalidArgument],
 ]);
 
-/** Reasons whose HTTP status is not their code's canonical one. */
 const HTTP_STATUS_FOR_REASON: Record<string, number> = {
   // draft-ietf-httpapi-idempotency-key-header §2.7: a key reused with another payload is 422.
   IDEMPOTENCY_KEY_REUSED: 422,
 };
 
-/** Extension members that are not facts about the failure (they say how to serialize it). */
 const NOT_METADATA = new Set(['code', 'reason', 'http', 'field']);
 
-/** The scalar `extensions` members of a GraphQL error, as ErrorInfo metadata (strings only, per google.rpc.ErrorInfo). */
 function metadataOf(extensions: Record<string, unknown>): Record<string, string> {
   const metadata: Record<string, string> = {};
   for (const [name, value] of Object.entries(extensions)) {
@@ -208,11 +186,7 @@ function metadataOf(extensions: Record<string, unknown>): Record<string, string>
   return metadata;
 }
 
-/**
- * The REST error for a failed GraphQL execution, from the first error's `extensions.code`;
- * its `reason` and scalar extensions become the ErrorInfo, its `field` a BadRequest violation.
- * Anything without a known client-error code is masked as INTERNAL.
- */
+/** Anything without a known client-error code is masked as INTERNAL. */
 export function fromGraphQLErrors(errors: readonly GraphQLFormattedError[]): RestError {
   const error = errors[0];
   if (!error) return new RestInternal('internal error');
@@ -226,7 +200,6 @@ export function fromGraphQLErrors(errors: readonly GraphQLFormattedError[]): Res
     return fromOAuthError(new InsufficientScope(extensions.requiredScope, { cause }));
   }
   const reason = typeof extensions.reason === 'string' ? extensions.reason : undefined;
-  // A GraphQL abuse limit refusing the document this layer built: say it in REST terms.
   if (code === 'INVALID_ARGUMENT' && reason && LIMIT_REASONS.has(reason)) {
     return new RestInvalidArgument('the response would be too large: ask for fewer fields or a smaller limit', {
       cause,
@@ -234,8 +207,7 @@ export function fromGraphQLErrors(errors: readonly GraphQLFormattedError[]): Res
       metadata: { limit: reason },
     });
   }
-  // AIP-154: an etag that is no longer current is ABORTED (409): re-read and retry. The If-Match
-  // header turns it into HTTP's own 412 (see orders.ts).
+    // AIP-154: a stale etag is ABORTED (409); If-Match turns it into 412 (see orders.ts).
   const RestClass = reason === 'ETAG_MISMATCH' ? RestAborted : code === undefined ? undefined : REST_ERROR_FOR_CODE.get(code);
   const field = typeof extensions.field === 'string' ? extensions.field : undefined;
   const details = {
@@ -252,7 +224,6 @@ export function fromGraphQLErrors(errors: readonly GraphQLFormattedError[]): Res
   return new RestInternal('internal error', { cause });
 }
 
-/** body-parser's failures by `type`: what to tell the client, and the reason. */
 const BODY_PARSER_ERRORS: Record<string, [message: string, reason: string]> = {
   'entity.too.large': ['the request body is too large', 'BODY_TOO_LARGE'],
   'entity.parse.failed': ['the request body is not valid JSON', 'INVALID_JSON'],
@@ -260,7 +231,6 @@ const BODY_PARSER_ERRORS: Record<string, [message: string, reason: string]> = {
   'charset.unsupported': ['the request body encoding is not supported', 'UNSUPPORTED_ENCODING'],
 };
 
-/** Any error as a REST error: ours as they are, body-parser's by their status, the rest masked. */
 export function toRestError(error: unknown): RestError {
   if (error instanceof RestError) return error;
   const status = (error as { status?: unknown; statusCode?: unknown })?.status ?? (error as { statusCode?: unknown })?.statusCode;
@@ -275,10 +245,7 @@ export function toRestError(error: unknown): RestError {
   return new RestInternal('internal error', { cause: error });
 }
 
-/**
- * The one Express error handler for REST and for anything no face answered: the Google
- * error body with the error's own headers; 5xx logged with the request id and masked.
- */
+/** The one error handler for REST and for anything no face answered; 5xx are logged and masked. */
 export function restErrorHandler(logger: Logger, logMessage: string, options: { resourceMetadataUrl?: string } = {}): ErrorRequestHandler {
   return function restErrorResponse(error, req, res, _next) {
     const restError = toRestError(error);

@@ -1,7 +1,4 @@
-/**
- * Runs a REST request's GraphQL operation in-process, through the same service (validation
- * cache, limits, authorization) as /graphql, and turns GraphQL errors into REST errors.
- */
+/** Runs a REST request's GraphQL operation in-process, through the same service as /graphql. */
 import type { GraphQLSchema } from 'graphql';
 import type { GraphQLService } from '../graphql/index.js';
 import type { Principal } from '../tokens/access-token.js';
@@ -10,7 +7,6 @@ import { OperationCache, type CompiledOperation, type OperationSpec } from './se
 import type { ParsedFields } from './fields.js';
 
 export class RestExecutor {
-  /** Compiled documents by (route, normalized field set). */
   readonly operations: OperationCache;
   private readonly byFields = new WeakMap<ParsedFields, Map<string, CompiledOperation>>();
 
@@ -21,20 +17,15 @@ export class RestExecutor {
     this.operations = new OperationCache(options.cacheSize);
   }
 
-  /** The executable schema the REST allow-list is derived from. */
   get schema(): GraphQLSchema {
     return this.graphql.schema;
   }
 
-  /** The operation for a route and field set (paths checked against the schema first). */
   operation(spec: Omit<OperationSpec, 'schema'>): CompiledOperation {
     return this.operations.get({ ...spec, schema: this.schema });
   }
 
-  /**
-   * As `operation`, for a route whose spec depends on nothing but `fields`: the spec is built and
-   * looked up once per parsed field set (parseFields gives the same object for the same text).
-   */
+  /** Built and looked up once per parsed field set (parseFields returns the same object for the same text). */
   routeOperation(route: string, fields: ParsedFields, spec: () => Omit<OperationSpec, 'schema' | 'route' | 'fields'>): CompiledOperation {
     let byRoute = this.byFields.get(fields);
     let operation = byRoute?.get(route);
@@ -46,7 +37,6 @@ export class RestExecutor {
     return operation;
   }
 
-  /** Executes `operation` and returns the value of its root field; GraphQL errors become REST errors. */
   async run(operation: CompiledOperation, variables: Record<string, unknown>, principal: Principal, options: { pageLookahead?: boolean } = {}): Promise<unknown> {
     const result = await this.graphql.execute({
       document: operation.document,

@@ -1,23 +1,12 @@
 /**
- * The `fields` query parameter: which fields of a resource a response carries (Google's
- * partial-response syntax). A comma-separated list of names; a name may carry a nested list,
- * `seller(name,rating)`, or be a dotted path, `seller.name`; every form merges into one tree.
- *
- *   parseFields('id, name ,seller(name),seller.rating,id')
- *     → Map { id → WHOLE, name → WHOLE, seller → Map { name → WHOLE, rating → WHOLE } }
- *   printFields(that)  → 'id,name,seller(name,rating)'
- *
- * Absent, empty and `*` all mean every field (WHOLE). `*` inside a list or at the end of a path
- * means the whole object it stands in. This module knows only the syntax; which names exist is
- * checked against the GraphQL schema in selection.ts.
+ * The `fields` query parameter (Google's partial-response syntax): `id,seller(name),seller.rating` merges into one
+ * tree. Absent, empty and `*` mean every field. Which names exist is checked in selection.ts.
  */
 import { LRUCache } from 'lru-cache';
 import { RestInvalidArgument, type RestErrorOptions } from './errors.js';
 
-/** A whole field: every subfield of an object, or simply the value of a scalar. */
 export const WHOLE = true;
 export type Whole = typeof WHOLE;
-/** A field tree: `WHOLE`, or the named subfields, each with its own tree. */
 export type FieldTree = Whole | FieldMap;
 export type FieldMap = Map<string, FieldTree>;
 
@@ -30,10 +19,7 @@ const NAME_CHAR = /[A-Za-z0-9_]/;
 const DIGIT = /[0-9]/;
 const SPACE = /[ \t\r\n]/;
 
-/**
- * A `fields` (or `update_mask`) value the syntax or the schema does not allow. Messages start
- * with the parameter's name, which becomes the BadRequest field violation.
- */
+/** Messages start with the parameter's name, which becomes the BadRequest field violation. */
 export class FieldsError extends RestInvalidArgument {
   protected override readonly defaultReason: string = 'INVALID_FIELD_MASK';
 
@@ -49,7 +35,6 @@ function describeChar(char: string): string {
 
 class Parser {
   private pos = 0;
-  /** The last complete item, to name where an error is. */
   private lastPath: string | undefined;
   /** Every path named, wildcards included, so the schema can check each (merging can hide some). */
   readonly paths: string[][] = [];
@@ -71,7 +56,6 @@ class Parser {
     while (this.pos < this.text.length && SPACE.test(this.text[this.pos]!)) this.pos++;
   }
 
-  /** The whole value: a list, and nothing after it. */
   parseTop(): FieldTree | undefined {
     const tree = this.parseList([]);
     // parseList stops only at the end or at a ')' that closes nothing.
@@ -79,7 +63,6 @@ class Parser {
     return tree;
   }
 
-  /** `item (',' item)*` up to `)` or the end, inside the object at `prefix`; empty items are skipped. */
   private parseList(prefix: string[]): FieldTree | undefined {
     let tree: FieldTree | undefined;
     for (;;) {
@@ -103,7 +86,6 @@ class Parser {
     }
   }
 
-  /** `path ['(' list ')']` where `path` is `name ('.' name)*`. */
   private parseItem(prefix: string[]): { tree: FieldTree; path: string } {
     const segments: string[] = [];
     for (;;) {
@@ -140,7 +122,6 @@ class Parser {
     return { tree, path };
   }
 
-  /** One name (or `*`) of the object at `at`; names the place in every refusal. */
   private parseName(at: string[]): string {
     const start = this.pos;
     const char = this.peek();
@@ -177,19 +158,11 @@ export function merge(a: FieldTree | undefined, b: FieldTree): FieldTree {
 }
 
 export interface ParsedFields {
-  /** The merged selection. */
   tree: FieldTree;
-  /**
-   * Every path as written (`seller(name)` gives `['seller','name']`), including those a merge
-   * absorbed (`seller,seller.nope`): the schema check looks at each, so no typo goes unreported.
-   */
+  /** Every path as written, including those a merge absorbed, so the schema check misses no typo. */
   paths: string[][];
 }
 
-/**
- * Parses a `fields` value. Absent, empty (or only commas and spaces) and `*` give `WHOLE`.
- * Throws FieldsError (400 INVALID_ARGUMENT) naming the offending field.
- */
 export function parseFields(raw: string | undefined, parameter = 'fields'): ParsedFields {
   if (raw === undefined) return EVERY_FIELD;
   if (raw.length > MAX_FIELDS_LENGTH) throw new FieldsError(`${parameter}: longer than ${MAX_FIELDS_LENGTH} characters`);
@@ -206,17 +179,11 @@ export function parseFields(raw: string | undefined, parameter = 'fields'): Pars
 
 const EVERY_FIELD: ParsedFields = { tree: WHOLE, paths: [] };
 
-/**
- * Clients repeat the same few `fields` values, so each parse is kept (trees are never modified
- * after parsing), and the same value yields the same object, which lets OperationCache remember
- * its checks by identity. Values that fail to parse are not kept.
- */
+// Clients repeat a few `fields` values; the same value yields the same object, so OperationCache can remember
+// its checks by identity (trees are never modified after parsing).
 const parsedFields = new LRUCache<string, ParsedFields>({ max: 1_000 });
 
-/**
- * The canonical text of a tree: names sorted, nested lists in parentheses, a whole object as
- * its bare name, everything as `*`. `parseFields(printFields(t))` equals `t`.
- */
+/** Canonical text, names sorted: `parseFields(printFields(t))` equals `t`. */
 export function printFields(tree: FieldTree): string {
   if (tree === WHOLE) return '*';
   return printMap(tree);

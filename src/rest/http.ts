@@ -1,8 +1,4 @@
-/**
- * The HTTP steps every REST route is built from — authenticate the bearer token, read a JSON
- * object body, read query and path parameters — and the `RestRoute` record that describes a
- * route to both the router and the OpenAPI document.
- */
+/** The HTTP steps REST routes are built from, and the `RestRoute` record the router and OpenAPI document share. */
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { Runtime } from '../runtime.js';
 import type { Principal } from '../tokens/access-token.js';
@@ -11,17 +7,14 @@ import { OAuthError } from '../oauth/errors.js';
 import type { Scope } from '../oauth/scopes.js';
 import { fromOAuthError, RestInvalidArgument } from './errors.js';
 
-/** Largest accepted request body. */
 export const MAX_BODY_BYTES = 64 * 1024;
 /** Deepest accepted nesting of arrays and objects in a body; our bodies need three levels. */
 export const MAX_BODY_DEPTH = 16;
 
 export type QueryParameter = 'fields' | 'limit' | 'offset' | 'update_mask' | 'page_size' | 'page_token' | 'order_by' | 'filter';
 
-/** One REST operation: how to serve it, and what the OpenAPI document says about it. */
 export interface RestRoute {
   method: 'get' | 'post' | 'patch';
-  /** Express path, e.g. `/orders/:id`. */
   path: string;
   operationId: string;
   summary: string;
@@ -29,10 +22,8 @@ export interface RestRoute {
   /** The scope the operation needs (checked by the GraphQL layer it runs through). */
   scope: Scope;
   query: readonly QueryParameter[];
-  /** The body, when there is one: JSON Schema as the OpenAPI document shows it. */
   requestBody?: { description: string; schema: Record<string, unknown> };
   success: { status: 200 | 201; description: string; schema: Record<string, unknown>; headers: readonly ('ETag' | 'Link' | 'Location' | 'Next-Page-Token')[] };
-  /** Error statuses this operation can answer besides 400/401/403 (e.g. 404, 409, 412, 413, 415). */
   errors: readonly number[];
   handlers: RequestHandler[];
 }
@@ -66,7 +57,6 @@ export function principalOf(res: Response): Principal {
 
 const parseJson = express.json({ limit: MAX_BODY_BYTES, strict: false, type: () => true });
 
-/** Content-Type must be JSON (415 otherwise), the body must parse (400) and fit (413), and be an object (400). */
 export function jsonObjectBody(): RequestHandler[] {
   return [
     function requireJsonContentType(req, _res, next) {
@@ -112,10 +102,7 @@ function deeperThan(value: unknown, max: number): boolean {
   return false;
 }
 
-/**
- * Refuses a query parameter the route does not document (a typo such as `field=id` would
- * otherwise be ignored and change the answer silently), and a documented one given twice.
- */
+/** Refuses undocumented query parameters (a typo such as `field=id` would change the answer silently) and repeats. */
 export function onlyQueryParameters(names: readonly QueryParameter[]): RequestHandler {
   const known = new Set<string>(names);
   return function refuseUnknownQueryParameters(req, _res, next) {
@@ -145,7 +132,6 @@ export function queryOf(req: Request): Record<string, unknown> {
   return (locals[PARSED_QUERY] ??= req.query) as Record<string, unknown>;
 }
 
-/** A query parameter given at most once, as a string (a repeated one is a 400). */
 export function queryParameter(req: Request, name: string): string | undefined {
   const value = queryOf(req)[name];
   if (value === undefined) return undefined;

@@ -1,8 +1,6 @@
 /**
- * The `Idempotency-Key` request header of POST /orders (draft-ietf-httpapi-idempotency-key-header).
- * The key itself is claimed in the order's transaction (src/graphql/idempotency.ts); this layer
- * reads the header and keeps the first answer, so a retry gets exactly the same status, headers
- * and body, marked `Idempotent-Replayed: true`.
+ * `Idempotency-Key` of POST /orders (draft-ietf-httpapi-idempotency-key-header). The key is claimed in the order's
+ * transaction (src/graphql/idempotency.ts); a retry gets the first answer, marked `Idempotent-Replayed: true`.
  */
 import type { Request } from 'express';
 import { idempotencyKeyProblem } from '../graphql/idempotency.js';
@@ -10,10 +8,7 @@ import { RestInvalidArgument } from './errors.js';
 
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 
-/**
- * The key of the request, if it sent one: the draft's structured-field string (`"…"`, with
- * `\"` and `\\` escapes) or, as most clients send it, the bare value.
- */
+/** A structured-field string (`"…"`) or, as most clients send it, the bare value. */
 export function idempotencyKeyOf(req: Request): string | undefined {
   const raw = req.headers['idempotency-key'];
   if (raw === undefined) return undefined;

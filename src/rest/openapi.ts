@@ -1,8 +1,4 @@
-/**
- * GET /openapi.json: an OpenAPI 3.1 description of the REST layer, generated from the same
- * route records the router serves and from the GraphQL schema (resource and request-body
- * schemas), so it cannot drift from what the server does.
- */
+/** GET /openapi.json, generated from the route records the router serves and the GraphQL schema, so it cannot drift. */
 import {
   GraphQLNonNull,
   getNamedType,
@@ -33,10 +29,6 @@ import { fieldScopes } from '../graphql/scopes.js';
 
 type JsonSchema = Record<string, unknown>;
 
-/**
- * A reference to the JSON Schema of a GraphQL object or input type (request bodies are the
- * input types, shown with REST conventions: lower-case enum values).
- */
 export const schemaRef = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
 
 const SCALARS: Record<string, JsonSchema> = {
@@ -74,12 +66,8 @@ function typeSchemaNonNull(type: GraphQLType): JsonSchema {
   return typeSchema(type);
 }
 
-/**
- * JSON Schemas of every object and input type reachable from the REST operations. `resources`
- * maps a request-body input type to the resource it writes: a body field the resource has is
- * nullable only where the resource's field is (null clears it; a non-null field refuses null,
- * whatever GraphQL's optional input type says).
- */
+// A body field the resource has is nullable only where the resource's field is (null clears it), whatever
+// GraphQL's optional input type says.
 function componentSchemas(
   schema: GraphQLSchema,
   roots: { operation: 'query' | 'mutation'; field: string }[],
@@ -240,7 +228,6 @@ const HEADERS: Record<string, JsonSchema> = {
   'WWW-Authenticate': { description: 'RFC 6750 Bearer challenge.', schema: { type: 'string' } },
 };
 
-/** The component names a schema refers to (`$ref: '#/components/schemas/Order'` → Order). */
 function referencedSchemas(schema: unknown): string[] {
   if (typeof schema !== 'object' || schema === null) return [];
   const ref = (schema as { $ref?: unknown }).$ref;
@@ -248,7 +235,6 @@ function referencedSchemas(schema: unknown): string[] {
   return [...own, ...Object.values(schema).flatMap(referencedSchemas)];
 }
 
-/** The OpenAPI path template of an Express path (`/orders/:id` → `/orders/{id}`). */
 export function openApiPath(path: string): string {
   return path.replace(/:([A-Za-z_]+)/g, '{$1}');
 }
@@ -414,7 +400,6 @@ export function openApiDocument(runtime: Runtime, schema: GraphQLSchema, routes:
   };
 }
 
-/** Serves the document, built once per schema. */
 export function serveOpenApi(runtime: Runtime, rest: RestExecutor, routes: () => readonly RestRoute[]): RequestHandler {
   const built = new WeakMap<GraphQLSchema, JsonSchema>();
   return function openApiJson(_req, res) {

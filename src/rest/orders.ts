@@ -1,8 +1,6 @@
 /**
- * The caller's orders: POST /orders (Mutation.createOrder), GET /orders and /orders/{id}
- * (Query.orders / Query.order), PATCH /orders/{id}?update_mask=… (Mutation.updateOrder).
- * Single-order responses carry the order's `ETag`; a PATCH with `If-Match` passes it to
- * updateOrder's `etag` argument, so the check and the write are one atomic step.
+ * The caller's orders. A PATCH with `If-Match` passes it to updateOrder's `etag` argument, so the check and the
+ * write are one atomic step.
  */
 import { coerceInputValue, getNamedType, isInputObjectType, type GraphQLSchema } from 'graphql';
 import type { Response } from 'express';
@@ -24,26 +22,18 @@ import { representationTag, setResourceVersion, versionOf } from './etag.js';
 import { idempotencyKeyOf } from './idempotency.js';
 import { findKey, orderRequestHash, storeResponse } from '../graphql/idempotency.js';
 
-/** What the layer selects for itself when the resource has it: `etag` for ETag, `id` for Location. */
 function internalFields(schema: GraphQLSchema, operation: 'query' | 'mutation', field: string, names: string[]): FieldTree {
   const allowed = allowedFields(rootFieldType(schema, operation, field));
   return new Map(names.filter((name) => allowed.has(name)).map((name) => [name, WHOLE]));
 }
 
-// ---------------------------------------------------------------- ETags (RFC 9110 §8.8.3, §13.1.1)
-
-/**
- * An order's `etag` field as an entity tag. The schema already gives a strong one (`"…"`),
- * which is also the form its updateOrder `etag` argument takes.
- */
 export function etagHeader(etag: string): string {
   return /^"[\x21\x23-\x7e]*"$/.test(etag) ? etag : `"${etag.replace(/[^\x21\x23-\x7e]/g, '')}"`;
 }
 
 /**
- * `If-Match`: `*`, or the order versions its strong entity tags stand for, quotes included
- * (weak ones never match, RFC 9110 §13.1.1). Both an ETag header (`"v.digest"`) and the
- * order's `etag` field (`"v"`) are accepted: the condition is on the order, not on one view of it.
+ * Weak tags never match (RFC 9110 §13.1.1); both an ETag header (`"v.digest"`) and the `etag` field (`"v"`) are
+ * accepted: the condition is on the order, not on one view of it.
  */
 function parseIfMatch(header: string | undefined): '*' | string[] | undefined {
   if (header === undefined) return undefined;
@@ -68,15 +58,11 @@ function etagOf(order: unknown): string | undefined {
   return typeof etag === 'string' ? etagHeader(etag) : undefined;
 }
 
-/** The ETag of the answer starts with the order's version (see etag.ts). */
 function setEtag(res: Response, order: unknown): void {
   setResourceVersion(res, etagOf(order));
 }
 
-/**
- * The AIP-154 `etag` of a PATCH body: the same precondition as If-Match, but a mismatch is
- * 409 ABORTED rather than HTTP's 412. Not an updatable field, so the update mask never names it.
- */
+/** AIP-154: a body `etag` is the If-Match precondition, but a mismatch is 409 ABORTED rather than 412. */
 function bodyEtag(body: Record<string, unknown>): string | undefined {
   const etag = body.etag;
   if (etag === undefined || etag === null) return undefined;
@@ -89,16 +75,11 @@ function bodyEtag(body: Record<string, unknown>): string | undefined {
   return versionOf(etag);
 }
 
-// ---------------------------------------------------------------- request bodies
-
 function pathText(path: readonly (string | number)[]): string {
   return path.map((part, i) => (typeof part === 'number' ? `[${part}]` : i === 0 ? part : `.${part}`)).join('');
 }
 
-/**
- * The `input` of `createOrder` from a POST body, checked against the schema's input type.
- * Output-only order fields in the body are ignored (AIP-203); any other unknown field is a 400.
- */
+/** Output-only order fields in the body are ignored (AIP-203); any other unknown field is a 400. */
 function createInput(schema: GraphQLSchema, body: Record<string, unknown>): Record<string, unknown> {
   const arg = rootField(schema, 'mutation', 'createOrder').args.find((candidate) => candidate.name === 'input');
   const inputType = arg && getNamedType(arg.type);
@@ -113,8 +94,6 @@ function createInput(schema: GraphQLSchema, body: Record<string, unknown>): Reco
   if (problem !== undefined) throw new RestInvalidArgument(`the order is not valid: ${problem}`);
   return input;
 }
-
-// ---------------------------------------------------------------- routes
 
 export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
   const orderOperation = (route: string, operation: 'query' | 'mutation', field: string, args: string[], fields: ParsedFields): CompiledOperation =>
@@ -287,10 +266,7 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
 
 type EtagSource = 'If-Match' | 'body';
 
-/**
- * A stale precondition: HTTP's 412 for If-Match (RFC 9110 §13.1.1), AIP-154's 409 ABORTED for a
- * body `etag`; both say ETAG_MISMATCH and give the current etag, so the client can re-read or retry.
- */
+/** 412 for If-Match (RFC 9110 §13.1.1), 409 ABORTED for a body `etag` (AIP-154). */
 function staleEtag(source: EtagSource, current: string | undefined, cause?: unknown) {
   const metadata: Record<string, string> = current === undefined ? {} : { etag: current };
   const options = { cause, reason: 'ETAG_MISMATCH', metadata };

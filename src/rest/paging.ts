@@ -1,14 +1,5 @@
-/**
- * Paging and addressing of collections. Two ways to page a list:
- *
- * - page tokens (AIP-158), the default: `page_size` and `page_token`, the next token in
- *   `Next-Page-Token` and in an RFC 8288 `Link: <…>; rel="next"`. Tokens are the GraphQL
- *   connection's signed cursors, so pages are stable under concurrent writes;
- * - `limit`/`offset` (legacy): kept for existing clients; pages drift when rows are inserted or
- *   deleted between requests.
- *
- * Mixing the two is a 400. `filter` and `order_by` work with both.
- */
+// AIP-158 page tokens are the connection's signed cursors, stable under concurrent writes; legacy `limit`/`offset`
+// pages drift when rows change between requests. Mixing the two is a 400.
 import type { Request } from 'express';
 import { POLICY } from '../policy.js';
 import type { Runtime } from '../runtime.js';
@@ -22,7 +13,6 @@ import { queryParameter } from './http.js';
 export const MAX_INT = 2_147_483_647;
 export const DEFAULT_LIMIT = POLICY.pageSize.value.default;
 export const MAX_LIMIT = POLICY.pageSize.value.max;
-/** AIP-158 page sizes: the same bounds as the legacy limit. */
 export const DEFAULT_PAGE_SIZE = DEFAULT_LIMIT;
 export const MAX_PAGE_SIZE = MAX_LIMIT;
 
@@ -49,11 +39,9 @@ export interface OffsetPage {
 export interface TokenPage {
   kind: 'token';
   pageSize: number;
-  /** The token of the page to read; undefined (or empty in the request) for the first page. */
   pageToken: string | undefined;
 }
 
-/** How the request pages: `limit`/`offset` if it names either, otherwise page tokens. */
 export function pagingOf(req: Request): OffsetPage | TokenPage {
   const legacy = queryParameter(req, 'limit') !== undefined || queryParameter(req, 'offset') !== undefined;
   const tokens = queryParameter(req, 'page_size') !== undefined || queryParameter(req, 'page_token') !== undefined;
@@ -67,10 +55,6 @@ export function pagingOf(req: Request): OffsetPage | TokenPage {
   return { kind: 'token', pageSize: pageSizeOf(req), pageToken: token === '' ? undefined : token };
 }
 
-/**
- * `page_size` (AIP-158): absent or 0 is the default (50), above the maximum (200) is the
- * maximum; anything but a whole number is a 400.
- */
 export function pageSizeOf(req: Request): number {
   const raw = queryParameter(req, 'page_size');
   if (raw === undefined) return DEFAULT_PAGE_SIZE;
@@ -84,7 +68,6 @@ export function pageSizeOf(req: Request): number {
   return size === 0 ? DEFAULT_PAGE_SIZE : Math.min(size, MAX_PAGE_SIZE);
 }
 
-/** `limit` (1..200, default 50) and `offset` (≥ 0). */
 export function pageOf(req: Request): { limit: number; offset: number } {
   return {
     limit: integerParameter(req, 'limit', DEFAULT_LIMIT, 1, MAX_LIMIT),
@@ -103,10 +86,6 @@ export function idOf(req: Request): number {
   return Number(raw);
 }
 
-/**
- * The RFC 8288 `Link` header to the next page: the same path and query parameters as sent,
- * with `changes` applied, absolute against the public issuer URL.
- */
 export function nextLink(runtime: Runtime, req: Request, changes: Record<string, string>): string {
   const url = new URL(`${runtime.config.issuer}${req.baseUrl}${req.path}`);
   for (const [name, value] of Object.entries(changes)) url.searchParams.set(name, value);
@@ -116,10 +95,7 @@ export function nextLink(runtime: Runtime, req: Request, changes: Record<string,
   return `<${url.href}>; rel="next"`;
 }
 
-/**
- * One offset page and whether another follows, from one SQL statement: the list loads one item
- * past the page (GraphQL's `pageLookahead`), at every page size up to the largest.
- */
+/** Loads one item past the page (`pageLookahead`), so one SQL statement also says whether another follows. */
 export async function fetchPage(
   rest: RestExecutor,
   operation: CompiledOperation,

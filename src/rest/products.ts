@@ -1,8 +1,4 @@
-/**
- * GET /products and GET /products/{id}: the catalogue, with `fields` choosing what each
- * product carries, `filter` and `order_by` choosing which products and in what order. Each
- * request becomes one GraphQL operation (`productsConnection`, `products` or `product`).
- */
+/** GET /products and GET /products/{id}: each request becomes one GraphQL operation. */
 import type { Runtime } from '../runtime.js';
 import type { RestExecutor } from './execute.js';
 import type { RestRoute } from './http.js';

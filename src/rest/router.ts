@@ -1,8 +1,4 @@
-/**
- * The REST compatibility layer: each route authenticates the bearer token, reads its
- * parameters, and runs one GraphQL operation in-process (see selection.ts). Errors are
- * answered here in Google's JSON shape, with `WWW-Authenticate` on 401/403.
- */
+/** The REST layer: each route authenticates, reads its parameters and runs one GraphQL operation in-process. */
 import express from 'express';
 import type { Runtime } from '../runtime.js';
 import type { GraphQLService } from '../graphql/index.js';
@@ -17,17 +13,13 @@ import { RouteTable } from '../http/route-table.js';
 
 const OPENAPI_PATH = '/openapi.json';
 
-/** Every REST operation, in the order the OpenAPI document lists them. */
 export function restRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
   return [...productRoutes(runtime, rest), ...orderRoutes(runtime, rest)];
 }
 
 const METHOD_ORDER = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
-/**
- * Answers a method a served path does not support with 405 and `Allow` (RFC 9110 §15.5.6),
- * and OPTIONS with 204 and `Allow`; GET implies HEAD, as Express serves it.
- */
+/** 405 with `Allow` (RFC 9110 §15.5.6), OPTIONS 204; GET implies HEAD, as Express serves it. */
 function methodNotAllowed(methods: readonly string[]): express.RequestHandler {
   const served = new Set(methods.flatMap((method) => (method === 'GET' ? ['GET', 'HEAD'] : [method])));
   const allowed = [...METHOD_ORDER.filter((method) => served.has(method)), 'OPTIONS'].join(', ');
@@ -43,7 +35,6 @@ function methodNotAllowed(methods: readonly string[]): express.RequestHandler {
 
 export interface RestRouter {
   router: express.RequestHandler;
-  /** The first path segments the router serves (`/products`, `/orders`, `/openapi.json`). */
   paths: string[];
 }
 

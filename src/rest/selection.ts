@@ -1,15 +1,6 @@
 /**
- * From a parsed `fields` tree to a GraphQL operation, and from its result back to the REST
- * response. The allow-list is the GraphQL schema itself: a name is selectable when it is a field
- * of the object type at that level (no required arguments, not an interface or union), so REST
- * can never name more than GraphQL serves. Documents are built as AST nodes and cached by
- * (route, normalized field set); nothing the client wrote is ever pasted into query text.
- *
- *   const op = operations.get({ route: 'products.list', schema, operation: 'query',
- *     field: 'products', args: ['limit', 'offset'], fields: parseFields('id,name') });
- *   // op.document ≙ query RestProductsList($limit: Int, $offset: Int) {
- *   //                 products(limit: $limit, offset: $offset) { id name } }
- *   op.project(result.data.products)  // → [{ id, name }, …], enums in lower case
+ * `fields` trees to GraphQL operations and results back. The allow-list is the schema itself, so REST never names
+ * more than GraphQL serves; documents are built as AST, so nothing the client wrote is pasted into query text.
  */
 import {
   GraphQLEnumType,
@@ -38,7 +29,6 @@ import { LRUCache } from 'lru-cache';
 import { fieldScopes } from '../graphql/scopes.js';
 import { FieldsError, merge, printFields, WHOLE, type FieldTree, type ParsedFields } from './fields.js';
 
-/** A field tree checked against the schema, with every WHOLE object expanded to its fields. */
 export interface Selection {
   type: GraphQLObjectType;
   fields: Map<string, SelectedField>;
@@ -46,7 +36,6 @@ export interface Selection {
 
 export interface SelectedField {
   field: GraphQLField<unknown, unknown>;
-  /** The subfields of an object field; undefined for scalars and enums. */
   selection: Selection | undefined;
   /** Enum values are UPPER_CASE in GraphQL and lower case in REST. */
   enumType: GraphQLEnumType | undefined;
@@ -54,7 +43,6 @@ export interface SelectedField {
 
 const allowedCache = new WeakMap<GraphQLObjectType, Map<string, GraphQLField<unknown, unknown>>>();
 
-/** The fields of `type` a REST client may name: the allow-list, straight from the schema. */
 export function allowedFields(type: GraphQLObjectType): Map<string, GraphQLField<unknown, unknown>> {
   let allowed = allowedCache.get(type);
   if (!allowed) {
@@ -72,10 +60,6 @@ export function allowedFields(type: GraphQLObjectType): Map<string, GraphQLField
   return allowed;
 }
 
-/**
- * Checks every path the client wrote against the allow-list; throws FieldsError naming the
- * first one that does not exist, goes below a scalar, or names a field at the wrong level.
- */
 export function checkPaths(root: GraphQLObjectType, paths: string[][], parameter = 'fields'): void {
   for (const path of paths) {
     let type = root;
@@ -105,13 +89,8 @@ export function checkPaths(root: GraphQLObjectType, paths: string[][], parameter
 }
 
 /**
- * Every field of `type`, objects expanded recursively. A field that would re-enter a type
- * already being expanded is left out, so a cyclic schema still gives a finite "everything";
- * so is a field needing a scope outside `scopes` (the resource's own), so that a default
- * response never needs more than the route's scope: such a field comes only when named.
- * The items of a nested list (`reviews`, `items`) get their own fields but no objects: an
- * object per item (`items.product`) multiplies the cost of a page by the list's size, so it is
- * returned only when named.
+ * Every field of `type`, leaving out cycles and fields needing a scope outside `scopes` (a default response needs
+ * only the route's scope), and objects inside nested lists, which multiply a page's cost by the list's size.
  */
 function expandWhole(
   type: GraphQLObjectType,
@@ -135,11 +114,7 @@ function expandWhole(
   return { type, fields };
 }
 
-/**
- * Resolves a tree whose paths `checkPaths` accepted. `scopes` are those the selection may
- * need without naming them (the resource's); a field named explicitly adds its own scopes
- * for what is expanded below it.
- */
+/** A field named explicitly adds its own scopes for what is expanded below it. */
 export function resolveSelection(
   type: GraphQLObjectType,
   tree: FieldTree,
@@ -163,7 +138,6 @@ export function resolveSelection(
   return { type, fields };
 }
 
-/** The GraphQL selection set of a resolved selection, as AST. */
 export function selectionSetOf(selection: Selection): SelectionSetNode {
   const selections: FieldNode[] = [...selection.fields.entries()]
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
@@ -175,7 +149,6 @@ export function selectionSetOf(selection: Selection): SelectionSetNode {
   return { kind: Kind.SELECTION_SET, selections };
 }
 
-/** The REST shape of a GraphQL value: exactly the selected keys, enum values in lower case. */
 export function project(value: unknown, selection: Selection): unknown {
   if (value === null || value === undefined) return null;
   if (Array.isArray(value)) return value.map((item) => project(item, selection));
@@ -195,13 +168,11 @@ function lowerEnum(value: unknown): unknown {
   return typeof value === 'string' ? value.toLowerCase() : value;
 }
 
-/** The GraphQL enum value for a REST (lower-case) one, or undefined when there is none. */
 export function enumValueFromRest(type: GraphQLEnumType, value: string): string | undefined {
   if (value !== value.toLowerCase()) return undefined;
   return type.getValues().find((candidate) => candidate.name.toLowerCase() === value)?.name;
 }
 
-/** The AST of a GraphQL type reference (`[Int!]!`), built from the schema's own type. */
 export function typeNodeOf(type: GraphQLInputType): TypeNode {
   if (type instanceof GraphQLNonNull) return { kind: Kind.NON_NULL_TYPE, type: typeNodeOf(type.ofType) as never };
   if (type instanceof GraphQLList) return { kind: Kind.LIST_TYPE, type: typeNodeOf(type.ofType) };
@@ -209,36 +180,24 @@ export function typeNodeOf(type: GraphQLInputType): TypeNode {
 }
 
 export interface OperationSpec {
-  /** Names the REST route; part of the cache key and of the operation name. */
   route: string;
   schema: GraphQLSchema;
   operation: 'query' | 'mutation';
-  /** The root field, e.g. `products`. */
   field: string;
-  /** Root-field arguments passed as same-named variables, typed as the schema types them. */
   args: readonly string[];
   fields: ParsedFields;
-  /** Fields the layer needs for itself (e.g. `etag` for the ETag header), kept out of the response. */
   internal?: FieldTree;
-  /**
-   * The root field is a cursor connection: the fields select its `nodes`, and the operation
-   * also asks for `pageInfo { hasNextPage endCursor }`.
-   */
   connection?: boolean;
 }
 
 export interface CompiledOperation {
   document: DocumentNode;
   operationName: string;
-  /** The root field whose value the operation returns. */
   field: string;
-  /** The response type of the root field. */
   type: GraphQLObjectType;
-  /** Picks the requested fields out of the root field's value. */
   project(value: unknown): unknown;
 }
 
-/** A root field of the schema (`Query.products`); a missing one is a programming error. */
 export function rootField(schema: GraphQLSchema, operation: 'query' | 'mutation', name: string): GraphQLField<unknown, unknown> {
   const root = operation === 'query' ? schema.getQueryType() : schema.getMutationType();
   const field = root?.getFields()[name];
@@ -246,14 +205,12 @@ export function rootField(schema: GraphQLSchema, operation: 'query' | 'mutation'
   return field;
 }
 
-/** The object type a root field returns (through lists and non-null wrappers). */
 export function rootFieldType(schema: GraphQLSchema, operation: 'query' | 'mutation', name: string): GraphQLObjectType {
   const type = getNamedType(rootField(schema, operation, name).type);
   if (!isObjectType(type)) throw new Error(`${operation} field ${name} does not return an object type`);
   return type;
 }
 
-/** The type `fields` selects from: the root field's, or its connection's `nodes`. */
 function itemType(spec: OperationSpec): GraphQLObjectType {
   const type = rootFieldType(spec.schema, spec.operation, spec.field);
   if (!spec.connection) return type;
@@ -269,7 +226,6 @@ const field = (name: string, selectionSet?: SelectionSetNode): FieldNode => ({
   ...(selectionSet && { selectionSet }),
 });
 
-/** `{ nodes { … } pageInfo { endCursor hasNextPage } }` around a node selection. */
 function connectionSelection(nodes: SelectionSetNode): SelectionSetNode {
   return {
     kind: Kind.SELECTION_SET,
@@ -280,7 +236,6 @@ function connectionSelection(nodes: SelectionSetNode): SelectionSetNode {
 function compile(spec: OperationSpec): CompiledOperation {
   const root = rootField(spec.schema, spec.operation, spec.field);
   const type = itemType(spec);
-  // The resource's own scopes: what the root field and its type need anyway.
   const scopes = new Set([...fieldScopes(root)]);
   const requested = resolveSelection(type, spec.fields.tree, new Set(), scopes);
   const selected = spec.internal ? resolveSelection(type, merge(spec.fields.tree, spec.internal), new Set(), scopes) : requested;
@@ -323,14 +278,11 @@ function compile(spec: OperationSpec): CompiledOperation {
   return { document, operationName, field: spec.field, type, project: (value) => project(value, requested) };
 }
 
-/** Compiled operations, cached by (route, normalized field set) in a bounded LRU. */
 export class OperationCache {
   private readonly cache: LRUCache<string, CompiledOperation>;
   private readonly schemas = new WeakMap<GraphQLSchema, number>();
   private schemaCount = 0;
-  /** Root types each parsed field set passed `checkPaths` for. */
   private readonly checked = new WeakMap<ParsedFields, WeakSet<GraphQLObjectType>>();
-  /** Canonical text of each field tree seen. */
   private readonly printed = new WeakMap<Exclude<FieldTree, typeof WHOLE>, string>();
 
   constructor(max = 500) {
@@ -341,11 +293,7 @@ export class OperationCache {
     return this.cache.size;
   }
 
-  /**
-   * Checks the paths (on a cache hit too, since different paths can normalize to one tree), then
-   * returns the cached or a new operation. A field set parsed once (parseFields returns the same
-   * object for the same text) is checked and printed once per root type.
-   */
+  /** Paths are checked on a hit too: different paths can normalize to one tree. */
   get(spec: OperationSpec): CompiledOperation {
     const type = itemType(spec);
     let checkedFor = this.checked.get(spec.fields);

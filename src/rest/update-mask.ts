@@ -1,14 +1,6 @@
 /**
- * The `update_mask` query parameter of a PATCH (AIP-134, AIP-161): which fields of the body to
- * apply. Only fields both in the mask and in the body change; output-only fields named in the
- * mask are ignored (AIP-203), so sending back a resource just read, with its mask, is a no-op.
- *
- *   parseUpdateMask(' memo,status ,memo')            → [['memo'], ['status']]
- *   planUpdate(schema, 'updateOrder', mask, { memo: null, status: 'paid', totalCents: 1 })
- *     → { input: { memo: null, status: 'PAID' }, fields: ['memo', 'status'] }
- *
- * Which fields are updatable, output-only or nullable is read from the GraphQL schema: the
- * mutation's `input` type lists the updatable ones, the type it returns all the others.
+ * `update_mask` (AIP-134, AIP-161): only fields both masked and in the body change; masked output-only fields are
+ * ignored (AIP-203), so sending back a resource just read is a no-op.
  */
 import {
   coerceInputValue,
@@ -25,11 +17,7 @@ import { RestInvalidArgument } from './errors.js';
 
 const PATH = /^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$/;
 
-/**
- * Parses an `update_mask`: comma-separated field paths (`a`, `a.b`), names trimmed, duplicates
- * collapsed, empty names between commas skipped. Missing or empty is a 400: a PATCH must say
- * what it changes.
- */
+/** Missing or empty is a 400: a PATCH must say what it changes. */
 export function parseUpdateMask(raw: string | undefined): string[][] {
   if (raw === undefined || raw.trim() === '') throw new FieldsError('update_mask is required: name the fields to change, e.g. update_mask=status,memo');
   if (raw.length > MAX_FIELDS_LENGTH) throw new FieldsError(`update_mask: longer than ${MAX_FIELDS_LENGTH} characters`);
@@ -55,17 +43,10 @@ function truncate(text: string): string {
 }
 
 export interface UpdatePlan {
-  /** The mutation's `input`: exactly the fields both masked and present in the body. */
   input: Record<string, unknown>;
-  /** Names of the fields that input sets (empty: nothing to change). */
   fields: string[];
 }
 
-/**
- * Turns a mask and a JSON object body into the `input` of the `mutation` root field. Throws
- * FieldsError / RestInvalidArgument naming the field for an unknown mask name, a null for a
- * non-nullable field, or a value of the wrong type.
- */
 export function planUpdate(schema: GraphQLSchema, mutation: string, mask: string[][], body: Record<string, unknown>): UpdatePlan {
   const field = rootField(schema, 'mutation', mutation);
   const resource = rootFieldType(schema, 'mutation', mutation);
