@@ -1,9 +1,5 @@
-/**
- * Client records, cached in-process for CLIENT_CACHE_MS: every /authorize and /token request
- * needs its client, and registrations change rarely. A change made through the CLI (another
- * process) reaches a running server within that time; unknown ids are never cached, so a new
- * client works at once.
- */
+// Clients are cached for CLIENT_CACHE_MS, so a CLI change reaches a running server within that time; unknown ids are
+// never cached, so a new client works at once.
 import { LRUCache } from 'lru-cache';
 import { POLICY } from '../../policy.js';
 import type { Client, ClientStore } from './clients.js';
@@ -20,7 +16,6 @@ export class ClientCache {
 
   constructor(
     private readonly clients: ClientStore,
-    /** Set when CLIENT_ID_METADATA_DOCUMENTS is on. */
     private readonly documents?: ClientMetadataDocuments,
   ) {}
 
@@ -34,7 +29,6 @@ export class ClientCache {
     return client;
   }
 
-  /** The client of an authorization request: a registered one, or (CIMD) the one a metadata document describes. */
   async resolve(id: string): Promise<Client | undefined> {
     const stored = await this.find(id);
     if (!this.documents || !looksLikeMetadataDocumentUrl(id)) return stored;
@@ -43,12 +37,10 @@ export class ClientCache {
     return client;
   }
 
-  /** Drops a client changed or deleted by this process, so the change applies here at once. */
   forget(id: string): void {
     this.cache.delete(id);
   }
 
-  /** Constant-time check of a presented secret against the client's stored HMAC. */
   verifySecret(client: Client, secret: string): boolean {
     return this.clients.verifySecret(client, secret);
   }

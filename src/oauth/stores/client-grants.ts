@@ -10,7 +10,6 @@ import { randomToken } from '../../crypto/secrets.js';
 export class ClientGrantStore {
   constructor(private readonly db: Db) {}
 
-  /** The new grant's id; undefined when the client no longer exists. */
   async create(clientId: string, scope: string): Promise<string | undefined> {
     const id = randomToken(16);
     try {

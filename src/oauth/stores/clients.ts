@@ -1,8 +1,4 @@
-/**
- * Registered OAuth clients. Confidential clients get a generated 256-bit secret that is shown
- * once and stored as HMAC-SHA-256 under a per-deployment key; public clients have none and
- * must use PKCE.
- */
+/** Confidential clients' 256-bit secrets are shown once and stored as HMAC-SHA-256 under a per-deployment key. */
 import { eq, sql } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { clients } from '../../db/schema.js';
@@ -15,10 +11,8 @@ export type Client = typeof clients.$inferSelect;
 
 export const DEVICE_CODE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:device_code';
 
-/** Every grant type a client may be registered for. */
 export const SUPPORTED_GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials', DEVICE_CODE_GRANT_TYPE] as const;
 
-/** What a client is registered for when nothing else is asked: the browser-redirect flow. */
 export const DEFAULT_GRANT_TYPES = ['authorization_code', 'refresh_token'] as const;
 
 export class ClientRegistrationError extends Error {
@@ -29,25 +23,19 @@ export interface NewClient {
   name: string;
   redirectUris: string[];
   isPublic?: boolean;
-  /** Space-separated; defaults to every scope Fieldgate knows. */
   scope?: string;
-  /** Fixed id (the demo client); a random one otherwise. */
   id?: string;
   /** `private_key_jwt` (RFC 7523 §2.2): no secret; the client signs assertions with a key of `jwks` or `jwksUri`. */
   tokenEndpointAuthMethod?: 'private_key_jwt';
-  /** The client's public keys, a JWK Set (private_key_jwt). */
   jwks?: unknown;
-  /** Where the client publishes its JWK Set (private_key_jwt). */
   jwksUri?: string;
   /** RFC 9449 §5.2: every token request must carry a DPoP proof. */
   dpopBoundAccessTokens?: boolean;
-  /** OpenID Connect and page details; see ClientOidcSettings. */
   oidc?: ClientOidcSettings;
   /** Defaults to DEFAULT_GRANT_TYPES. Without authorization_code the client has no redirect URIs. */
   grantTypes?: readonly string[];
 }
 
-/** A client's OpenID Connect settings and the links its consent page shows. */
 export interface ClientOidcSettings {
   subjectType?: SubjectType;
   postLogoutRedirectUris?: string[];
@@ -102,21 +90,15 @@ export interface RegisteredClient {
   token_endpoint_auth_method: 'client_secret_basic' | 'none' | 'private_key_jwt';
   jwks_uri?: string;
   dpop_bound_access_tokens?: true;
-  /** Only when not the default (public). */
   subject_type?: string;
   post_logout_redirect_uris?: string[];
   backchannel_logout_uri?: string;
   policy_uri?: string;
   tos_uri?: string;
-  /** Shown for self-registered clients only. */
   registration_type?: RegistrationType;
 }
 
-/**
- * A loopback IP literal as the WHATWG URL parser writes a host: 127.0.0.0/8 (the parser has
- * already turned `127.1`, `0x7f.1` … into dotted quads) or `[::1]`. A name that merely starts
- * with `127.` (`127.evil.example`, `127.0.0.1.nip.io`) is not one.
- */
+/** `127.evil.example` is not a loopback IP literal; the URL parser already turned `127.1`, `0x7f.1` into dotted quads. */
 function isLoopbackIp(hostname: string): boolean {
   return hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
 }
@@ -125,11 +107,7 @@ function isLoopbackHost(hostname: string): boolean {
   return hostname === 'localhost' || isLoopbackIp(hostname);
 }
 
-/**
- * RFC 9700 §2.1 / §4.1.3: redirect URIs are registered in full, use https (or http on a
- * loopback host — a loopback IP literal or `localhost` exactly — for native and development
- * clients) and carry no fragment.
- */
+/** RFC 9700 §2.1 / §4.1.3: full URIs, https (or http on a loopback host), no fragment. */
 export function validateRedirectUri(raw: string): string {
   let uri: URL;
   try {
@@ -148,15 +126,11 @@ export function validateRedirectUri(raw: string): string {
   return raw;
 }
 
-/** `http://` + a loopback IP literal + an optional port, at the start of a redirect URI. */
 const LOOPBACK_IP_ORIGIN = /^http:\/\/(\[::1\]|127\.\d{1,3}\.\d{1,3}\.\d{1,3})(?::\d{1,5})?(?=[/?]|$)/;
 
 /**
- * Whether a presented redirect URI matches a registered one: simple string comparison
- * (RFC 9700 §4.1.3), except that for an http loopback IP literal the port is ignored, since a
- * native app listens on whatever port the OS gives it (RFC 8252 §7.3). Everything but the port
- * — scheme, the literal itself, path and query — must still be identical; `localhost` is not
- * relaxed (RFC 8252 §8.3 discourages it).
+ * RFC 9700 §4.1.3 simple string comparison, except that an http loopback IP literal's port is ignored, since a native
+ * app listens on whatever port the OS gives it (RFC 8252 §7.3); `localhost` is not relaxed (RFC 8252 §8.3).
  */
 export function redirectUriMatches(registered: string, presented: string): boolean {
   if (registered === presented) return true;
@@ -172,15 +146,12 @@ export function redirectUriMatches(registered: string, presented: string): boole
   }
 }
 
-/** How a client came to be registered. */
 export type RegistrationType = Client['registrationType'];
 
-/** Self-registered clients are unverified: consent is asked every time, and the page says so. */
 export function isSelfRegistered(client: Client): boolean {
   return client.registrationType === 'dynamic' || client.registrationType === 'metadata_document';
 }
 
-/** The column values a validated client metadata object sets (everything but id and secrets). */
 function metadataColumns(metadata: ClientMetadata, fallbackName: string) {
   return {
     name: metadata.clientName ?? fallbackName,
@@ -198,7 +169,6 @@ function metadataColumns(metadata: ClientMetadata, fallbackName: string) {
   };
 }
 
-/** A name for a client that gave none: the host of its first redirect URI. */
 function unnamed(metadata: ClientMetadata): string {
   try {
     const host = new URL(metadata.redirectUris[0]!).host;
@@ -218,10 +188,7 @@ export class ClientStore {
     return hmacSha256(this.secretKey, secret);
   }
 
-  /**
-   * Constant-time check of a presented secret against the client's stored hash, and against the
-   * secret before the last rotation while its overlap lasts.
-   */
+  /** Constant-time; the secret before the last rotation also works while its overlap lasts. */
   verifySecret(client: Client, secret: string, now = new Date()): boolean {
     if (!client.secretHash) return false;
     const presented = this.hashSecret(secret);
@@ -266,10 +233,7 @@ export class ClientStore {
     return describeClient(row!, secret);
   }
 
-  /**
-   * RFC 7591: stores a dynamically registered client. Returns the row, its secret (unless it is
-   * public) and its RFC 7592 registration access token — both shown once, stored as HMACs.
-   */
+  /** RFC 7591; the secret and the RFC 7592 registration access token are shown once, stored as HMACs. */
   async registerDynamic(metadata: ClientMetadata): Promise<{ client: Client; secret: string | undefined; registrationAccessToken: string }> {
     const secret = metadata.tokenEndpointAuthMethod === 'none' ? undefined : randomToken(32);
     const registrationAccessToken = randomToken(32);
@@ -286,7 +250,6 @@ export class ClientStore {
     return { client: row!, secret, registrationAccessToken };
   }
 
-  /** RFC 7592: the dynamic client `id` if `token` is its registration access token (constant-time). */
   async findByRegistrationToken(id: string, token: string): Promise<Client | undefined> {
     const client = await this.find(id);
     if (!client?.registrationAccessTokenHash || client.registrationType !== 'dynamic') return undefined;
@@ -303,10 +266,7 @@ export class ClientStore {
     return row;
   }
 
-  /**
-   * Stores (or refreshes) the client a metadata document describes, under its URL as id, so
-   * codes and grants can reference it. Its metadata is replaced by the document's each time.
-   */
+  /** Stored under its URL as id, so codes and grants can reference it; replaced by the document's each time. */
   async upsertMetadataDocument(id: string, metadata: ClientMetadata, expiresAt: Date): Promise<Client> {
     const columns = { ...metadataColumns(metadata, new URL(id).host), metadataExpiresAt: expiresAt };
     const [row] = await this.db
@@ -333,7 +293,6 @@ export class ClientStore {
     return deleted.length > 0;
   }
 
-  /** Changes a client's name, redirect URIs or scopes; undefined when there is no such client. */
   async update(id: string, changes: ClientChanges): Promise<RegisteredClient | undefined> {
     const set: Partial<typeof clients.$inferInsert> = {};
     if (changes.name !== undefined) set.name = validateName(changes.name);
@@ -354,10 +313,7 @@ export class ClientStore {
     return row && describeClient(row);
   }
 
-  /**
-   * Issues a new secret for a confidential client. The old one keeps working for
-   * `overlapSeconds` (0: stops at once), so deployed apps can switch without downtime.
-   */
+  /** The old secret keeps working for `overlapSeconds`, so deployed apps can switch without downtime. */
   async rotateSecret(id: string, overlapSeconds: number): Promise<{ secret: string; previousSecretExpiresAt: Date | null } | undefined> {
     const client = await this.find(id);
     if (!client) return undefined;
@@ -376,7 +332,6 @@ export class ClientStore {
     return { secret, previousSecretExpiresAt: row.previousSecretExpiresAt };
   }
 
-  /** Issues a new secret for a confidential client (the old one stops working at once). */
   async resetSecret(id: string): Promise<string> {
     const secret = randomToken(32);
     const updated = await this.db
@@ -395,9 +350,7 @@ export class ClientStore {
 
 export interface ClientChanges {
   name?: string;
-  /** Replaces every registered redirect URI. */
   redirectUris?: string[];
-  /** Space-separated; replaces the scopes the client may request. */
   scope?: string;
   oidc?: ClientOidcSettings;
 }

@@ -1,8 +1,6 @@
 /**
- * Authorization codes. A code is 256 random bits handed to the browser once; only its SHA-256
- * is stored. Issuing a code also creates its grant (the family every token redeemed from it
- * belongs to), in one statement. Redeeming is one atomic UPDATE, so of any number of
- * concurrent redemptions exactly one gets the row.
+ * Authorization codes: only their SHA-256 is stored. Redeeming is one atomic UPDATE, so of any number of concurrent
+ * redemptions exactly one gets the row.
  */
 import { and, eq, gt, isNull, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
@@ -21,15 +19,12 @@ export interface NewAuthorizationCode {
   scope: string;
   /** RFC 8707 resources the user authorizes (stored on the grant); empty: the default audience. */
   resources?: readonly string[];
-  /** The redirect_uri sent to /authorize, or null when the request relied on the only registered one. */
   redirectUri: string | null;
   codeChallenge: string | null;
   codeChallengeMethod: 'S256' | null;
   /** RFC 9449 §10: the `dpop_jkt` of the authorization request, if it sent one. */
   dpopJkt?: string | null;
-  /** OIDC: echoed in the ID Token. */
   nonce?: string | null;
-  /** OIDC: when the user signed in (seconds since the epoch), kept with the grant. */
   authTime?: number | null;
 }
 
@@ -37,23 +32,18 @@ export interface RedeemedCode {
   grantId: string;
   userId: number;
   scope: string;
-  /** The grant's RFC 8707 resources; empty: the default audience. */
   resources: string[];
   redirectUri: string | null;
   codeChallenge: string | null;
   codeChallengeMethod: string | null;
   dpopJkt: string | null;
   nonce: string | null;
-  /** Seconds since the epoch, or null for a grant made without one. */
   authTime: number | null;
 }
 
-/** Why a code could not be redeemed, for the error and the security log. */
-/** A refresh token to store with the redemption, in the same statement (one round trip, one commit). */
 export interface NewRefreshToken {
   tokenHash: string;
   ttlSeconds: number;
-  /** The DPoP key thumbprint the refresh token is bound to (RFC 9449 §5), or null. */
   dpopJkt: string | null;
 }
 
@@ -64,10 +54,7 @@ export type CodeRejection =
   | { reason: 'expired'; userId: number }
   | { reason: 'grant_revoked'; userId: number };
 
-/**
- * OIDC Core §11: an OpenID request gets a refresh token only when `offline_access` was granted;
- * a plain OAuth request gets one as before. Mirrored by `refreshTokenAllowed`.
- */
+/** OIDC Core §11: an OpenID request gets a refresh token only when `offline_access` was granted. */
 const OFFLINE_CONDITION = sql.raw(
   `not ('openid' = any(string_to_array(scope, ' '))) or 'offline_access' = any(string_to_array(scope, ' '))`,
 );
@@ -88,7 +75,6 @@ export class AuthorizationCodeStore {
     private readonly ttlSeconds: number,
   ) {}
 
-  /** Creates the grant and its code; returns the code (shown once) and the grant id. */
   async issue(input: NewAuthorizationCode): Promise<{ code: string; grantId: string }> {
     const code = randomToken(32);
     const grantId = randomToken(16);
@@ -106,16 +92,7 @@ export class AuthorizationCodeStore {
     return { code, grantId };
   }
 
-  /**
-   * Marks the code used and returns it, if it belongs to `clientId`, is unused, unexpired and
-   * its grant is not revoked — all in one UPDATE. Undefined otherwise (see `diagnose`).
-   */
-  /**
-   * The signed-in user's authorization step in one statement: reads the user and their consent
-   * for this client and, when the consent covers every requested scope, creates the grant and
-   * the code. Without a user the caller shows the login page; without enough consent, the
-   * consent page (and nothing was written).
-   */
+  /** Reads the user and their consent and, when it covers every requested scope, creates the grant and code. */
   async issueIfConsented(
     input: NewAuthorizationCode,
     sessionEpoch = 0,

@@ -1,7 +1,4 @@
-/**
- * What each user has allowed each client. A consent only grows: allowing more scopes later
- * adds them to what was allowed before, so a request for scopes already allowed is not asked again.
- */
+/** A consent only grows: allowing more scopes adds them, so scopes already allowed are not asked again. */
 import { sql } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { clients, consents, grants, users } from '../../db/schema.js';
@@ -12,14 +9,12 @@ import { isForeignKeyViolation } from '../../db/errors.js';
 export interface SignedInUser {
   userId: number;
   username: string;
-  /** Scopes this user has already allowed the client. */
   consentedScopes: ReadonlySet<string>;
 }
 
 export class ConsentStore {
   constructor(private readonly db: Db) {}
 
-  /** The clients `userId` has allowed that registered a back-channel logout URI (OIDC Back-Channel Logout). */
   backchannelLogoutTargets(userId: number) {
     return queryRows<{ id: string; subject_type: string; redirect_uris: string[]; backchannel_logout_uri: string }>(
       this.db,
@@ -29,10 +24,7 @@ export class ConsentStore {
     );
   }
 
-  /**
-   * The user (if the account still exists) and what they have allowed `clientId`, in one query:
-   * a session outliving its account reads as signed out.
-   */
+  /** One query; a session outliving its account reads as signed out. */
   async lookup(userId: number, clientId: string, sessionEpoch = 0): Promise<SignedInUser | undefined> {
     const [row] = await queryRows<{ id: number; username: string; scope: string | null }>(
       this.db,
@@ -44,7 +36,6 @@ export class ConsentStore {
     return { userId: row.id, username: row.username, consentedScopes: new Set(parseScope(row.scope)) };
   }
 
-  /** Records that `userId` allows `clientId` the given scopes (added to any allowed before); false if either no longer exists. */
   async grant(userId: number, clientId: string, scopes: readonly string[]): Promise<boolean> {
     return this.db.execute(sql`
       insert into ${consents} (user_id, client_id, scope) values (${userId}, ${clientId}, ${formatScope(scopes)})
@@ -55,14 +46,12 @@ export class ConsentStore {
         updated_at = now()`).then(
       () => true,
       (error: unknown) => {
-        // The account or the client was deleted meanwhile: nothing to record.
         if (isForeignKeyViolation(error)) return false;
         throw error;
       },
     );
   }
 
-  /** The apps `userId` has allowed, most recently used first. */
   async connectedApps(userId: number): Promise<ConnectedApp[]> {
     const rows = await queryRows<{ client_id: string; name: string; redirect_uris: string[]; scope: string; updated_at: Date | string; last_used_at: Date | string | null }>(
       this.db,
@@ -82,10 +71,7 @@ export class ConsentStore {
     }));
   }
 
-  /**
-   * Withdraws what `userId` allowed `clientId` and revokes every grant between them in one
-   * statement; returns the revoked grant ids (for the caller's revocation cache).
-   */
+  /** Returns the revoked grant ids for the caller's revocation cache. */
   async revokeApp(userId: number, clientId: string): Promise<{ consentDeleted: boolean; grantIds: string[] }> {
     const rows = await queryRows<{ consent_deleted: boolean; grant_id: string | null }>(
       this.db,
@@ -102,7 +88,6 @@ export class ConsentStore {
     return { consentDeleted: Boolean(rows[0]?.consent_deleted), grantIds: rows.flatMap((r) => (r.grant_id === null ? [] : [r.grant_id])) };
   }
 
-  /** Every consent, optionally of one user (by name) or one client, with the live grants under it. */
   async list(filter: { username?: string; clientId?: string } = {}): Promise<ConsentRecord[]> {
     const rows = await queryRows<{ username: string; user_id: number; client_id: string; client_name: string; scope: string; updated_at: Date | string; live_grants: number }>(
       this.db,
@@ -125,11 +110,7 @@ export class ConsentStore {
     }));
   }
 
-  /**
-   * Withdraws what `username` allowed `clientId` and revokes every grant between them, in one
-   * statement: the client's refresh tokens stop working at once, its access tokens within the
-   * revocation cache time. Undefined when there is no such user.
-   */
+  /** One statement: refresh tokens stop at once, access tokens within the revocation cache time. */
   async revoke(username: string, clientId: string): Promise<{ consentDeleted: boolean; grantsRevoked: number } | undefined> {
     const [row] = await queryRows<{ user_found: boolean; consent_deleted: boolean; grants_revoked: number }>(
       this.db,
@@ -149,14 +130,12 @@ export class ConsentStore {
   }
 }
 
-/** One app on the user's "Connected apps" page. */
 export interface ConnectedApp {
   clientId: string;
   clientName: string;
   redirectUris: string[];
   scope: string;
   allowedAt: Date;
-  /** Last code exchange or refresh of any of its grants, if any. */
   lastUsedAt: Date | null;
 }
 
@@ -167,6 +146,5 @@ export interface ConsentRecord {
   clientName: string;
   scope: string;
   updatedAt: Date;
-  /** Grants (token families) under this consent that are not revoked. */
   liveGrants: number;
 }

@@ -1,25 +1,20 @@
 /**
- * The one "consume if unused" statement shared by authorization codes and refresh tokens (what
- * node-oidc-provider calls a consumable): a single UPDATE marks the row used only if it belongs
- * to the client, is unused, unexpired and its grant is not revoked, so two concurrent
- * redemptions cannot both succeed. Used as the first CTE of a larger statement.
+ * The one "consume if unused" UPDATE of codes and refresh tokens (node-oidc-provider's consumable): one statement,
+ * so two concurrent redemptions cannot both succeed.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { authorizationCodes, grants, refreshTokens } from '../../db/schema.js';
 
 export interface Consumption {
   table: typeof authorizationCodes | typeof refreshTokens;
-  /** The row's key: the SHA-256 of the presented code or token, in its hash column. */
   hashColumn: typeof authorizationCodes.codeHash | typeof refreshTokens.tokenHash;
   hash: string;
   clientId: string;
   /** Column list of the RETURNING clause (constant SQL, never user input). */
   returning: SQL;
-  /** A further condition the row must meet (e.g. its DPoP key binding). */
   andAlso?: SQL;
 }
 
-/** `UPDATE … SET consumed_at = now() WHERE <the client's, unused, unexpired, live grant> RETURNING …`. */
 export function consumeIfUnused({ table, hashColumn, hash, clientId, returning, andAlso }: Consumption): SQL {
   return sql`update ${table} set consumed_at = now()
     where ${hashColumn} = ${hash} and client_id = ${clientId}

@@ -1,7 +1,6 @@
 /**
- * Device authorization requests (RFC 8628), stored as SHA-256 hashes. Redeeming is one statement (consumed, grant and
- * refresh token created), so of concurrent polls on any instance exactly one gets the tokens; a poll that redeems nothing
- * records itself under a row lock, so concurrent too-fast polls each see the one before them.
+ * Device authorization requests (RFC 8628). Redeeming is one statement, so of concurrent polls exactly one gets the
+ * tokens; a poll records itself under a row lock, so concurrent too-fast polls each see the one before them.
  */
 import { randomInt } from 'node:crypto';
 import { and, eq, gt, sql } from 'drizzle-orm';
@@ -26,7 +25,6 @@ export function generateUserCode(): string {
   return code;
 }
 
-/** `BCDFGHJK` → `BCDF-GHJK`, the form shown to people. */
 export function formatUserCode(code: string): string {
   return `${code.slice(0, 4)}-${code.slice(4)}`;
 }
@@ -42,7 +40,6 @@ export function normalizeUserCode(input: string): string | undefined {
 
 export interface IssuedDeviceCode {
   deviceCode: string;
-  /** Without the dash; see formatUserCode. */
   userCode: string;
   expiresIn: number;
   interval: number;
@@ -62,7 +59,6 @@ export interface RedeemedDeviceCode {
 export interface DevicePoll {
   status: (typeof deviceCodes.$inferSelect)['status'];
   expired: boolean;
-  /** This poll came sooner than the interval after the previous one; the interval has been raised. */
   tooFast: boolean;
   interval: number;
 }
@@ -97,7 +93,6 @@ export class DeviceCodeStore {
     throw new Error('could not find a free user code');
   }
 
-  /** The request a user code (normalized) stands for, while it waits for a decision. */
   async findPending(userCode: string): Promise<PendingDeviceCode | undefined> {
     const [row] = await this.db
       .select({ clientId: deviceCodes.clientId, scope: deviceCodes.scope })
@@ -106,7 +101,6 @@ export class DeviceCodeStore {
     return row;
   }
 
-  /** Records the answer if the code still waits for one and is for `clientId` (the client the user was shown); else undefined. */
   async decide(userCode: string, clientId: string, userId: number, decision: 'approved' | 'denied'): Promise<PendingDeviceCode | undefined> {
     try {
       const [row] = await this.db
@@ -128,7 +122,6 @@ export class DeviceCodeStore {
     }
   }
 
-  /** Redeems an approved, unexpired code of `clientId` in one statement: consumed, its grant created, `refreshToken` stored. */
   async redeem(deviceCode: string, clientId: string, refreshToken?: NewRefreshToken): Promise<RedeemedDeviceCode | undefined> {
     const grantId = randomToken(16);
     try {
@@ -149,16 +142,12 @@ export class DeviceCodeStore {
       );
       return row && { grantId: row.grant_id, userId: row.user_id, scope: row.scope };
     } catch (error) {
-      // The user or client was deleted while this ran.
       if (isForeignKeyViolation(error)) return undefined;
       throw error;
     }
   }
 
-  /**
-   * Records a poll that redeemed nothing and says the code's state; a poll sooner than the interval raises the interval by
-   * SLOW_DOWN_SECONDS for good. Undefined for an unknown code or another client's (left untouched).
-   */
+  /** A poll sooner than the interval raises it by SLOW_DOWN_SECONDS for good; another client's code is left untouched. */
   async poll(deviceCode: string, clientId: string): Promise<DevicePoll | undefined> {
     const [row] = await queryRows<{ status: DevicePoll['status']; expired: boolean; too_fast: boolean; interval_seconds: number }>(
       this.db,

@@ -1,12 +1,7 @@
 /**
- * Refresh tokens: 256 bits, stored as SHA-256, bound to one client and one grant (the rotation
- * family). Rotation retires the presented token and inserts its successor in one statement, so
- * two concurrent uses of one token cannot both succeed.
- *
- * A successor is not random but HMAC(deployment key, predecessor): the server can name the
- * successor of a retired token again without storing it, so a retry within the reuse grace
- * window gets the same successor back instead of opening a second live branch of the family.
- * Without the key, a stolen retired token says nothing about its successor.
+ * Rotation retires a token and inserts its successor in one statement. A successor is HMAC(deployment key,
+ * predecessor), so a retry within the grace window gets the same successor back instead of a second live branch;
+ * without the key, a stolen retired token says nothing about its successor.
  */
 import { eq, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
@@ -19,7 +14,6 @@ export interface RefreshTokenFamily {
   grantId: string;
   clientId: string;
   userId: number;
-  /** The scope of the grant, the most any refresh may ask for. */
   scope: string;
   /** The grant's RFC 8707 resources (empty: the default audience), the most any refresh may ask for. */
   resources: string[];
@@ -27,18 +21,14 @@ export interface RefreshTokenFamily {
 
 /** A refresh token that could not be rotated keeps its binding in its record (RFC 9449 §5). */
 export interface DpopBinding {
-  /** Thumbprint of the DPoP key the token is bound to, or null. */
   dpopJkt: string | null;
 }
 
 export interface RotatedRefreshToken extends RefreshTokenFamily {
-  /** The successor, shown once. */
   refreshToken: string;
-  /** OIDC `auth_time` of the grant (seconds), for the refreshed ID Token. */
   authTime: number | null;
 }
 
-/** Everything known about a presented refresh token, whatever its state. */
 export interface RefreshTokenRecord extends RefreshTokenFamily, DpopBinding {
   createdAt: Date;
   expiresAt: Date;
@@ -46,19 +36,11 @@ export interface RefreshTokenRecord extends RefreshTokenFamily, DpopBinding {
   consumed: boolean;
   grantRevoked: boolean;
   authTime: number | null;
-  /**
-   * Retired no longer than `graceSeconds` ago and no later token of its family retired since:
-   * the "lost response" retry the optional grace window forgives.
-   */
+  /** The "lost response" retry the optional grace window forgives. */
   withinGrace: boolean;
 }
 
-/**
- * `insert into refresh_tokens … select … from <source>`: stores a new refresh token for the
- * family of the one row of `source` (a CTE returning grant_id, client_id, user_id and scope, and
- * dpop_jkt when `token.dpopJkt` is undefined: a successor keeps its predecessor's binding), so
- * that retiring or redeeming the old credential and storing the new one is a single statement.
- */
+/** A successor keeps its predecessor's binding; retiring the old credential and storing the new one is one statement. */
 export function insertRefreshTokenFrom(source: SQL, token: { tokenHash: string; ttlSeconds: number; dpopJkt?: string | null }): SQL {
   const dpopJkt = token.dpopJkt === undefined ? sql`dpop_jkt` : sql`${token.dpopJkt}`;
   return sql`insert into ${refreshTokens} (token_hash, grant_id, client_id, user_id, scope, dpop_jkt, expires_at)
@@ -73,27 +55,20 @@ export class RefreshTokenStore {
     private readonly successorKey: string,
   ) {}
 
-  /** The token that rotating `token` issues (and issued, if it was rotated already). */
   private successorOf(token: string): string {
     return hmacSha256(this.successorKey, `refresh-token-successor:${token}`);
   }
 
-  /** A new token and the hash it will be stored under, for a statement that stores it (code redemption). */
   mint(dpopJkt: string | null = null): { token: string; tokenHash: string; ttlSeconds: number; dpopJkt: string | null } {
     const token = randomToken(32);
     return { token, tokenHash: sha256(token), ttlSeconds: this.ttlSeconds, dpopJkt };
   }
 
-  /** Deletes a stored token that was never handed out (its redemption failed a later check). */
   async discard(token: string): Promise<void> {
     await this.db.delete(refreshTokens).where(eq(refreshTokens.tokenHash, sha256(token)));
   }
 
-  /**
-   * The successor already issued for the retired `token`, if it is still live (unused,
-   * unexpired, grant not revoked): what a retry within the grace window gets back. Read only,
-   * so any number of concurrent retries agree and the family keeps one live branch.
-   */
+  /** Read only, so concurrent retries within the grace window agree and the family keeps one live branch. */
   async liveSuccessor(token: string): Promise<string | undefined> {
     const successor = this.successorOf(token);
     const [row] = await queryRows<{ live: number }>(
@@ -105,11 +80,7 @@ export class RefreshTokenStore {
     return row ? successor : undefined;
   }
 
-  /**
-   * Retires `token` and issues its successor if the token belongs to `clientId`, is unused,
-   * unexpired, its grant is not revoked and — when it is DPoP-bound — `dpopJkt` is its key.
-   * Undefined otherwise (see `find`).
-   */
+  /** A DPoP-bound token rotates only with its key (RFC 9449 §5). */
   async rotate(token: string, clientId: string, dpopJkt?: string): Promise<RotatedRefreshToken | undefined> {
     const successor = this.successorOf(token);
     const [row] = await queryRows<{ grant_id: string; client_id: string; user_id: number; scope: string; auth_time: number | null; resources: string[] | null }>(
@@ -143,7 +114,6 @@ export class RefreshTokenStore {
     };
   }
 
-  /** The record of `token` in any state, or undefined for a token this server never issued. */
   async find(token: string, graceSeconds = 0): Promise<RefreshTokenRecord | undefined> {
     const [row] = await queryRows<{
       grant_id: string;
@@ -191,7 +161,6 @@ export class RefreshTokenStore {
     };
   }
 
-  /** The scope recorded for `token` (never changes), to validate a narrowing request before rotating. */
   async scopeOf(token: string): Promise<{ clientId: string; scope: string; resources: string[] } | undefined> {
     const [row] = await this.db
       .select({ clientId: refreshTokens.clientId, scope: refreshTokens.scope, resources: grants.resources })

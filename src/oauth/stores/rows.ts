@@ -1,11 +1,7 @@
 import type { SQL } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 
-/**
- * Runs a raw statement and returns its rows: PGlite answers `{ rows }`, postgres.js an array.
- * Raw SQL is used only where the query builder cannot say it in one statement (data-modifying
- * CTEs); column names come back in snake_case.
- */
+/** PGlite answers `{ rows }`, postgres.js an array; raw SQL only where the builder cannot say it in one statement. */
 export async function queryRows<T>(db: Pick<Db, 'execute'>, statement: SQL): Promise<T[]> {
   const result = await db.execute(statement);
   return ((result as { rows?: unknown }).rows ?? result) as T[];

@@ -1,4 +1,3 @@
-/** Resource owners: the people who sign in on the login page. */
 import { and, eq, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { grants, users } from '../../db/schema.js';
@@ -11,7 +10,6 @@ export class UserRegistrationError extends Error {
 }
 
 export const MAX_PASSWORD_LENGTH = 1024;
-/** Shortest password a new account (or a password change) may set. */
 export const MIN_PASSWORD_LENGTH = 8;
 
 function checkPassword(password: string, min = MIN_PASSWORD_LENGTH): void {
@@ -80,20 +78,13 @@ export class UserStore {
     return this.db.select({ id: users.id, username: users.username, createdAt: users.createdAt }).from(users).orderBy(users.id);
   }
 
-  /**
-   * Deletes the account; its grants, codes, refresh tokens, consents and orders go with it (the
-   * schema cascades), and a grant that no longer exists counts as revoked. False if unknown.
-   */
+  /** Grants, codes, refresh tokens, consents and orders go with it (the schema cascades). */
   async delete(username: string): Promise<boolean> {
     const deleted = await this.db.delete(users).where(eq(users.username, username.trim())).returning({ id: users.id });
     return deleted.length > 0;
   }
 
-  /**
-   * Sets a new password, revokes every grant of the user and ends every browser session (a
-   * password is changed after a leak: what was obtained with the old one must end too). False if
-   * there is no such user.
-   */
+  /** Also revokes every grant and ends every browser session: a password is changed after a leak. */
   async setPassword(username: string, password: string): Promise<boolean> {
     checkPassword(password);
     const passwordHash = await hashPassword(password);
@@ -105,7 +96,6 @@ export class UserStore {
     });
   }
 
-  /** Changes the display name or email; false if there is no such user. */
   async updateProfile(username: string, profile: UserProfile): Promise<boolean> {
     const set = validateProfile(profile);
     if (Object.keys(set).length === 0) return (await this.db.select({ id: users.id }).from(users).where(eq(users.username, username.trim()))).length > 0;
@@ -123,7 +113,6 @@ export class UserStore {
     return row?.epoch;
   }
 
-  /** The user of a browser session, if the account exists and the session's epoch is current. */
   async findSignedIn(id: number, sessionEpoch: number): Promise<User | undefined> {
     const [row] = await this.db.select().from(users).where(and(eq(users.id, id), eq(users.sessionEpoch, sessionEpoch)));
     return row;
@@ -134,10 +123,7 @@ export class UserStore {
     return row;
   }
 
-  /**
-   * The user whose username and password these are, or undefined. An unknown username costs
-   * the same KDF work as a wrong password, so timing does not reveal which accounts exist.
-   */
+  /** An unknown username costs the same KDF work as a wrong password, so timing does not reveal which accounts exist. */
   async authenticate(username: string, password: string): Promise<User | undefined> {
     if (password.length > MAX_PASSWORD_LENGTH) return undefined;
     const [user] = await this.db.select().from(users).where(eq(users.username, username.trim()));
