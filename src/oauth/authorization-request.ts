@@ -1,8 +1,6 @@
 /**
- * Reading and validating an authorization request (RFC 6749 §4.1.1, RFC 7636, RFC 9700), in
- * the order §4.1.2.1 requires: first the client and the redirect URI — a failure there is
- * shown on our own page and never redirected, or the endpoint would be an open redirector —
- * then everything else, whose failures go back to the (now trusted) redirect URI.
+ * Validated in the order RFC 6749 §4.1.2.1 requires: client and redirect URI first, whose failures are shown on our
+ * own page (else the endpoint is an open redirector), then the rest, whose failures go to the now trusted redirect URI.
  */
 import { redirectUriMatches, type Client } from './stores/clients.js';
 import {
@@ -37,21 +35,17 @@ export const AUTHORIZE_PARAMETERS = [
   'login_hint',
 ] as const;
 
-/** OIDC `prompt` values (§3.1.2.1); `none` may not be combined with others. */
 export const PROMPT_VALUES = ['none', 'login', 'consent', 'select_account'] as const;
 export type Prompt = (typeof PROMPT_VALUES)[number];
 
 const MAX_NONCE_LENGTH = 512;
 const MAX_LOGIN_HINT_LENGTH = 256;
-/** RFC 8707 §2: may be repeated, one value per resource. */
 export const RESOURCE_PARAMETER = 'resource';
 
-/** A request whose client or redirect URI cannot be trusted: answered with our error page only. */
 export class UntrustedAuthorizationRequest extends Error {
   override readonly name = 'UntrustedAuthorizationRequest';
 }
 
-/** An error to report to the client at its validated redirect URI (RFC 6749 §4.1.2.1). */
 export class AuthorizationError extends Error {
   override readonly name = 'AuthorizationError';
   constructor(
@@ -66,26 +60,20 @@ export class AuthorizationError extends Error {
 
 export interface AuthorizationRequest {
   client: Client;
-  /** Where the response goes: the redirect_uri sent, or the client's only registered one. */
   redirectUri: string;
   /** Whether redirect_uri was sent (then the token request must repeat it). */
   redirectUriSent: boolean;
   state: string | undefined;
   scopes: string[];
-  /** RFC 8707 resources named by the request (resolved to their configured form); empty: the default. */
   resources: string[];
   codeChallenge: string | null;
   codeChallengeMethod: CodeChallengeMethod | null;
-  /** RFC 9449 §10: the thumbprint of the DPoP key the code is bound to, or null. */
   dpopJkt: string | null;
-  /** Whether `openid` was requested: the token response then carries an ID Token. */
   openid: boolean;
   nonce: string | null;
   prompt: ReadonlySet<Prompt>;
-  /** Seconds: a sign-in older than this must be repeated (OIDC `max_age`). */
   maxAge: number | null;
   loginHint: string | null;
-  /** The query string that reproduces this request at /authorize (known parameters only). */
   query: string;
 }
 
@@ -119,8 +107,7 @@ async function trustedClient(clients: ClientCache, params: Parameters): Promise<
     }
     return { client, redirectUri: client.redirectUris[0]! };
   }
-  // Simple string comparison (RFC 9700 §4.1.3): no prefix, suffix or normalization tricks —
-  // only the port of a loopback IP literal may differ (RFC 8252 §7.3).
+  // Simple string comparison (RFC 9700 §4.1.3); only a loopback IP literal's port may differ (RFC 8252 §7.3).
   if (!client.redirectUris.some((registered) => redirectUriMatches(registered, redirectUri))) {
     throw new UntrustedAuthorizationRequest('The redirect_uri is not one this application registered.');
   }
@@ -202,7 +189,6 @@ function canonicalQuery(params: Parameters): string {
   return query.toString();
 }
 
-/** The state to echo: none when it is unusable (repeated, or a NUL inside). */
 function stateOf(params: Parameters): string | undefined {
   try {
     return params.get('state');
@@ -211,10 +197,6 @@ function stateOf(params: Parameters): string | undefined {
   }
 }
 
-/**
- * The validated request. Throws UntrustedAuthorizationRequest for a bad client or redirect URI
- * and AuthorizationError for everything that may be reported to the client.
- */
 export async function readAuthorizationRequest(clients: ClientCache, params: Parameters, resources: Resources): Promise<AuthorizationRequest> {
   const { client, redirectUri } = await trustedClient(clients, params);
   const state = params.isRepeated('state') ? undefined : stateOf(params);

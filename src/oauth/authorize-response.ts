@@ -1,13 +1,10 @@
 /**
- * The redirect surface of the authorization endpoint: success (`code`) and errors (`error`,
- * `error_description`) go to the validated redirect URI with `state` (when sent, unchanged) and
- * `iss` (RFC 9207, so a client talking to several servers can tell who answered). A redirect
+ * `iss` goes with every redirect (RFC 9207, so a client of several servers can tell who answered); a redirect
  * answering a form POST is 303, so the browser never re-posts the form elsewhere (RFC 9700 §4.11).
  */
 import type { Response } from 'express';
 import type { AuthorizationError } from './authorization-request.js';
 
-/** The redirect URI exactly as registered, with our parameters appended to its query. */
 export function authorizationResponseLocation(redirectUri: string, params: Record<string, string | undefined>): string {
   const search = new URLSearchParams();
   for (const [name, value] of Object.entries(params)) if (value !== undefined) search.append(name, value);

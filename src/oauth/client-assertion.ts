@@ -11,7 +11,6 @@ import { fetchJwks } from './jwks-fetch.js';
 
 export const CLIENT_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 
-/** `token_endpoint_auth_signing_alg_values_supported`. */
 export const ASSERTION_ALGORITHMS = ['ES256', 'ES384', 'EdDSA', 'Ed25519', 'PS256', 'RS256'] as const;
 
 export const MAX_ASSERTION_LIFETIME_SECONDS = 300;
@@ -25,7 +24,6 @@ export class AssertionRejected extends Error {
   override readonly name = 'AssertionRejected';
 }
 
-/** The client an assertion claims to be (`sub`, else `iss`), read before any verification. */
 export function assertionClientId(assertion: string): string | undefined {
   if (assertion.length > MAX_ASSERTION_LENGTH) return undefined;
   try {
@@ -73,7 +71,6 @@ export class ClientAssertions {
     });
   }
 
-  /** Resolves when `assertion` proves `client`; AssertionRejected (or a fetch error) otherwise. */
   async verify(client: Client, assertion: string): Promise<void> {
     if (assertion.length > MAX_ASSERTION_LENGTH) throw new AssertionRejected('the assertion is too long');
     let payload;

@@ -1,15 +1,7 @@
 /**
- * Client authentication at the token, revocation and introspection endpoints (RFC 6749 §2.3):
- *
- * - `client_secret_basic`: `Authorization: Basic base64(urlencode(id):urlencode(secret))`;
- * - `client_secret_post`: `client_id` and `client_secret` in the form body;
- * - `none`: a public client sends only `client_id` (and must prove possession through PKCE);
- * - `private_key_jwt` (RFC 7523 §2.2): a signed `client_assertion` (see client-assertion.ts), the
- *   only method a client registered for it may use.
- *
- * Using two methods at once is invalid_request. A failure is invalid_client — 401 with
- * `WWW-Authenticate: Basic` when the header was tried. Secrets are compared in constant time
- * as HMACs (see clients.ts), so authentication costs microseconds.
+ * Client authentication (RFC 6749 §2.3): client_secret_basic, client_secret_post, none (PKCE proves possession) and
+ * private_key_jwt (RFC 7523 §2.2), the only method a client registered for it may use. Two methods at once is
+ * invalid_request; secrets are compared in constant time as HMACs (see clients.ts).
  */
 import type { Request, RequestHandler, Response } from 'express';
 import type { Client } from './stores/clients.js';
@@ -23,14 +15,12 @@ export type ClientAuthMethod = 'client_secret_basic' | 'client_secret_post' | 'n
 
 export const CLIENT_AUTH_METHODS: readonly ClientAuthMethod[] = ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'];
 
-/** Body parameters client authentication reads, checked for repetition like any other. */
 export const CLIENT_AUTH_PARAMETERS = ['client_id', 'client_secret', 'client_assertion', 'client_assertion_type'] as const;
 
 export interface ClientCredentials {
   method: ClientAuthMethod;
   clientId: string;
   secret: string | undefined;
-  /** The signed JWT of `private_key_jwt`. */
   assertion?: string;
 }
 
@@ -74,7 +64,6 @@ function readAssertion(req: Request, params: Parameters): ClientCredentials {
   return { method: 'private_key_jwt', clientId, secret: undefined, assertion };
 }
 
-/** Which credentials the request presents, before any lookup. */
 export function readClientCredentials(req: Request, params: Parameters): ClientCredentials {
   params.rejectRepeated(CLIENT_AUTH_PARAMETERS);
   if (params.has('client_assertion') || params.has('client_assertion_type')) return readAssertion(req, params);
@@ -100,14 +89,9 @@ export function readClientCredentials(req: Request, params: Parameters): ClientC
     : { method: 'client_secret_post', clientId: bodyId, secret: bodySecret };
 }
 
-/** The one description of every failed client authentication. */
 const AUTHENTICATION_FAILED = 'client authentication failed';
 
-/**
- * The client the credentials prove, or invalid_client. Every failure — unknown client, wrong
- * secret, a secret for a public client, no secret for a confidential one — reads the same, so
- * the endpoint does not confirm which client ids exist or what kind of client they are.
- */
+/** Every failure reads the same, so the endpoint does not confirm which client ids exist or what kind they are. */
 export async function authenticateClient(
   clients: ClientCache,
   assertions: ClientAssertions,
@@ -136,17 +120,11 @@ export async function authenticateClient(
 }
 
 export interface ClientAuthenticationOptions {
-  /**
-   * Only a confidential client with its secret may call (RFC 7662 §2.1 for introspection): a
-   * public client's client_id proves nothing. Every failure is then 401 with a Basic challenge.
-   */
+  /** RFC 7662 §2.1: a public client's client_id proves nothing. */
   confidentialOnly?: boolean;
 }
 
-/**
- * Pipeline step: authenticates the client of a form request (after `formBody`) and keeps it
- * for `authenticatedClient`. Failures are logged as security events with the claimed id.
- */
+/** Failures are logged as security events with the claimed id. */
 export function clientAuthentication(oauth: OAuthContext, options: ClientAuthenticationOptions = {}): RequestHandler {
   return async function authenticateRequestClient(req, res, next) {
     let credentials: ClientCredentials | undefined;
@@ -172,7 +150,6 @@ export function clientAuthentication(oauth: OAuthContext, options: ClientAuthent
   };
 }
 
-/** The client `clientAuthentication` proved. */
 export function authenticatedClient(res: Response): Client {
   const client = res.locals.client as Client | undefined;
   if (!client) throw new Error('clientAuthentication must run first');

@@ -15,7 +15,6 @@ import type { Client, ClientStore } from './stores/clients.js';
 export interface ClientMetadataDocumentOptions {
   /** Development only: private and loopback addresses, and http URLs, are allowed. */
   allowPrivate: boolean;
-  /** Extra trusted CA certificates (PEM) for the fetch, for an embedder with a private PKI (tests). */
   ca?: string | undefined;
   timeoutMs?: number;
   maxBytes?: number;
@@ -57,7 +56,6 @@ function refuse(reason: string, cause?: unknown): never {
   throw new InvalidClientMetadata(`the client metadata document ${reason}`, cause === undefined ? {} : { cause });
 }
 
-/** The document URL, checked: https (http only in development), a path, no fragment, credentials or dot segments. */
 function documentUrl(id: string, allowPrivate: boolean): URL {
   if (id.length > MAX_URL_LENGTH) refuse('URL is too long');
   let url: URL;
@@ -101,7 +99,6 @@ export class ClientMetadataDocuments {
     this.maxCache = options.maxCacheSeconds ?? MAX_CACHE_SECONDS;
   }
 
-  /** The stored client while its document is fresh, else fetched and stored again; concurrent calls for one id share a fetch. */
   async resolve(id: string, stored?: Client): Promise<Client> {
     const url = documentUrl(id, this.options.allowPrivate);
     if (stored && (stored.registrationType !== 'metadata_document' || (stored.metadataExpiresAt && stored.metadataExpiresAt > new Date()))) return stored;

@@ -26,7 +26,6 @@ export interface ClientMetadata {
   scopes: string[];
   clientUri: string | undefined;
   logoUri: string | undefined;
-  /** Echoed back as registered: contacts, tos_uri, policy_uri, software_id, software_version. */
   extra: Record<string, unknown>;
 }
 
@@ -72,10 +71,7 @@ function isLoopbackHost(hostname: string): boolean {
   return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
 }
 
-/**
- * One redirect URI (RFC 9700 §4.1.3, RFC 8252 §7): https, http on a loopback host, or a reverse-DNS private-use scheme;
- * never a fragment, credentials, or a scheme that runs code or reads local files.
- */
+/** RFC 9700 §4.1.3, RFC 8252 §7: never a fragment, credentials, or a scheme that runs code or reads local files. */
 export function checkRedirectUri(raw: string): string {
   const refuse = (why: string): never => {
     throw new InvalidRedirectUri(`a redirect URI ${why}`);
@@ -102,7 +98,6 @@ export function checkRedirectUri(raw: string): string {
   return raw;
 }
 
-/** Validates a client's metadata object; `defaultAuthMethod` applies when it names none (RFC 7591 §2: client_secret_basic). */
 export function readClientMetadata(input: unknown, options: { defaultAuthMethod: RegisteredAuthMethod }): ClientMetadata {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new InvalidClientMetadata('the client metadata must be a JSON object');

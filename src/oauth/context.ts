@@ -1,8 +1,4 @@
-/**
- * What the endpoints of the authorization server may touch, member by member (no runtime
- * handle: a reader sees here every service and setting a handler can reach). Built once per
- * app by `createOAuthRouter`.
- */
+/** Every service and setting an endpoint can reach, member by member: no runtime handle. */
 import type { Logger } from '../logger.js';
 import type { Runtime } from '../runtime.js';
 import type { AccessTokens } from '../tokens/access-token.js';
@@ -25,7 +21,6 @@ import { ClientMetadataDocuments } from './client-metadata-documents.js';
 import type { Resources } from '../tokens/resources.js';
 
 export interface OAuthContextOptions {
-  /** Extra CA certificate (PEM) trusted when fetching client metadata documents. */
   clientMetadataCa?: string;
 }
 
@@ -34,13 +29,11 @@ export interface OAuthContext {
   logger: Logger;
   events: SecurityEvents;
   clients: ClientCache;
-  /** The client records themselves, for self-registration (RFC 7591/7592). */
   registeredClients: ClientStore;
   users: UserStore;
   codes: AuthorizationCodeStore;
   refreshTokens: RefreshTokenStore;
   consents: ConsentStore;
-  /** private_key_jwt assertions and the clients' key sets. */
   assertions: ClientAssertions;
   clientGrants: ClientGrantStore;
   deviceCodes: DeviceCodeStore;
@@ -48,18 +41,14 @@ export interface OAuthContext {
   keys: KeyStore;
   accessTokens: AccessTokens;
   revocations: Revocations;
-  /** Key that signs browser-session cookies and CSRF tokens. */
   sessionSecret: string;
   /** Seconds a rotated refresh token may come back (a lost response) before it counts as reuse. */
   refreshTokenReuseGrace: number;
-  /** DPoP proof checks (RFC 9449) and whether the token endpoint demands a server nonce. */
   dpop: DpopVerifier;
   dpopNonce: Config['dpopNonce'];
-  /** Key of pairwise OIDC subject identifiers. */
   pairwiseSecret: string;
   accessTokenTtl: number;
   backchannelLogoutAllowPrivate: boolean;
-  /** RFC 8707: the resources tokens may be issued for. */
   resources: Resources;
   registration: Config['registration'];
   clientIdMetadataDocuments: boolean;

@@ -1,8 +1,6 @@
 /**
- * OAuth protocol errors. Each class fixes its RFC error code and HTTP status, so a handler
- * just throws and the one serializer per surface (token JSON, authorize redirect, resource
- * `WWW-Authenticate`) turns it into the response. `expose` is false for anything that is not a
- * client error: those are logged and shown as a bare `server_error`.
+ * Each class fixes its RFC error code and HTTP status; one serializer per surface turns it into the response.
+ * `expose` is false for anything that is not a client error: those are logged and shown as a bare `server_error`.
  */
 export type OAuthErrorCode =
   | 'invalid_request'
@@ -43,11 +41,7 @@ export interface OAuthErrorOptions {
 /** Characters RFC 6749 §4.1.2.1 and §5.2 allow in error_description: %x20-21 / %x23-5B / %x5D-7E. */
 const NOT_IN_DESCRIPTION_CHARSET = /[^\x20\x21\x23-\x5B\x5D-\x7E]/g;
 
-/**
- * `text` as an error_description may carry it: every character outside the RFC's set becomes
- * `?`. Descriptions are written never to quote request input; this is the backstop that keeps
- * a quote, backslash, control or non-ASCII character from ever going out if one does.
- */
+/** The backstop that keeps a quote, backslash, control or non-ASCII character from going out in a description. */
 export function safeDescription(text: string): string {
   return text.replace(NOT_IN_DESCRIPTION_CHARSET, '?');
 }
@@ -61,11 +55,9 @@ export abstract class OAuthError extends Error {
   constructor(description: string, options: OAuthErrorOptions = {}) {
     super(description, options.cause === undefined ? undefined : { cause: options.cause });
   }
-  /** The error_description every serializer sends: the message, limited to the RFC's charset. */
   get description(): string {
     return safeDescription(this.message);
   }
-  /** The RFC 6749 §5.2 error object. */
   toJSON(): { error: OAuthErrorCode; error_description: string } {
     return { error: this.code, error_description: this.description };
   }
@@ -81,11 +73,7 @@ export interface InvalidClientOptions extends OAuthErrorOptions {
   viaAuthorizationHeader?: boolean;
 }
 
-/**
- * `invalid_request` with a more specific HTTP status than 400: 413 for a body over the limit,
- * 405 for a wrong method. The error code stays `invalid_request`, so strict clients still
- * recognize it.
- */
+/** 413 or 405, but the code stays `invalid_request`, so strict clients still recognize it. */
 export class InvalidHttpRequest extends OAuthError {
   readonly code = 'invalid_request';
   readonly status: number;
@@ -160,10 +148,8 @@ export class UseDpopNonce extends OAuthError {
   }
 }
 
-/** How a resource-side refusal is challenged when the request used (or had to use) DPoP (RFC 9449 §7.1). */
 export interface DpopChallenge {
   error: 'invalid_token' | 'invalid_dpop_proof' | 'use_dpop_nonce';
-  /** A fresh nonce for `use_dpop_nonce`, sent in `DPoP-Nonce`. */
   nonce?: string;
 }
 
@@ -173,7 +159,6 @@ export class InvalidToken extends OAuthError {
   readonly status = 401;
   /** No credentials were sent at all: RFC 6750 says the challenge then carries no error code. */
   readonly missing: boolean;
-  /** Set when the refusal is answered with a DPoP challenge instead of a Bearer one. */
   readonly dpop: DpopChallenge | undefined;
   constructor(description: string, options: OAuthErrorOptions & { missing?: boolean; dpop?: DpopChallenge } = {}) {
     super(description, options);
@@ -182,7 +167,6 @@ export class InvalidToken extends OAuthError {
   }
 }
 
-/** RFC 6750 §3.1: the token is valid but lacks the scope the request needs. */
 export class InsufficientScope extends OAuthError {
   readonly code = 'insufficient_scope';
   readonly status = 403;
@@ -194,49 +178,41 @@ export class InsufficientScope extends OAuthError {
   }
 }
 
-/** OIDC Core §3.1.2.6: `prompt=none`, but the user must sign in. */
 export class LoginRequired extends OAuthError {
   readonly code = 'login_required';
   readonly status = 400;
 }
 
-/** OIDC Core §3.1.2.6: `prompt=none`, but the user has not allowed these scopes. */
 export class ConsentRequired extends OAuthError {
   readonly code = 'consent_required';
   readonly status = 400;
 }
 
-/** OIDC Core §3.1.2.6: `prompt=none`, but a page would have to be shown. */
 export class InteractionRequired extends OAuthError {
   readonly code = 'interaction_required';
   readonly status = 400;
 }
 
-/** OIDC Core §6: request objects (`request`) are not supported. */
 export class RequestNotSupported extends OAuthError {
   readonly code = 'request_not_supported';
   readonly status = 400;
 }
 
-/** OIDC Core §6: `request_uri` is not supported. */
 export class RequestUriNotSupported extends OAuthError {
   readonly code = 'request_uri_not_supported';
   readonly status = 400;
 }
 
-/** RFC 8707 §2: the requested resource is unknown, or more than the grant allows. */
 export class InvalidTarget extends OAuthError {
   readonly code = 'invalid_target';
   readonly status = 400;
 }
 
-/** RFC 7591 §3.2.2: a redirect URI of the registration request is not acceptable. */
 export class InvalidRedirectUri extends OAuthError {
   readonly code = 'invalid_redirect_uri';
   readonly status = 400;
 }
 
-/** RFC 7591 §3.2.2: a client metadata value is invalid (or a metadata document is unusable). */
 export class InvalidClientMetadata extends OAuthError {
   readonly code = 'invalid_client_metadata';
   readonly status: number;
@@ -259,30 +235,22 @@ export class RateLimited extends OAuthError {
   }
 }
 
-// ---------------------------------------------------------------- Device authorization (RFC 8628 §3.5)
-
-/** The user has not yet approved or denied the device's request: keep polling. */
 export class AuthorizationPending extends OAuthError {
   readonly code = 'authorization_pending';
   readonly status = 400;
 }
 
-/** Polled faster than the interval: keep polling, 5 seconds slower from now on. */
 export class SlowDown extends OAuthError {
   readonly code = 'slow_down';
   readonly status = 400;
 }
 
-/** The device code expired before it was approved and redeemed: start again. */
 export class ExpiredToken extends OAuthError {
   readonly code = 'expired_token';
   readonly status = 400;
 }
 
-/**
- * `access_denied` at the token endpoint (the user denied the device's request): 400 there,
- * as every §5.2 error, where the authorization endpoint's AccessDenied is a 403 page or redirect.
- */
+/** `access_denied` at the token endpoint is 400, as every §5.2 error; the authorization endpoint's is a 403. */
 export class DeviceAccessDenied extends OAuthError {
   readonly code = 'access_denied';
   readonly status = 400;

@@ -1,8 +1,4 @@
-/**
- * Security events as structured log records: `{"event": "code_replayed", "clientId": …,
- * "userId": …, "grantId": …, "reqId": …}`. They carry identifiers only — never a password,
- * secret, code or token — so the log can be shipped to a SIEM as it is.
- */
+/** Security events carry identifiers only, never a password, secret, code or token, so the log can go to a SIEM as it is. */
 import type { Request } from 'express';
 import type { Logger } from '../logger.js';
 import { securityEventCounter } from '../http/metrics.js';
@@ -44,7 +40,6 @@ export interface SecurityEventFields {
   clientId?: string | undefined;
   userId?: number | undefined;
   grantId?: string | undefined;
-  /** A short machine-readable reason, e.g. `client_mismatch`, `expired`, `locked`. */
   reason?: string | undefined;
   tokenType?: 'access_token' | 'refresh_token' | undefined;
   /** Free-text detail for the operator (not a metric label), e.g. why a client assertion failed. */
@@ -53,7 +48,6 @@ export interface SecurityEventFields {
 
 export type SecurityEvents = (req: Request, event: SecurityEventName, fields?: SecurityEventFields) => void;
 
-/** Warnings for events that point at an attack or a broken client; info for the rest. */
 const WARNINGS = new Set<SecurityEventName>([
   'login_throttled',
   'csrf_rejected',

@@ -14,7 +14,6 @@ import { queryRows } from './stores/rows.js';
 export const JANITOR_LOCK_KEY = 0x6669656d;
 
 export interface JanitorPolicy {
-  /** Seconds a row is kept after it expired or was revoked (raised to `accessTokenTtl`). */
   retentionSeconds: number;
   accessTokenTtl: number;
   batchSize: number;
@@ -37,11 +36,9 @@ export interface SweepResult {
   grants: number;
   revokedAccessTokens: number;
   loginThrottle: number;
-  /** DPoP proof and client assertion jtis past the time their JWT could still be accepted. */
   usedJtis: number;
   idempotencyKeys: number;
   unusedClients: number;
-  /** True when another instance held the lock, so this sweep stopped early. */
   skipped: boolean;
 }
 
@@ -50,7 +47,6 @@ const THROTTLE_STALE_SECONDS = Math.max(POLICY.loginThrottle.value.account.windo
 
 interface Target {
   name: Exclude<keyof SweepResult, 'skipped'>;
-  /** `delete … returning 1` of at most `limit` due rows. */
   statement(retention: SQL, limit: number, policy: JanitorPolicy): SQL | undefined;
 }
 
@@ -132,7 +128,6 @@ const TARGETS: Target[] = [
   },
 ];
 
-/** One batch under the advisory lock: the rows deleted, or undefined when another sweep holds the lock. */
 async function deleteBatch(db: Db, statement: SQL): Promise<number | undefined> {
   return db.transaction(async (tx) => {
     const [lock] = await queryRows<{ locked: boolean }>(tx, sql`select pg_try_advisory_xact_lock(${JANITOR_LOCK_KEY}) as locked`);

@@ -1,9 +1,6 @@
 /**
- * The JSON surface shared by the token, revocation and introspection endpoints: every answer,
- * success or error, is `application/json;charset=UTF-8` with `Cache-Control: no-store` and
- * `Pragma: no-cache` (RFC 6749 §5.1), and errors are the §5.2 object. This is the one
- * serializer for that surface; anything that is not an OAuthError is logged and shown as a
- * bare `server_error`.
+ * The one serializer of the token, revocation and introspection endpoints: `no-store` JSON (RFC 6749 §5.1), errors as
+ * the §5.2 object; anything that is not an OAuthError is logged and shown as a bare `server_error`.
  */
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import type { Logger } from '../logger.js';
@@ -50,7 +47,6 @@ export function jsonErrorHandler(logger: Logger): ErrorRequestHandler {
   };
 }
 
-/** Any other method at a POST-only endpoint: 405 with `Allow`, in the same JSON format. */
 export function onlyPost(_req: Request, res: Response): void {
   res.setHeader('Allow', 'POST');
   throw new InvalidHttpRequest('this endpoint only accepts POST', { status: 405 });

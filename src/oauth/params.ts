@@ -1,20 +1,15 @@
 /**
- * Protocol parameters from a query string or an `application/x-www-form-urlencoded` body.
- *
- * RFC 6749 §3.1 and §3.2: a parameter sent without a value counts as omitted, and a parameter
- * may not be sent more than once. Repetition is checked only for the parameters an endpoint
- * knows — unknown ones are ignored, as the RFC asks.
+ * RFC 6749 §3.1, §3.2: a parameter without a value counts as omitted and may not be repeated. Repetition is checked
+ * only for the parameters an endpoint knows; unknown ones are ignored, as the RFC asks.
  */
 import express, { type RequestHandler } from 'express';
 import { InvalidRequest, InvalidHttpRequest } from './errors.js';
 
-/** The largest form body the token, revocation, introspection and page endpoints read. */
 export const FORM_BODY_LIMIT_BYTES = 16 * 1024;
 
 export class Parameters {
   private constructor(private readonly values: ReadonlyMap<string, readonly string[]>) {}
 
-  /** Parses form-urlencoded text (`+` is a space, percent-escapes are UTF-8). */
   static parse(encoded: string): Parameters {
     const values = new Map<string, string[]>();
     for (const [name, value] of new URLSearchParams(encoded)) {
@@ -28,10 +23,7 @@ export class Parameters {
 
   static readonly empty = new Parameters(new Map());
 
-  /**
-   * The value of `name`, or undefined when it is absent; invalid_request when it is repeated
-   * or carries a NUL character (which no protocol value has, and PostgreSQL text cannot hold).
-   */
+  /** A NUL is invalid_request: no protocol value has one, and PostgreSQL text cannot hold it. */
   get(name: string): string | undefined {
     const list = this.values.get(name);
     if (!list) return undefined;
@@ -40,7 +32,6 @@ export class Parameters {
     return list[0];
   }
 
-  /** Every value of a parameter that may repeat (RFC 8707 `resource`); invalid_request for a NUL. */
   getAll(name: string): string[] {
     const list = this.values.get(name) ?? [];
     if (list.some((value) => value.includes('\0'))) throw new InvalidRequest(`the ${name} parameter contains a NUL character`);
@@ -61,12 +52,10 @@ export class Parameters {
     return (this.values.get(name)?.length ?? 0) > 1;
   }
 
-  /** invalid_request naming the first of `names` that was sent more than once. */
   rejectRepeated(names: Iterable<string>): void {
     for (const name of names) if (this.isRepeated(name)) throw new InvalidRequest(`the ${name} parameter is repeated`);
   }
 
-  /** Canonical form-urlencoded text of every parameter. */
   toString(): string {
     const search = new URLSearchParams();
     for (const [name, list] of this.values) for (const value of list) search.append(name, value);
@@ -74,7 +63,7 @@ export class Parameters {
   }
 }
 
-/** The parameters of a request's query string (taken from the raw URL, not Express' parser). */
+/** From the raw URL, not Express' parser. */
 export function queryParameters(originalUrl: string): Parameters {
   const index = originalUrl.indexOf('?');
   return index < 0 ? Parameters.empty : Parameters.parse(originalUrl.slice(index + 1));
@@ -115,21 +104,14 @@ function decodeFormBody(req: express.Request, res: express.Response, next: expre
   next();
 }
 
-/**
- * Middleware that reads a form body (at most FORM_BODY_LIMIT_BYTES) into `res.locals.params`.
- * Anything else — JSON, multipart, no body — is invalid_request; the surface's error handler
- * serializes it.
- */
 export const formBody: RequestHandler[] = [requireFormContentType, readRawBody, decodeFormBody];
 
-/** The parameters `formBody` parsed. */
 export function bodyParameters(res: express.Response): Parameters {
   const params: unknown = res.locals.params;
   if (!(params instanceof Parameters)) throw new Error('formBody must run before bodyParameters');
   return params;
 }
 
-/** Turns body-parser's errors (entity.too.large, request.aborted, …) into protocol errors. */
 export function bodyReadError(error: unknown): InvalidRequest | InvalidHttpRequest | undefined {
   const type = (error as { type?: unknown } | null)?.type;
   const status = (error as { status?: unknown } | null)?.status;

@@ -8,9 +8,7 @@ import { constantTimeEqual } from '../crypto/secrets.js';
 export const CODE_CHALLENGE_METHODS = ['S256'] as const;
 export type CodeChallengeMethod = (typeof CODE_CHALLENGE_METHODS)[number];
 
-/** BASE64URL(SHA-256(verifier)) is always 43 characters. */
 const CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
-/** RFC 7636 §4.1: 43 to 128 unreserved characters. */
 const VERIFIER = /^[A-Za-z0-9._~-]{43,128}$/;
 
 export function isValidCodeChallenge(challenge: string): boolean {
@@ -25,7 +23,6 @@ export function s256Challenge(verifier: string): string {
   return createHash('sha256').update(verifier, 'ascii').digest('base64url');
 }
 
-/** True when `verifier` is well formed and hashes to `challenge`. */
 export function verifyCodeVerifier(verifier: string, challenge: string, method: string | null): boolean {
   if (method !== 'S256' || !isValidCodeVerifier(verifier)) return false;
   return constantTimeEqual(s256Challenge(verifier), challenge);

@@ -15,7 +15,6 @@ export class RegistrationThrottle {
     private readonly maxPerWindow: number,
   ) {}
 
-  /** Counts one request from `ip` (one atomic statement); the seconds to wait when over the limit. */
   async count(ip: string | undefined): Promise<{ allowed: true } | { allowed: false; retryAfterSeconds: number }> {
     const window = sql`make_interval(secs => ${REGISTRATION_WINDOW_SECONDS})`;
     const stale = sql`${loginThrottle.windowStartedAt} <= now() - ${window}`;

@@ -1,8 +1,4 @@
-/**
- * The authorization server: its endpoints and pages, mounted at the root by src/app.ts. Each
- * endpoint answers its own errors in its own surface (JSON for the token-style endpoints,
- * redirect or HTML page for /authorize), so nothing reaches the app's REST-style fallback.
- */
+/** Each endpoint answers its own errors in its own surface, so nothing reaches the app's REST-style fallback. */
 import express, { type RequestHandler } from 'express';
 import { SegmentDispatcher } from '../http/dispatch.js';
 import type { Runtime } from '../runtime.js';
@@ -25,20 +21,15 @@ import { ACCOUNT_PATH, END_SESSION_PATH, USERINFO_PATH } from './oidc/paths.js';
 import { addDeviceAuthorizationEndpoint, DEVICE_AUTHORIZATION_PATH } from './endpoints/device-authorization.js';
 import { createDeviceRouter, DEVICE_PATH } from './browser/device.js';
 
-/** The first path segments of every endpoint and page below. */
 export const OAUTH_PATHS = ['/authorize', '/token', '/revoke', '/introspect', '/register', '/.well-known', USERINFO_PATH, END_SESSION_PATH, ACCOUNT_PATH, DEVICE_AUTHORIZATION_PATH, DEVICE_PATH] as const;
 
-/** A router holding what `add` puts on it. */
 function routerWith(add: (router: express.Router) => void): express.Router {
   const router = express.Router();
   add(router);
   return router;
 }
 
-/**
- * Each first path segment gets a router of its own, so a request walks only the layers of its
- * endpoint (see the segment dispatcher in docs/PERFORMANCE.md).
- */
+/** Each first path segment gets its own router, so a request walks only its endpoint's layers. */
 export function createOAuthRouter(runtime: Runtime, options: OAuthContextOptions = {}): RequestHandler {
   const oauth = createOAuthContext(runtime, options);
   configureBrand({ name: runtime.config.brandName, logoUrl: runtime.config.brandLogoUrl, color: runtime.config.brandColor });
