@@ -1,10 +1,6 @@
 /**
- * `grant_type=authorization_code` (RFC 6749 §4.1.3, RFC 7636 §4.6). The code is redeemed in
- * one atomic statement that also checks its client, expiry and grant; the redirect URI and
- * the PKCE verifier are checked after, so a failed attempt still uses the code up. A code
- * presented again by its own client revokes its whole grant (§4.1.2): the tokens already issued
- * from it, their refresh tokens and their access tokens. Another client presenting it gets
- * invalid_grant and changes nothing.
+ * RFC 6749 §4.1.3, RFC 7636 §4.6. The redirect URI and PKCE verifier are checked after the atomic redemption, so a
+ * failed attempt still uses the code up. A code presented again by its own client revokes its whole grant (§4.1.2).
  */
 import { InvalidGrant } from '../errors.js';
 import { verifyCodeVerifier } from '../pkce.js';

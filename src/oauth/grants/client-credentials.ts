@@ -1,12 +1,6 @@
 /**
- * `grant_type=client_credentials` (RFC 6749 §4.4): a confidential client asks for a token for
- * itself. The token has no user — its `sub` is the client_id (RFC 9068 §2.2) — so it is never
- * given a scope over a user's data (USER_SCOPES), and no refresh token (§4.4.3): the client
- * can always ask again.
- *
- * Each token gets a grant row of its own, with no user: revocation works as for any other
- * token, and deleting the client (which cascades to its grants) ends its tokens within the
- * revocation cache's second.
+ * RFC 6749 §4.4: the token's `sub` is the client_id (RFC 9068 §2.2), so it never gets a user's scopes, and no refresh
+ * token (§4.4.3). Each token gets a grant row of its own, so it is revoked like any other and goes with its client.
  */
 import { InvalidClient, InvalidScope, UnauthorizedClient } from '../errors.js';
 import { formatScope, isScope, needsUser, parseScope } from '../scopes.js';
@@ -17,7 +11,6 @@ export const grantType = 'client_credentials';
 
 export const parameters = ['scope'] as const;
 
-/** The scope of the token: as asked, or every scope the client has that needs no user. */
 export function machineScope(client: Client, requested: string | undefined): string {
   const scopes = parseScope(requested);
   if (scopes.length === 0) {

@@ -1,13 +1,6 @@
 /**
- * `grant_type=urn:ietf:params:oauth:grant-type:device_code` (RFC 8628 §3.4, §3.5): the device
- * polls with its device code until the user has decided at /device. An approved code is
- * redeemed in one statement that also creates the grant and its refresh token, so it yields
- * tokens exactly once, whichever instance is polled. Until then each poll answers
- * authorization_pending, or slow_down when it came sooner than the interval (which then grows
- * by 5 seconds for good); a denied code answers access_denied, an expired one expired_token.
- *
- * A code polled again after it was redeemed is refused (invalid_grant) without revoking the
- * tokens: with polling, a late duplicate from the rightful device is the usual cause.
+ * RFC 8628 §3.4, §3.5. A code polled again after it was redeemed is refused without revoking the tokens: with polling,
+ * a late duplicate from the rightful device is the usual cause.
  */
 import { AuthorizationPending, DeviceAccessDenied, ExpiredToken, InvalidGrant, SlowDown } from '../errors.js';
 import { DEVICE_CODE_GRANT_TYPE } from '../stores/clients.js';
@@ -17,7 +10,6 @@ export const grantType = DEVICE_CODE_GRANT_TYPE;
 
 export const parameters = ['device_code'] as const;
 
-/** Explains a poll that redeemed nothing. Always throws. */
 async function refuse({ oauth, client, req }: GrantRequest, deviceCode: string): Promise<never> {
   const poll = await oauth.deviceCodes.poll(deviceCode, client.id);
   // Unknown and another client's read the same: the caller learns nothing about others' codes.

@@ -1,8 +1,4 @@
-/**
- * The shape every grant type module exports, and the token response they share
- * (RFC 6749 §5.1). A grant module is `{ grantType, parameters, handler }`; the token endpoint
- * finds it by `grant_type`.
- */
+/** Every grant module exports `{ grantType, parameters, handler }`; the token endpoint finds it by `grant_type`. */
 import type { Request } from 'express';
 import type { Client } from '../stores/clients.js';
 import type { OAuthContext } from '../context.js';
@@ -16,22 +12,18 @@ export interface GrantRequest {
   client: Client;
   params: Parameters;
   req: Request;
-  /** The verified DPoP proof of the request (RFC 9449 §5), if it sent one. */
   dpop: DpopProof | undefined;
 }
 
 export interface TokenResponse {
   access_token: string;
-  /** `DPoP` when the access token is bound to the proof's key (RFC 9449 §5.1). */
   token_type: 'Bearer' | 'DPoP';
   expires_in: number;
   refresh_token?: string;
   scope: string;
-  /** OIDC: when the scope includes `openid`. */
   id_token?: string;
 }
 
-/** What an ID Token needs beyond the grant: the full client, and the sign-in it stems from. */
 export interface IdTokenContext {
   client: Client;
   authTime: number | null;
@@ -41,12 +33,10 @@ export interface IdTokenContext {
 
 export interface Grant {
   grantType: string;
-  /** Body parameters the grant reads (checked for repetition before the handler runs). */
   parameters: readonly string[];
   handler(request: GrantRequest): Promise<TokenResponse>;
 }
 
-/** Signs the access token of one grant — bound to the DPoP key when there is a proof — and shapes the response. */
 export async function tokenResponse(
   oauth: OAuthContext,
   grant: { grantId: string; userId: number | null; clientId: string; scope: string; audience?: readonly string[] },
@@ -70,21 +60,18 @@ export async function tokenResponse(
 }
 
 /**
- * The key a new refresh token is bound to: a public client's refresh tokens are bound to the
- * proof's key (RFC 9449 §5); a confidential client's are already sender-constrained by its
- * authentication, and each refresh may bind its access token to a new key.
+ * A public client's refresh tokens are bound to the proof's key (RFC 9449 §5); a confidential client's are already
+ * sender-constrained by its authentication, so each refresh may bind its access token to a new key.
  */
 export function refreshTokenJkt(client: Client, dpop: DpopProof | undefined): string | null {
   return client.isPublic && dpop ? dpop.jkt : null;
 
 }
 
-/** RFC 8707 §2.2: the audience of this token request, within what the grant was authorized for. */
 export function requestedAudience(oauth: OAuthContext, params: Parameters, grantResources: readonly string[]): string[] {
   return oauth.resources.narrow(grantResources, params.getAll('resource'));
 }
 
-/** Whether the client is registered for refresh tokens. */
 export function issuesRefreshTokens(client: Client): boolean {
   return client.grantTypes.includes('refresh_token');
 }

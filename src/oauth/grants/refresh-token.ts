@@ -1,10 +1,6 @@
 /**
- * `grant_type=refresh_token` (RFC 6749 §6) with rotation (RFC 9700 §4.14.2): every use retires
- * the presented token and returns a successor. A retired token presented again means two
- * parties hold the family, so the whole grant is revoked — unless REFRESH_TOKEN_REUSE_GRACE
- * is set and this is a retry of the token retired last, within that many seconds (a lost
- * response, two tabs): that retry gets a new access token and the same successor refresh
- * token the first use got, so the family never has more than one live refresh token.
+ * Rotation (RFC 9700 §4.14.2): a retired token presented again means two parties hold the family, so the grant is
+ * revoked, unless it is a retry within REFRESH_TOKEN_REUSE_GRACE, which gets the same successor back.
  */
 import { InvalidGrant, InvalidScope } from '../errors.js';
 import { formatScope, parseScope } from '../scopes.js';
@@ -15,11 +11,7 @@ export const grantType = 'refresh_token';
 export const parameters = ['refresh_token', 'scope'] as const;
 // `resource` may repeat (RFC 8707 §2), so it is not listed for the repetition check.
 
-/**
- * The scope and audience of the new access token: as asked, but never more than the grant
- * (RFC 6749 §6, RFC 8707 §2.2). Checked before rotating, so a refused request leaves the
- * refresh token usable.
- */
+/** Never more than the grant (RFC 6749 §6, RFC 8707 §2.2); checked before rotating, so a refused request leaves the token usable. */
 async function narrowed(request: GrantRequest, refreshToken: string): Promise<{ scope: string | undefined; audience: string[] | undefined }> {
   const { oauth, client, params } = request;
   const scopes = parseScope(params.get('scope'));
@@ -35,7 +27,6 @@ async function narrowed(request: GrantRequest, refreshToken: string): Promise<{ 
   return { scope: formatScope(scopes), audience };
 }
 
-/** Explains (and reacts to) a token that could not be rotated. Always throws. */
 async function refuse(
   { oauth, client, req, dpop }: GrantRequest,
   refreshToken: string,
