@@ -1,9 +1,4 @@
-/**
- * The authorization endpoint, `GET /authorize` (RFC 6749 §4.1.1), and its two forms. For a
- * valid request it shows the login page (no session), then the consent page (scopes not yet
- * allowed), and finally answers 302 to the redirect URI with a code. No CORS here: these are
- * top-level browser pages only.
- */
+/** `GET /authorize` (RFC 6749 §4.1.1): login page, consent page, then a code. No CORS: top-level pages only. */
 import express, { type ErrorRequestHandler, type Request, type Response } from 'express';
 import { AuthorizationError, readAuthorizationRequest, UntrustedAuthorizationRequest, type AuthorizationRequest } from '../authorization-request.js';
 import { redirectWithCode, redirectWithError } from '../authorize-response.js';
@@ -34,12 +29,10 @@ export function codeRequest(request: AuthorizationRequest, session: BrowserSessi
   };
 }
 
-/** An error for the client's redirect URI (OIDC Core §3.1.2.6 for `prompt=none`). */
 function toClient(request: AuthorizationRequest, error: OAuthError): AuthorizationError {
   return new AuthorizationError(error, request.redirectUri, request.state, request.client.id);
 }
 
-/** Whether this request needs a fresh sign-in although there is a session (OIDC `prompt`, `max_age`). */
 function needsSignIn(request: AuthorizationRequest, session: BrowserSession): boolean {
   if (request.prompt.has('login') || request.prompt.has('select_account')) return true;
   if (request.maxAge === null) return false;
@@ -88,11 +81,7 @@ function authorizeHandler(browser: BrowserContext) {
   };
 }
 
-/**
- * The one serializer of this surface: errors about the client or redirect URI (and broken
- * forms) as our own HTML page, everything else as a redirect to the client — 302 from
- * GET /authorize, 303 in answer to a form POST.
- */
+/** Errors about the client or redirect URI as our own page, everything else as a redirect (303 answering a POST). */
 function authorizeErrorHandler(oauth: OAuthContext): ErrorRequestHandler {
   return function serializeAuthorizeError(error, req, res, next) {
     if (res.headersSent) {

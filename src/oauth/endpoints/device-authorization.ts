@@ -18,7 +18,6 @@ export const DEVICE_AUTHORIZATION_PATH = '/device_authorization';
 
 const PARAMETERS = ['scope'] as const;
 
-/** The scope of the request: as asked (within the client's), or all the client's. */
 function requestedScope(client: Client, scope: string | undefined): string {
   const requested = parseScope(scope);
   if (requested.length === 0) return formatScope(client.scopes);

@@ -1,11 +1,6 @@
 /**
- * The introspection endpoint, `POST /introspect` (RFC 7662). Only a confidential client that
- * authenticates may call it (§2.1; a public client is 401 invalid_client), and it may
- * introspect the tokens issued to it; anything else — expired, revoked, malformed, unknown, or
- * another client's — is `{"active": false}` with nothing more, so the endpoint leaks nothing.
- *
- * `token_type` (§2.2) is the RFC 6749 §7.1 access token type: `Bearer` or `DPoP` for access tokens, and
- * absent for refresh tokens, which are not presented to resource servers and have no such type.
+ * RFC 7662: only an authenticated confidential client may call it (§2.1), for its own tokens; anything else is
+ * `{"active": false}` and nothing more. Refresh tokens have no `token_type`: they are never presented to resource servers.
  */
 import type express from 'express';
 import type { RequestHandler } from 'express';

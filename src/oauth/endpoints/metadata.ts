@@ -62,7 +62,6 @@ export function authorizationServerMetadata(issuer: string, options: MetadataOpt
     request_uri_parameter_supported: false,
     backchannel_logout_supported: true,
     backchannel_logout_session_supported: false,
-    // -- Self-registration (RFC 7591, draft-ietf-oauth-client-id-metadata-document)
     ...(options.registration ? { registration_endpoint: `${issuer}/register` } : {}),
     client_id_metadata_document_supported: options.clientIdMetadataDocuments ?? false,
   };

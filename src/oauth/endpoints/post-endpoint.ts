@@ -1,8 +1,4 @@
-/**
- * The registration the token, revocation and introspection endpoints share: CORS and its
- * preflight, the form body, the endpoint's own steps, 405 for any other method, and every
- * error as the RFC 6749 §5.2 JSON object.
- */
+/** What the token, revocation and introspection endpoints share: CORS, the form body, 405, RFC 6749 §5.2 errors. */
 import type express from 'express';
 import type { RequestHandler } from 'express';
 import type { Logger } from '../../logger.js';
@@ -13,7 +9,6 @@ export interface PostEndpoint {
   path: string;
   cors: RequestHandler;
   logger: Logger;
-  /** What runs after the form body is read, in order. */
   steps: RequestHandler[];
 }
 

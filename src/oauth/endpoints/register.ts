@@ -22,7 +22,6 @@ function seconds(date: Date): number {
   return Math.floor(date.getTime() / 1000);
 }
 
-/** The client's registered metadata as RFC 7591 §3.2.1 / RFC 7592 §3 show it. */
 function clientInformation(oauth: OAuthContext, client: Client, secrets: { secret?: string; registrationAccessToken?: string } = {}): Record<string, unknown> {
   const registered = client.registrationMetadata ?? {};
   return {
@@ -64,7 +63,6 @@ function limitPerIp(throttle: RegistrationThrottle): RequestHandler {
   };
 }
 
-/** REGISTRATION=token: the request carries a live initial access token (RFC 7591 §3). */
 function requireInitialAccessToken(tokens: RegistrationTokenStore): RequestHandler {
   return async function checkInitialAccessToken(req, _res, next) {
     if (!(await tokens.isValid(bearerToken(req)))) throw new InvalidToken('the initial access token is not valid');
@@ -160,7 +158,6 @@ function deleteRegistration(oauth: OAuthContext): RequestHandler {
   };
 }
 
-/** This surface's one serializer: RFC 7591 §3.2.2 error JSON, with the challenge or Retry-After an error calls for. */
 function registrationErrorHandler(oauth: OAuthContext): ErrorRequestHandler {
   return function serializeRegistrationError(error, req, res, next) {
     if (res.headersSent) {

@@ -1,8 +1,6 @@
 /**
- * The revocation endpoint, `POST /revoke` (RFC 7009). A refresh token is revoked with its
- * whole grant (every refresh and access token of that consent, §2.1 "SHOULD"); an access token
- * alone. Unknown, expired or malformed tokens get 200 like revoked ones (§2.2); a token of
- * another client is refused with invalid_request and left alone.
+ * RFC 7009: a refresh token is revoked with its whole grant (§2.1), an access token alone. Unknown tokens get 200
+ * (§2.2); another client's is refused with invalid_request and left alone.
  */
 import type express from 'express';
 import type { RequestHandler } from 'express';

@@ -1,9 +1,4 @@
-/**
- * The token endpoint, `POST /token` (RFC 6749 §3.2), as a pipeline of named steps:
- * read the form body → find the grant type → authenticate the client → check the client may
- * use that grant → run the grant's handler. Adding a grant type is one module in grants/ and
- * one line in GRANTS.
- */
+/** `POST /token` (RFC 6749 §3.2) as a pipeline of named steps; a grant type is one module in grants/ and one line in GRANTS. */
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { authenticatedClient, clientAuthentication } from '../client-auth.js';
 import type { OAuthContext } from '../context.js';
@@ -52,11 +47,7 @@ function checkClientGrantType(_req: Request, res: Response, next: NextFunction):
   next();
 }
 
-/**
- * RFC 9449 §5: a `DPoP` header is verified before any grant runs, so a proof refused for its
- * nonce leaves the code or refresh token unused for the retry. Every answer to a request with a
- * proof carries a fresh `DPoP-Nonce`.
- */
+/** RFC 9449 §5: verified before any grant runs, so a proof refused for its nonce leaves the code or token for the retry. */
 function checkDpopProof(oauth: OAuthContext): RequestHandler {
   return async function verifyDpopProof(req, res, next) {
     const { dpop } = oauth;
