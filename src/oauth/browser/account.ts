@@ -26,7 +26,6 @@ function seeOther(browser: BrowserContext, res: Response, path: string): void {
   res.redirect(303, `${browser.oauth.issuer}${path}`);
 }
 
-/** The signed-in user of this browser, if the session is current ("Sign out everywhere" voids older ones). */
 async function signedInUser(browser: BrowserContext, req: Request): Promise<User | undefined> {
   const session = browser.sessions.current(req);
   if (session?.userId === undefined) return undefined;

@@ -1,8 +1,4 @@
-/**
- * `POST /authorize/consent`: the consent form. Allow records the consent and sends the browser
- * back to /authorize (303), which now issues the code; Deny answers the client with
- * `access_denied` (303, in answer to the POST). Both need the CSRF token of this session.
- */
+/** `POST /authorize/consent`: Allow sends the browser back to /authorize (303); Deny answers `access_denied`. */
 import type { Request, Response } from 'express';
 import { AuthorizationError, readAuthorizationRequest } from '../authorization-request.js';
 import { continueAuthorization, type BrowserContext } from './flow.js';
@@ -55,7 +51,6 @@ export function consentHandler(browser: BrowserContext) {
   };
 }
 
-/** `POST /authorize/switch-account`: "Not you?" — ends the session and shows the login page for the same request. */
 export function switchAccountHandler(browser: BrowserContext) {
   return async function switchAccount(req: Request, res: Response): Promise<void> {
     const params = bodyParameters(res);

@@ -1,8 +1,6 @@
 /**
- * CSRF protection of the login and consent forms (csrf-csrf, double-submit cookie). Tokens
- * are HMACs bound to the browser session's id, so a token from one session — or from before
- * sign-in, when the id changes — is refused in another. The token travels in the hidden
- * `csrf_token` field.
+ * Double-submit CSRF tokens (csrf-csrf), HMACs bound to the session id, so a token from another session, or from
+ * before sign-in, when the id changes, is refused.
  */
 import { doubleCsrf } from 'csrf-csrf';
 import type { Request, Response } from 'express';
@@ -40,12 +38,10 @@ export class CsrfProtection {
     this.validate = validateRequest;
   }
 
-  /** A token for a form rendered in this response; the session must exist already. */
   token(req: Request, res: Response): string {
     return this.generate(req, res);
   }
 
-  /** True when the form body carries the token that matches this session's CSRF cookie. */
   isValid(req: Request): boolean {
     return this.sessions.current(req) !== undefined && this.validate(req);
   }

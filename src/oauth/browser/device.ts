@@ -110,7 +110,6 @@ function userCodeParameter(value: string | undefined): string {
   return (value ?? '').slice(0, 64);
 }
 
-/** `GET /device`: the code form for a signed-in user, the sign-in form otherwise. */
 function showDevicePage(device: DeviceContext) {
   return async function deviceStart(req: Request, res: Response): Promise<void> {
     let userCode = '';
@@ -169,7 +168,6 @@ async function lookUpCode(device: DeviceContext, req: Request, res: Response, us
   return { userCode, client, scopes: parseScope(pending.scope) };
 }
 
-/** `POST /device`: the code form. A real, pending code gets the consent page. */
 function enterCode(device: DeviceContext) {
   return async function deviceCode(req: Request, res: Response): Promise<void> {
     const params = bodyParameters(res);
@@ -195,7 +193,6 @@ function enterCode(device: DeviceContext) {
   };
 }
 
-/** `POST /device/consent`: Allow or Deny. The device learns the answer at its next poll. */
 function decide(device: DeviceContext) {
   const { oauth } = device;
   return async function deviceDecision(req: Request, res: Response): Promise<void> {

@@ -1,10 +1,6 @@
 /**
- * What the browser-facing steps of the authorization endpoint share: the session and CSRF
- * machinery and the rendering of the login and consent pages for a validated request.
- *
- * The flow is stateless on the server: the login and consent forms carry the authorization
- * request's query back, and after each form the browser is sent (303) to /authorize again,
- * which re-validates everything and decides the next step.
+ * The flow is stateless on the server: the forms carry the request's query back, and after each form the browser is
+ * sent (303) to /authorize, which re-validates everything and decides the next step.
  */
 import type { Request, Response } from 'express';
 import type { AuthorizationRequest } from '../authorization-request.js';
@@ -35,7 +31,6 @@ export function createBrowserContext(oauth: OAuthContext): BrowserContext {
   return { oauth, sessions, csrf: new CsrfProtection(sessions, oauth.sessionSecret) };
 }
 
-/** The host a self-registered client is known by: its metadata document's, else its redirect URI's. */
 function unverifiedHost(request: AuthorizationRequest): string {
   const { client } = request;
   const source = client.registrationType === 'metadata_document' ? client.id : request.redirectUri;
@@ -89,10 +84,7 @@ export function showConsent(browser: BrowserContext, req: Request, res: Response
   sendPage(res, page, { formActionOrigins: [redirectOrigin(request)] });
 }
 
-/**
- * What a form just satisfied, so /authorize does not ask again: a sign-in satisfies
- * `prompt=login`/`select_account` and `max_age`; a consent satisfies `prompt=consent`.
- */
+/** A sign-in satisfies `prompt=login`/`select_account` and `max_age`; a consent `prompt=consent`. */
 export type Satisfied = 'login' | 'consent';
 
 function remainingQuery(query: string, satisfied: Satisfied | undefined): string {
@@ -106,7 +98,6 @@ function remainingQuery(query: string, satisfied: Satisfied | undefined): string
   return params.toString();
 }
 
-/** After a form: back to /authorize with the same request (303, so the browser GETs it). */
 export function continueAuthorization(browser: BrowserContext, res: Response, request: AuthorizationRequest, satisfied?: Satisfied): void {
   redirectTo(res, `${browser.oauth.issuer}/authorize?${remainingQuery(request.query, satisfied)}`, 303);
 }

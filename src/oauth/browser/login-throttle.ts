@@ -49,7 +49,6 @@ export class LoginThrottle {
     return retryAfter ? { locked: true, retryAfterSeconds: Math.max(1, retryAfter) } : { locked: false };
   }
 
-  /** Counts the attempt before its password is checked, one increment-and-return per key, so concurrent attempts cannot slip past the limit. */
   async recordAttempt(username: string, ip: string | undefined): Promise<ThrottleState> {
     const [account, address] = await Promise.all([
       this.count(accountKey(username), this.policy.account),
@@ -61,7 +60,6 @@ export class LoginThrottle {
     return { locked: true, retryAfterSeconds: Math.max(1, ...refused.map((c) => c.retryAfter)) };
   }
 
-  /** Counts a failed attempt not counted beforehand; answers whether the account or the IP is now locked. */
   async recordFailure(username: string, ip: string | undefined): Promise<ThrottleState> {
     const state = await this.recordAttempt(username, ip);
     return state.locked ? state : this.check(username, ip);
@@ -74,7 +72,6 @@ export class LoginThrottle {
     await this.giveBack(ipKey(ip), this.policy.ip);
   }
 
-  /** Clears the account's counter and lock (an operator's `fieldgate user unlock`); IP counters stay. */
   async unlock(username: string): Promise<boolean> {
     const deleted = await this.db.delete(loginThrottle).where(eq(loginThrottle.key, accountKey(username))).returning({ key: loginThrottle.key });
     return deleted.length > 0;
@@ -89,10 +86,7 @@ export class LoginThrottle {
     );
   }
 
-  /**
-   * Adds one attempt under `key` (also the device flow's user codes): within the limit, or the seconds left of the lock. The
-   * attempt that reaches the limit starts the lock and is still checked; a counter restarts when its window or lock has passed.
-   */
+  /** Also the device flow's user codes. The attempt that reaches the limit starts the lock and is still checked. */
   async count(key: string, rule: ThrottleRule): Promise<{ allowed: boolean; retryAfter: number }> {
     const window = sql`make_interval(secs => ${rule.windowSeconds})`;
     const lock = sql`make_interval(secs => ${rule.lockSeconds})`;

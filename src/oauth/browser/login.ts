@@ -32,7 +32,6 @@ export type SignInAttempt =
   | { user: User }
   | { user?: undefined; status: 400 | 401 | 429; error: string; retryAfterSeconds?: number };
 
-/** Checks a username and password under the login throttle; `clientId` is for the security log only. */
 export async function attemptSignIn(browser: BrowserContext, req: Request, username: string, password: string, clientId?: string): Promise<SignInAttempt> {
   const { oauth } = browser;
   if (!username || !password) return { status: 400, error: 'Enter your username and password.' };

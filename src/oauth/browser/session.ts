@@ -1,27 +1,21 @@
 /**
- * The browser session of the sign-in pages: a stateless cookie signed with the deployment's
- * session key (HMAC-SHA-256 via cookie-parser), HttpOnly, SameSite=Lax, and Secure with the
- * `__Host-` prefix when the issuer is https. It holds a random session id (which the CSRF
- * tokens are bound to), and after sign-in the user id and the time of sign-in. The id is
- * replaced at sign-in, so a session planted before sign-in is worth nothing after it.
+ * A stateless cookie signed with the session key, HttpOnly, SameSite=Lax, `__Host-` when https. Its id is replaced at
+ * sign-in, so a session planted before sign-in is worth nothing after it.
  */
 import cookieParser from 'cookie-parser';
 import type { CookieOptions, Request, RequestHandler, Response } from 'express';
 import { randomToken } from '../../crypto/secrets.js';
 import { POLICY } from '../../policy.js';
 
-/** How long a sign-in lasts before the login page is shown again. */
 export const SESSION_TTL_SECONDS = POLICY.sessionTtlSeconds.value;
 
 export interface BrowserSession {
-  /** Random id; CSRF tokens are bound to it. */
   sid: string;
   userId?: number;
-  /** Seconds since the epoch. */
   authTime?: number;
   /** The user's session epoch at sign-in; "Sign out everywhere" raises it, voiding this session. */
   epoch?: number;
-  /** Seconds since the epoch after which the session is void, whatever the cookie's Max-Age. */
+  /** Void after this, whatever the cookie's Max-Age. */
   expiresAt: number;
 }
 
@@ -41,7 +35,6 @@ function isSession(value: unknown): value is BrowserSession {
 
 export class Sessions {
   readonly cookieName: string;
-  /** Parses (and checks the signature of) the cookies of the page routes. */
   readonly cookies: RequestHandler;
   private readonly secure: boolean;
 
@@ -59,7 +52,6 @@ export class Sessions {
     return { httpOnly: true, sameSite: 'lax', secure: this.secure, path: '/', signed: true, maxAge: SESSION_TTL_SECONDS * 1000 };
   }
 
-  /** The request's valid session, if it has one. */
   current(req: Request): BrowserSession | undefined {
     const known = sessions.get(req);
     if (known) return known;
@@ -76,12 +68,10 @@ export class Sessions {
     return session;
   }
 
-  /** The request's session, starting an anonymous one (for the login form's CSRF token) if needed. */
   ensure(req: Request, res: Response): BrowserSession {
     return this.current(req) ?? this.start(req, res, {});
   }
 
-  /** Starts a new session (a new id) for `userId`, replacing any previous one. */
   signIn(req: Request, res: Response, userId: number, epoch = 0): BrowserSession {
     return this.start(req, res, { userId, authTime: Math.floor(Date.now() / 1000), epoch });
   }
