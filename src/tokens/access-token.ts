@@ -1,8 +1,4 @@
-/**
- * Access tokens: JWTs per RFC 9068 (`typ: at+jwt`), signed ES256 with the current key from the
- * KeyStore and verified locally on every resource request — signature, `typ`, issuer,
- * audience, expiry — then checked against revocations.
- */
+/** RFC 9068 JWTs, ES256, verified locally on every resource request, then checked against revocations. */
 import { jwtVerify, decodeProtectedHeader, errors as joseErrors } from 'jose';
 import { randomUUID } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
@@ -22,7 +18,6 @@ export interface AccessTokenGrant {
   grantId: string;
   /** RFC 9449 §6.1: thumbprint of the DPoP key the token is bound to (`cnf.jkt`). */
   jkt?: string;
-  /** RFC 8707 audience: the resources the token is for (default: Fieldgate's own). */
   audience?: readonly string[];
 }
 
@@ -33,7 +28,6 @@ export interface IssuedAccessToken {
   expiresAt: Date;
 }
 
-/** Who a valid access token speaks for. */
 export interface Principal {
   /** Null when the client acts for itself (client_credentials): there is no user, and no user's data. */
   userId: number | null;
@@ -41,7 +35,6 @@ export interface Principal {
   scopes: ReadonlySet<string>;
   grantId: string;
   jti: string;
-  /** The resources (`aud`) the token was issued for. */
   audience: readonly string[];
   issuedAt: Date;
   expiresAt: Date;
@@ -51,16 +44,11 @@ export interface Principal {
 
 export interface AccessTokenOptions {
   issuer: string;
-  /** The `aud` of a token issued without an explicit audience: Fieldgate's own resources. */
   audience: string | readonly string[];
   ttlSeconds: number;
 }
 
-/**
- * The user a token's `sub` names: a decimal user id, or null when `sub` is the token's own
- * client_id (a client_credentials token). Client ids are never decimal (see ClientStore), so
- * the two cannot be confused.
- */
+/** Client ids are never decimal (see ClientStore), so a client_credentials `sub` cannot be read as a user id. */
 function subjectUser(sub: string, clientId: string): number | null {
   if (/^[1-9][0-9]{0,15}$/.test(sub)) {
     const userId = Number(sub);
@@ -74,10 +62,8 @@ const VERIFIED_CACHE_SIZE = POLICY.verifiedTokenCacheEntries.value;
 
 export class AccessTokens {
   /**
-   * Verifying an ES256 signature is the largest single cost of a resource request, and a client
-   * sends the same token many times. A token's signature and claims cannot change, so a verified
-   * one is remembered (by its exact text) until its `exp`; revocation is still checked on every
-   * request. Only tokens that passed verification are ever stored.
+   * A token's signature and claims cannot change, so a verified one is remembered by its exact text until its `exp`;
+   * revocation is still checked on every request.
    */
   private readonly verified = new LRUCache<string, Principal>({ max: VERIFIED_CACHE_SIZE });
 
@@ -111,7 +97,6 @@ export class AccessTokens {
     return { token, jti, expiresIn: this.options.ttlSeconds, expiresAt: new Date(exp * 1000) };
   }
 
-  /** Verifies signature and claims only, without the revocation lookup (for introspection of foreign tokens, etc.). */
   async verifySignature(token: string): Promise<Principal> {
     const cached = this.verified.get(token);
     if (cached) {
@@ -170,10 +155,7 @@ export class AccessTokens {
     }
   }
 
-  /**
-   * `verify` answered from the verified-token and revocation caches alone: the principal when
-   * both hold a passing answer, undefined whenever `verify` has to run (and give any refusal).
-   */
+  /** Undefined whenever `verify` has to run (and give any refusal). */
   verifyFromCache(token: string, resource?: string): Principal | undefined {
     const principal = this.verified.get(token);
     if (!principal || principal.expiresAt.getTime() <= Date.now()) return undefined;
@@ -181,10 +163,7 @@ export class AccessTokens {
     return this.revocations.cachedAnswer(principal.grantId, principal.jti) === false ? principal : undefined;
   }
 
-  /**
-   * Full resource-side check: signature, claims, audience (when `resource` is given: RFC 8707,
-   * a token for another resource is refused) and revocation.
-   */
+  /** RFC 8707: a token for another resource is refused. */
   async verify(token: string, resource?: string): Promise<Principal> {
     const principal = await this.verifySignature(token);
     if (resource !== undefined && !principal.audience.includes(resource)) {

@@ -1,11 +1,6 @@
 /**
- * Resource-side token authentication, shared by GraphQL and REST: read the access token from
- * the Authorization header — `Bearer` (RFC 6750) or `DPoP` with a proof (RFC 9449 §7) — verify
- * it, check scopes, and build the `WWW-Authenticate` challenge for a refusal.
- *
- * A DPoP-bound token (`cnf.jkt`) is accepted only under the DPoP scheme with a proof signed by
- * that key for this request (`htm`, `htu`, `ath`); presented as Bearer it is refused, so a stolen
- * bound token is useless without the key.
+ * Resource-side authentication for GraphQL and REST. A DPoP-bound token (`cnf.jkt`) presented as Bearer is refused,
+ * so a stolen bound token is useless without the key (RFC 9449 §7).
  */
 import type { AccessTokens, Principal } from './access-token.js';
 import { DPOP_ALGORITHMS, type DpopVerifier } from './dpop.js';
@@ -13,7 +8,6 @@ import { InsufficientScope, InvalidDpopProof, InvalidRequest, InvalidToken, UseD
 
 export const REALM = 'fieldgate';
 
-/** What resource authentication needs from the runtime. */
 export interface ResourceAuthentication {
   accessTokens: AccessTokens;
   /** Undefined where no request is at hand to check a proof against: DPoP tokens are then refused. */
@@ -23,10 +17,8 @@ export interface ResourceAuthentication {
 
 export interface ResourceRequest {
   authorization: string | undefined | null;
-  /** The `DPoP` header(s). */
   dpop: string | string[] | undefined | null;
   method: string;
-  /** Path (and query) of the request; its public URL is the issuer's origin plus this. */
   path: string;
   /** RFC 8707: the resource the token must have been issued for (its `aud` names it). */
   resource?: string;
@@ -34,7 +26,6 @@ export interface ResourceRequest {
 
 const CREDENTIALS = /^(Bearer|DPoP)[ ]+([A-Za-z0-9\-._~+/]+=*)[ ]*$/i;
 
-/** The principal of a request's access token, or InvalidToken (with a DPoP challenge where DPoP applies). */
 export async function authenticateRequest(auth: ResourceAuthentication, request: ResourceRequest): Promise<Principal> {
   const { authorization } = request;
   if (!authorization) throw new InvalidToken('an access token is required', { missing: true });
@@ -55,10 +46,7 @@ export async function authenticateRequest(auth: ResourceAuthentication, request:
   return authenticateDpop(auth, request, token);
 }
 
-/**
- * `authenticateRequest` without a promise, for a Bearer token whose every check is cached: the
- * principal, or undefined when `authenticateRequest` must run (and give any refusal).
- */
+/** Undefined when `authenticateRequest` must run (and give any refusal). */
 export function authenticateFromCache(auth: ResourceAuthentication, request: ResourceRequest): Principal | undefined {
   const match = request.authorization ? CREDENTIALS.exec(request.authorization) : null;
   if (!match || match[1]!.toLowerCase() !== 'bearer') return undefined;
@@ -66,7 +54,6 @@ export function authenticateFromCache(auth: ResourceAuthentication, request: Res
   return principal?.jkt === undefined ? principal : undefined;
 }
 
-/** A Bearer `Authorization` header alone (no request to check a DPoP proof against): as `authenticateRequest`. */
 export async function authenticateBearer(accessTokens: AccessTokens, authorization: string | undefined | null, resource?: string): Promise<Principal> {
   return authenticateRequest(
     { accessTokens, dpop: undefined, config: { issuer: '', dpopNonce: 'off' } },
@@ -112,18 +99,13 @@ function quoted(value: string): string {
   return `"${value.replace(/[\\"]/g, '\\$&').replace(/[^\x20-\x7e]/g, '')}"`;
 }
 
-/**
- * RFC 9728 §5.1: the challenge names where the resource's metadata is, so a client that knows
- * only the API URL can discover the authorization server. Added by each face to whatever
- * challenge it answers with.
- */
+/** RFC 9728 §5.1: the challenge names the resource's metadata, so a client knowing only the API URL finds the server. */
 export function withResourceMetadata(challenge: string, metadataUrl: string): string {
   if (!/^Bearer\b/.test(challenge) || challenge.includes('resource_metadata=')) return challenge;
   const separator = challenge === 'Bearer' ? ' ' : ', ';
   return `${challenge}${separator}resource_metadata=${quoted(metadataUrl)}`;
 }
 
-/** The RFC 6750 §3 (or RFC 9449 §7.1 DPoP) challenge for a resource-side refusal. */
 export function wwwAuthenticate(error: OAuthError): string {
   const params = [`realm=${quoted(REALM)}`];
   if (error instanceof InvalidToken && error.dpop) {
@@ -139,7 +121,6 @@ export function wwwAuthenticate(error: OAuthError): string {
   return `Bearer ${params.join(', ')}`;
 }
 
-/** Every header of a resource-side refusal: the challenge, and a fresh `DPoP-Nonce` when one is asked for. */
 export function challengeHeaders(error: OAuthError): Record<string, string> {
   const nonce = error instanceof InvalidToken ? error.dpop?.nonce : undefined;
   return { 'WWW-Authenticate': wwwAuthenticate(error), ...(nonce === undefined ? {} : { 'DPoP-Nonce': nonce }) };

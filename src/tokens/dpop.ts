@@ -1,14 +1,7 @@
 /**
- * DPoP proofs (RFC 9449), checked the same way at the token endpoint and at every resource:
- * the `DPoP` header is one JWT with `typ: dpop+jwt`, an asymmetric `alg` from DPOP_ALGORITHMS
- * and the signer's public key in `jwk`; its `htm` and `htu` name this request, its `iat` is
- * recent, its `jti` was never seen by any instance (JtiReplayStore), and — where nonces are
- * required — its `nonce` is one this deployment handed out. At a resource it also carries
- * `ath`, the SHA-256 of the access token it accompanies (§4.3, §7).
- *
- * Nonces (§8, §9) are stateless: `<window>.<HMAC(deployment key, window)>` for the current
- * minute, so every instance issues and accepts the same values without sharing anything beyond
- * the key; one from the previous or next window is still accepted across a boundary or clock skew.
+ * DPoP proofs (RFC 9449), checked alike at the token endpoint and at every resource. Nonces (§8, §9) are stateless,
+ * an HMAC of the current minute, so instances share nothing but the key; the neighbouring windows are still accepted
+ * across a boundary or clock skew.
  */
 import { calculateJwkThumbprint, EmbeddedJWK, jwtVerify, errors as joseErrors, type JWK } from 'jose';
 import { createHash } from 'node:crypto';
@@ -16,16 +9,12 @@ import { constantTimeEqual, hmacSha256 } from '../crypto/secrets.js';
 import { InvalidDpopProof, UseDpopNonce } from '../oauth/errors.js';
 import type { JtiReplayStore } from './jti-replay.js';
 
-/**
- * Asymmetric algorithms accepted for proofs (`dpop_signing_alg_values_supported`); HS* and none
- * never are. `Ed25519` is the fully-specified name of EdDSA over Ed25519 (RFC 9864) some clients use.
- */
+/** HS* and none never are. `Ed25519` is the fully-specified name of EdDSA over Ed25519 (RFC 9864). */
 export const DPOP_ALGORITHMS = ['ES256', 'EdDSA', 'Ed25519', 'RS256'] as const;
 
 /** Longest `DPoP` header accepted: a proof with a 4096-bit RSA key is under 2 KiB. */
 const MAX_PROOF_LENGTH = 8192;
 const MAX_JTI_LENGTH = 256;
-/** Seconds one nonce window lasts. */
 const NONCE_WINDOW_SECONDS = 60;
 const PRIVATE_JWK_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
 
@@ -37,10 +26,8 @@ export interface DpopOptions {
 }
 
 export interface DpopRequest {
-  /** The raw `DPoP` header(s) of the request. */
   header: string | string[] | undefined;
   method: string;
-  /** The URL the client called, as this server is known publicly (the issuer's origin). */
   url: string;
   /** At a resource: the access token the proof must be bound to (`ath`). */
   accessToken?: string;
@@ -70,7 +57,6 @@ export class DpopVerifier {
     private readonly options: DpopOptions,
   ) {}
 
-  /** The nonce to send in `DPoP-Nonce` now. */
   currentNonce(now = Date.now()): string {
     return this.nonceFor(Math.floor(now / 1000 / NONCE_WINDOW_SECONDS));
   }
@@ -85,10 +71,7 @@ export class DpopVerifier {
     return [current, current - 1, current + 1].some((window) => constantTimeEqual(nonce, this.nonceFor(window)));
   }
 
-  /**
-   * The proof of `request`, verified; undefined when the request carries none. Throws
-   * InvalidDpopProof or UseDpopNonce (with a fresh nonce) otherwise.
-   */
+  /** Undefined when the request carries none; InvalidDpopProof or UseDpopNonce (with a fresh nonce) otherwise. */
   async verify(request: DpopRequest): Promise<DpopProof | undefined> {
     const { header } = request;
     if (header === undefined) return undefined;

@@ -1,18 +1,13 @@
 /**
- * RFC 8707 resource identifiers: which audiences Fieldgate issues tokens for. Fieldgate itself
- * is two protected resources — the REST API (identified by the issuer URL, since its paths sit
- * at the root) and the GraphQL API (`${issuer}/graphql`) — and RESOURCE_INDICATORS may name
- * external resource servers that trust our tokens. A request naming no resource gets both of
- * Fieldgate's own, never an external one.
+ * RFC 8707 audiences: the REST API (the issuer URL), the GraphQL API and any RESOURCE_INDICATORS. A request naming
+ * no resource gets Fieldgate's own two, never an external one.
  */
 import { InvalidTarget } from '../oauth/errors.js';
 
 export interface ProtectedResource {
-  /** The resource identifier: the `resource` parameter and the token's `aud`. */
   identifier: string;
   /** Where RFC 9728 metadata for it is served (the path-inserted well-known URL). */
   metadataUrl: string;
-  /** Human documentation of the API. */
   documentation: string;
 }
 
@@ -31,9 +26,7 @@ function canonical(identifier: string): string | undefined {
 export class Resources {
   readonly rest: ProtectedResource;
   readonly graphql: ProtectedResource;
-  /** Every identifier a token may be issued for, as configured. */
   readonly known: readonly string[];
-  /** The audience of a grant that named no resource. */
   readonly defaults: readonly string[];
   private readonly byCanonical: ReadonlyMap<string, string>;
 
@@ -46,10 +39,6 @@ export class Resources {
     this.byCanonical = new Map(this.known.map((identifier) => [canonical(identifier)!, identifier]));
   }
 
-  /**
-   * The identifiers a request names, as configured; invalid_target for one that is not an
-   * absolute URI without fragment, or that this server does not issue tokens for.
-   */
   resolve(requested: readonly string[]): string[] {
     const resolved = requested.map((value) => {
       const key = canonical(value);
@@ -61,10 +50,7 @@ export class Resources {
     return [...new Set(resolved)];
   }
 
-  /**
-   * The audience of a token request: those named (which must all be in what the grant allows),
-   * or everything the grant allows when none is named. A refresh may narrow, never widen.
-   */
+  /** A refresh may narrow, never widen. */
   narrow(granted: readonly string[], requested: readonly string[]): string[] {
     const allowed = granted.length === 0 ? this.defaults : granted;
     if (requested.length === 0) return [...allowed];

@@ -1,14 +1,6 @@
 /**
- * Revocation as the resource side sees it. A grant (one consent's family of codes, refresh
- * tokens and access tokens) or a single access token can be revoked; resource requests ask
- * `isRevoked` for each token they accept.
- *
- * A grant that no longer exists counts as revoked: deleting a client or a user (by the CLI or
- * directly in SQL) cascades to its grants, and that must end every token of theirs.
- *
- * Answers are cached per token for at most REVOCATION_CACHE_MS so hot tokens cost no query
- * per request. A revocation made by this instance clears its cache at once; one made by
- * another instance is seen within REVOCATION_CACHE_MS (documented in README).
+ * A grant that no longer exists counts as revoked: deleting a client or user cascades, and that must end every token.
+ * Answers are cached per token for REVOCATION_CACHE_MS; another instance's revocation is seen within that time.
  */
 import { and, eq, isNull, lt, sql } from 'drizzle-orm';
 import type { Db } from '../db/database.js';
@@ -24,7 +16,6 @@ export class Revocations {
 
   constructor(private readonly db: Db) {}
 
-  /** `isRevoked`'s answer while it is cached, without a promise; undefined when it must be asked. */
   cachedAnswer(grantId: string, jti: string): boolean | undefined {
     const cached = this.cache.get(`${grantId} ${jti}`);
     return cached && Date.now() - cached.checkedAt < REVOCATION_CACHE_MS ? cached.revoked : undefined;

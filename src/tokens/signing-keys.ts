@@ -1,11 +1,6 @@
 /**
- * Signing keys for access tokens (ES256). Keys live in the database so every instance signs
- * and verifies with the same set. After `fieldgate keys rotate` the previous key is retired:
- * it signs nothing new but stays published until every token it signed has expired.
- *
- * Each instance caches the key set and reloads it every RELOAD_INTERVAL_MS, and at once
- * (at most once a second) when it meets a token whose `kid` it does not know — so a rotation
- * done elsewhere is picked up for verification immediately and for signing within the interval.
+ * Keys live in the database so every instance uses one set; a retired key stays published until its tokens expire.
+ * An unknown `kid` reloads the set at once (at most once a second), so a rotation elsewhere verifies immediately.
  */
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import { createPrivateKey, type JsonWebKey } from 'node:crypto';
@@ -24,7 +19,6 @@ const PUBLISH_MARGIN_SECONDS = 2 * (RELOAD_INTERVAL_MS / 1000);
 export interface SigningKey {
   kid: string;
   alg: string;
-  /** Signs `claims` (which carry their own `iat`) as a compact JWS with this key, `kid` and header `typ`. */
   sign(claims: Record<string, unknown>, typ: string): string;
 }
 
@@ -37,11 +31,7 @@ interface LoadedKey {
   retiredAt: Date | null;
 }
 
-/**
- * A synchronous signer through fast-jwt, which signs with node:crypto directly: jose signs
- * through WebCrypto, whose asynchronous job costs about three times the CPU per token, and a
- * token is signed on every code exchange and refresh. Verification stays with jose.
- */
+/** fast-jwt signs synchronously with node:crypto; jose's WebCrypto job costs more CPU per token. Verification stays with jose. */
 function jwsSigner(key: LoadedKey): SigningKey['sign'] {
   const pem = createPrivateKey({ key: key.privateJwk as JsonWebKey, format: 'jwk' }).export({ type: 'pkcs8', format: 'pem' }) as string;
   const signers = new Map<string, (claims: Record<string, unknown>) => string>();
@@ -67,16 +57,12 @@ async function newKeyRow() {
   };
 }
 
-/** Creates the first signing key when there is none. Run under the migration lock. */
 export async function ensureSigningKey(db: Db): Promise<void> {
   const [current] = await db.select({ kid: signingKeys.kid }).from(signingKeys).where(isNull(signingKeys.retiredAt)).limit(1);
   if (!current) await db.insert(signingKeys).values(await newKeyRow());
 }
 
-/**
- * Retires the current key and makes a new one current. Keys retired longer ago than any
- * token they signed can live are deleted. Returns the new key id.
- */
+/** Keys retired longer ago than any token they signed can live are deleted. */
 export async function rotateSigningKey(db: Db, accessTokenTtl: number): Promise<{ kid: string; retired: string[] }> {
   const row = await newKeyRow();
   return db.transaction(async (tx) => {
@@ -167,13 +153,11 @@ export class KeyStore {
     return key?.publicKey;
   }
 
-  /** The JWK Set to publish: the current key and every retired key whose tokens may still be live. */
   async jwks(): Promise<{ keys: JWK[] }> {
     await this.fresh();
     return { keys: this.keys.map((key) => key.publicJwk) };
   }
 
-  /** Forgets the cache, e.g. after this process rotated the key itself. */
   invalidate(): Promise<void> {
     return this.reload();
   }
@@ -188,7 +172,6 @@ export interface SigningKeyInfo {
   state: 'current' | 'published' | 'expired';
 }
 
-/** Every stored key, newest first, with whether it signs, is still published, or neither. */
 export async function listSigningKeys(db: Db, accessTokenTtl: number): Promise<SigningKeyInfo[]> {
   const rows = await db
     .select({
@@ -206,11 +189,7 @@ export async function listSigningKeys(db: Db, accessTokenTtl: number): Promise<S
   }));
 }
 
-/**
- * Withdraws `kid` at once, for a key that leaked: it is deleted, so tokens it signed stop
- * verifying (on other instances within their reload interval). A current key is first
- * replaced by a new one. Returns undefined for an unknown kid.
- */
+/** For a key that leaked: deleted, so its tokens stop verifying; a current key is first replaced. */
 export async function retireSigningKey(db: Db, kid: string, accessTokenTtl: number): Promise<{ retired: string; current: string } | undefined> {
   const keys = await listSigningKeys(db, accessTokenTtl);
   const key = keys.find((k) => k.kid === kid);
