@@ -1,8 +1,6 @@
 /**
- * Requests Node refuses before the app sees them (headers over `maxHeaderSize`, a request
- * that does not parse, one too slow) get the Google error body too, instead of Node's
- * empty one. URLs are refused earlier by the app (`refuseLongUrl`, 414) at a length below
- * Node's header limit, so only a URL near that limit, or oversized headers, end up here as 431.
+ * Requests Node refuses before the app sees them get the Google error body instead of Node's empty one. Long URLs are
+ * refused earlier by the app (414), so only oversized headers end up here as 431.
  */
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -18,13 +16,11 @@ const STATUS: Record<string, [number, string, string, string]> = {
   ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'the request took too long to arrive', 'REQUEST_TIMEOUT'],
 };
 
-/** 414 with the Google error body for a request target longer than MAX_URL_LENGTH. */
 export const refuseLongUrl: RequestHandler = (req, _res, next) => {
   if (req.originalUrl.length > MAX_URL_LENGTH) return next(new RestInvalidArgument(`the URL is longer than ${MAX_URL_LENGTH} characters`, { httpStatus: 414, reason: 'URL_TOO_LONG' }));
   next();
 };
 
-/** The server's `clientError` listener: the status Node would send, with a JSON body. */
 export function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
   const writable = socket.writable && (socket as Duplex & { bytesWritten?: number }).bytesWritten === 0;
   if (writable && error.code !== 'ECONNRESET') {

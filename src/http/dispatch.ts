@@ -1,16 +1,12 @@
 /**
- * Hands each request to the one router that serves its first path segment (`/products/7` →
- * `products`) instead of letting it walk every face's router in turn. Segments match as
- * Express matches paths by default: case-insensitively, with or without a trailing slash; an
- * unclaimed or unanswered request goes on to the next handler.
- * Measured gain and removal condition: docs/PERFORMANCE.md.
+ * Hands each request to the one router of its first path segment, matching as Express does (any case, optional
+ * trailing slash). Measured gain and removal condition: docs/PERFORMANCE.md.
  */
 import type { RequestHandler } from 'express';
 
 export class SegmentDispatcher {
   private readonly routers = new Map<string, RequestHandler>();
 
-  /** Routes every path under each of `paths` (given as `/segment`) to `router`. */
   mount(paths: readonly string[], router: RequestHandler): this {
     for (const path of paths) {
       const segment = firstSegment(path);

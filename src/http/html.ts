@@ -1,7 +1,4 @@
-/**
- * A tagged template for HTML in which every interpolated value is escaped (escape-html)
- * unless it is itself the result of `html` — so user-controlled text can never become markup.
- */
+/** Every interpolated value is escaped unless it is itself `html`, so user-controlled text can never become markup. */
 import escapeHtml from 'escape-html';
 
 export class SafeHtml {

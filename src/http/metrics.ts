@@ -1,9 +1,6 @@
 /**
- * Prometheus metrics (prom-client). One registry per process: HTTP requests by route template
- * (never the raw path, so label values stay bounded), the OAuth security events (token
- * issuance, refresh, revocation, reuse, login failures and lockouts), GraphQL operation cost,
- * and Node's default process metrics. Served on METRICS_PORT, or on the main port at /metrics
- * behind METRICS_TOKEN; off unless one of them is set.
+ * Prometheus metrics, by route template (never the raw path, so label values stay bounded). Served on METRICS_PORT, or
+ * at /metrics behind METRICS_TOKEN; off unless one of them is set.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -29,7 +26,6 @@ const httpDuration = new Histogram({
   registers: [registry],
 });
 
-/** OAuth security events: code_issued, refresh_token_rotated, token_revoked, login_failed, login_throttled, … */
 export const securityEventCounter = new Counter({
   name: 'fieldgate_security_events_total',
   help: 'OAuth security events (token issuance, refresh, revocation, reuse, login failures and lockouts) by event and reason.',
@@ -46,17 +42,13 @@ export const graphqlOperationCost = new Histogram({
 
 const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
 
-/**
- * The route template that answered (`/products/:id`), or `unmatched`. Express leaves `req.route`
- * set to the innermost matched route; its base is the mount path, already a template.
- */
+/** Express leaves `req.route` set to the innermost matched route; its base is the mount path, already a template. */
 function routeOf(req: Parameters<RequestHandler>[0]): string {
   const route = req.route as { path?: unknown } | undefined;
   if (route && typeof route.path === 'string') return `${req.baseUrl}${route.path}` || '/';
   return 'unmatched';
 }
 
-/** Counts and times every request once its response is finished. */
 export const httpMetrics: RequestHandler = (req, res, next) => {
   const started = process.hrtime.bigint();
   let route = 'unmatched';
@@ -85,7 +77,6 @@ async function send(res: http.ServerResponse): Promise<void> {
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
-/** GET /metrics on the main port, for a scraper that presents `Authorization: Bearer <METRICS_TOKEN>`. */
 export function metricsEndpoint(token: string): RequestHandler {
   return (req, res, next) => {
     if (req.path !== '/metrics' || (req.method !== 'GET' && req.method !== 'HEAD')) return next();
@@ -99,7 +90,6 @@ export function metricsEndpoint(token: string): RequestHandler {
   };
 }
 
-/** A server of its own that answers GET /metrics only (METRICS_PORT), for a private network. */
 export async function startMetricsServer(port: number, host: string): Promise<{ port: number; close(): Promise<void> }> {
   const server = http.createServer((req, res) => {
     if (req.method === 'GET' && (req.url ?? '').split('?')[0] === '/metrics') {

@@ -1,10 +1,6 @@
 /**
- * One structured log line per request: request id, method, path (never the query string: it
- * can carry codes), status and response time. Written when the response finishes, or marked
- * `aborted` when the client goes away first.
- *
- * This replaces pino-http, whose per-request child logger and serializers cost more than the
- * rest of a cached REST read; the main logger's destination and level still write every line.
+ * One log line per request: never the query string (it can carry codes). Replaces pino-http, whose per-request child
+ * logger and serializers were the costliest part of a cached read; the main logger still writes every line.
  */
 import type { RequestHandler } from 'express';
 import { accessLogger, type Logger } from '../logger.js';
@@ -12,7 +8,6 @@ import { requestId } from './request-id.js';
 
 declare module 'http' {
   interface IncomingMessage {
-    /** The request id (X-Request-Id), set by the request log middleware. */
     id?: string;
   }
 }

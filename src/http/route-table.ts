@@ -1,16 +1,12 @@
 /**
- * A router for a face whose routes are all known at start (REST), matching as Express does by
- * default (any case, one trailing slash, `:name` for one segment, GET answering HEAD) and running
- * each route's handlers with Express's `next` semantics, without its per-layer dispatch.
+ * Matches as Express does by default, with its `next` semantics, without its per-layer dispatch.
  * Measured gain and removal condition: docs/PERFORMANCE.md.
  */
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler } from 'express';
 
 interface Route {
-  /** Upper case; `ALL` for every method. */
   method: string;
   path: string;
-  /** Lower-cased literal segments, or `{ param }` for a `:param` segment. */
   segments: (string | { param: string })[];
   handlers: readonly RequestHandler[];
 }
@@ -20,7 +16,6 @@ export class RouteTable {
 
   constructor(private readonly onError: ErrorRequestHandler) {}
 
-  /** Adds a route; routes are tried in the order added, as Express tries its layers. */
   add(method: string, path: string, handlers: readonly RequestHandler[]): this {
     if (!path.startsWith('/')) throw new Error(`a route path starts with "/": "${path}"`);
     const segments = path

@@ -1,18 +1,11 @@
-/**
- * Response headers for HTML pages that handle credentials (the sign-in and consent pages and
- * their error page): never cached, never framed (clickjacking), never leaking their URL in a
- * Referer, and a CSP that allows nothing but the page's own hashed stylesheet and forms.
- */
+/** Credential pages are never cached, framed or leaked in a Referer; their CSP allows only their own hashed styles and forms. */
 import type { Response } from 'express';
 
 export interface PageSecurityOptions {
-  /** `'sha256-…'` sources of the inline <style> blocks the page carries. */
   styleHashes?: readonly string[];
   /** Origins a form may end up at: browsers apply `form-action` to the redirects after a submission too. */
   formActionOrigins?: readonly string[];
-  /** Allow scripts from this origin (static files only; never inline). */
   selfScripts?: boolean;
-  /** Origins images may come from (the configured brand logo). */
   imageOrigins?: readonly string[];
 }
 
@@ -36,11 +29,7 @@ export function setPageSecurityHeaders(res: Response, options: PageSecurityOptio
   res.setHeader('Cross-Origin-Resource-Policy', 'same-origin');
 }
 
-/**
- * Headers for the browser tools of the front door (GraphiQL, the API reference): their
- * scripts, styles and workers come from this origin only (no CDN, no inline script); the
- * bundles set inline styles, and GraphiQL's editor starts its workers from blob: URLs.
- */
+/** The front door's tools: no CDN, no inline script; the bundles set inline styles and GraphiQL starts blob: workers. */
 export function setToolPageSecurityHeaders(res: Response): void {
   res.setHeader('Cache-Control', 'no-store');
   res.setHeader('X-Frame-Options', 'DENY');
