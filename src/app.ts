@@ -1,7 +1,4 @@
-/**
- * Assembles the Express application: request logging, health checks, then the three faces —
- * the OAuth authorization server, the GraphQL API and the REST layer — and the demo pages.
- */
+/** Assembles the Express app: request logging, health checks, the OAuth server, GraphQL, REST and the demo pages. */
 import express, { type RequestHandler } from 'express';
 import type { Runtime } from './runtime.js';
 import { requestLog } from './http/request-log.js';
@@ -19,15 +16,9 @@ import { httpMetrics, metricsEndpoint } from './http/metrics.js';
 const READY_TIMEOUT_MS = 2_000;
 
 export interface AppOptions {
-  /** Set while the server drains on shutdown, so responses close their connections. */
   isShuttingDown?: () => boolean;
-  /**
-   * Routes of a program that embeds the app (the benchmark's baselines): `bare` is served before
-   * anything else, `served` after the app-wide middleware (request id, access log) as the
-   * faces are.
-   */
+  /** Embedder routes (the benchmark's baselines): `bare` before anything else, `served` after the app-wide middleware. */
   embedderRoutes?: { bare?: RequestHandler; served?: RequestHandler };
-  /** An extra CA certificate (PEM) trusted when fetching client metadata documents (a private PKI; tests). */
   clientMetadataCa?: string;
 }
 

@@ -1,11 +1,6 @@
 /**
- * The `fieldgate` command line. Every command works on the database the server uses (same
- * environment variables). `--json` prints exactly one JSON object on stdout; errors go to
- * stderr. Exit status: 0 done, 1 failed, 2 the command line was wrong.
- *
- * Each command (or group of subcommands) is one file under src/cli/, loaded only when named,
- * and loading what the command itself needs: `client list` never loads the GraphQL schema.
- * Adding one is a file and a line in COMMANDS.
+ * The `fieldgate` command line: `--json` prints exactly one JSON object; exit status 0 done, 1 failed, 2 usage. Each
+ * command is one file under src/cli/, loaded only when named, so `client list` never loads the GraphQL schema.
  */
 import { CommandFailed, didYouMean, nearest, parseCommandLine, UsageError, type Command, type CommandGroup, type Io } from './cli/command.js';
 

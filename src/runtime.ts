@@ -1,7 +1,4 @@
-/**
- * The long-lived services of one process, built once from the configuration and shared by
- * the OAuth server, the GraphQL API, the REST layer and the CLI.
- */
+/** The long-lived services of one process, shared by the OAuth server, GraphQL, REST and the CLI. */
 import type { Config } from './config.js';
 import { openDatabase, type Database, type Db } from './db/database.js';
 import { instanceSecret } from './db/instance-secrets.js';
@@ -23,25 +20,20 @@ export interface Runtime {
   keys: KeyStore;
   revocations: Revocations;
   accessTokens: AccessTokens;
-  /** RFC 8707 resource identifiers: Fieldgate's REST and GraphQL faces and RESOURCE_INDICATORS. */
   resources: Resources;
   clients: ClientStore;
   users: UserStore;
-  /** Single use of DPoP proof and client assertion `jti`s, across instances. */
   usedJtis: JtiReplayStore;
   dpop: DpopVerifier;
-  /** Key that signs browser-session cookies, shared by every instance. */
   sessionSecret: string;
   /** Key that derives a refresh token's successor from it (see stores/refresh-tokens.ts). */
   refreshTokenSecret: string;
   /** Key that signs list page tokens and GraphQL cursors (see api/page-token.ts). */
   pageTokenSecret: string;
-  /** Key of pairwise OIDC subject identifiers (src/oauth/oidc/subject.ts). */
   pairwiseSecret: string;
   close(): Promise<void>;
 }
 
-/** Opens the database, applies migrations (and first-run bootstrap) and wires the services. */
 export async function openRuntime(config: Config, logger: Logger, database?: Database): Promise<Runtime> {
   database ??= await openDatabase({
     databaseUrl: config.databaseUrl,

@@ -1,7 +1,4 @@
-/**
- * Runs the app on an HTTP server with graceful shutdown: stop accepting, let in-flight
- * requests finish (bounded), then close the database.
- */
+/** Graceful shutdown: stop accepting, let in-flight requests finish (bounded), then close the database. */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
@@ -15,10 +12,8 @@ export const SHUTDOWN_TIMEOUT_MS = 10_000;
 export interface RunningServer {
   url: string;
   port: number;
-  /** The port of the separate /metrics listener, when METRICS_PORT is set. */
   metricsPort?: number;
   server: http.Server;
-  /** Stops accepting, waits for in-flight requests (at most `timeoutMs`), closes the runtime. */
   close(timeoutMs?: number): Promise<void>;
 }
 
@@ -49,7 +44,6 @@ function startJanitor(runtime: Runtime): () => Promise<void> {
   };
 }
 
-/** A port that is free on `host` right now (what listening on port 0 would pick). */
 export function reservePort(host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = http.createServer();
@@ -61,11 +55,7 @@ export function reservePort(host: string): Promise<number> {
   });
 }
 
-/**
- * Node checks headersTimeout and requestTimeout only every connectionsCheckingInterval (30 s by
- * default), which made the 10 s header bound a 30 s one; checking each second keeps it near 10 s.
- * The interval can only be set when the server is created.
- */
+/** Node checks the header and request timeouts only this often (30 s by default), and only set at creation. */
 export const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
 
 export async function startServer(runtime: Runtime): Promise<RunningServer> {
