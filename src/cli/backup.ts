@@ -1,8 +1,4 @@
-/**
- * Backup and restore of the embedded (PGlite) database, through PGlite's own data-directory
- * dump: a gzipped tarball of the data directory, taken while holding the data-directory lock,
- * so no server can write to it meanwhile. PostgreSQL has pg_dump for this.
- */
+/** PGlite's own data-directory dump, taken under the data-directory lock so no server writes meanwhile. */
 import { existsSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';

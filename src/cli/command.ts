@@ -1,8 +1,4 @@
-/**
- * What every `fieldgate` command is made of: a parsed command line, one-line user errors, the
- * shared `--json` output and a runtime opened for the command's duration. Command files import
- * only this and what they need, so `fieldgate client list` never loads the GraphQL schema.
- */
+/** Command files import only this and what they need, so `fieldgate client list` never loads the GraphQL schema. */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import type { Config } from '../config.js';
 import type { Runtime } from '../runtime.js';
@@ -27,11 +23,8 @@ export interface Io {
 export type Options = NonNullable<ParseArgsConfig['options']>;
 
 export interface Command<O extends Options = Options> {
-  /** One line for the command list. */
   summary: string;
-  /** The synopsis after `fieldgate`, e.g. `client delete ID`. */
   synopsis: string;
-  /** Lines describing each option and argument, shown by `--help`. */
   details?: string[];
   options: O;
   /** Whether it takes positional arguments (an ID); others refuse any. */
@@ -43,11 +36,9 @@ export interface CommandInput<O extends Options> {
   io: Io;
   values: ReturnType<typeof parseArgs<{ options: O; allowPositionals: true; strict: true }>>['values'] & { json?: boolean };
   positionals: string[];
-  /** Loads the configuration from the environment (not done for --help). */
   config(): Config;
 }
 
-/** A command group such as `client`: its subcommands by name. */
 export interface CommandGroup {
   summary: string;
   subcommands: Record<string, Command>;
@@ -70,7 +61,6 @@ function distance(a: string, b: string): number {
   return previous[b.length]!;
 }
 
-/** The candidate nearest to `input`, when it is near enough to be the one meant. */
 export function nearest(input: string, candidates: Iterable<string>): string | undefined {
   let best: string | undefined;
   let bestDistance = Infinity;
@@ -85,7 +75,6 @@ export function didYouMean(suggestion: string | undefined): string {
   return suggestion ? `; did you mean ${suggestion}?` : '';
 }
 
-/** Options every command takes. */
 export const COMMON_OPTIONS = {
   json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -136,7 +125,6 @@ export function parseDuration(option: string, raw: string, maxSeconds: number): 
   return seconds;
 }
 
-/** One positional argument, exactly. */
 export function onePositional(command: string, what: string, positionals: string[]): string {
   const [value] = positionals;
   if (!value || positionals.length > 1) throw new UsageError(`${command} needs exactly one ${what}`);
