@@ -1,8 +1,4 @@
-/**
- * The ready-to-open /authorize link printed at start-up in demo mode. It uses PKCE; the
- * verifier is remembered in memory by `state` so the demo callback page can put it in the
- * curl command it shows.
- */
+/** The demo's /authorize link; the PKCE verifier is kept in memory by `state` for the callback page's curl command. */
 import { createHash } from 'node:crypto';
 import { randomToken } from '../crypto/secrets.js';
 import { ALL_SCOPES } from '../oauth/scopes.js';

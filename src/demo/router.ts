@@ -1,7 +1,4 @@
-/**
- * Demo-mode pages. /demo/callback is the demo client's redirect URI: it shows the received
- * `code` and `state` (or the error) and a ready-to-paste curl command for the token endpoint.
- */
+/** /demo/callback, the demo client's redirect URI, shows the code and a ready-to-paste curl command for /token. */
 import express from 'express';
 import type { Runtime } from '../runtime.js';
 import { html } from '../http/html.js';
@@ -13,7 +10,6 @@ function shellQuote(value: string): string {
   return `'${value.replace(/'/g, `'\\''`)}'`;
 }
 
-/** The first path segment of the demo's pages. */
 export const DEMO_PATHS = ['/demo'];
 
 export function createDemoRouter(runtime: Runtime): express.Router {

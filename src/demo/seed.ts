@@ -1,8 +1,4 @@
-/**
- * Demo data: a catalogue of products with sellers, shipping policies and reviews, the user
- * `demo` / `demo`, and a confidential client whose redirect URI is this service's own
- * /demo/callback page. Seeding is idempotent: each part is added only when missing.
- */
+/** Demo data; idempotent: each part is added only when missing. */
 import { count, eq } from 'drizzle-orm';
 import type { Runtime } from '../runtime.js';
 import { clients as clientRows, orderItems, orders, products, reviews, sellers, shippingPolicies, users } from '../db/schema.js';
@@ -93,10 +89,8 @@ async function seedDemoOrders(db: Db, userId: number): Promise<void> {
 }
 
 /**
- * Seeds what is missing and returns the demo client's secret so it can be printed. Client
- * secrets are otherwise stored only as hashes; the demo one is kept in `instance_secrets`
- * (created once, insert-if-absent) so that restarts and every instance on the same database
- * print and accept the same secret instead of rotating it under each other.
+ * The demo client's secret is kept in `instance_secrets` (insert-if-absent), so restarts and every instance on one
+ * database print and accept the same secret instead of rotating it under each other.
  */
 export async function seedDemo(runtime: Runtime): Promise<DemoSeedResult> {
   const { db, users: userStore, clients } = runtime;
@@ -129,7 +123,6 @@ export async function seedDemo(runtime: Runtime): Promise<DemoSeedResult> {
   return { productsCreated, userCreated, client: { client_id: DEMO_CLIENT_ID, client_secret: secret, redirect_uri: redirectUri } };
 }
 
-/** True when the database holds no users and no products yet (a fresh embedded database). */
 export async function isEmptyDatabase(db: Db): Promise<boolean> {
   const [[p], [u]] = await Promise.all([db.select({ n: count() }).from(products), db.select({ n: count() }).from(users)]);
   return (p?.n ?? 0) === 0 && (u?.n ?? 0) === 0;
