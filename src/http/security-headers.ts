@@ -1,4 +1,4 @@
-/** Credential pages are never cached, framed or leaked in a Referer; their CSP allows only their own hashed styles and forms. */
+/** Credential pages are never cached, framed or leaked in a Referer; CSP allows only their hashed styles and forms. */
 import type { Response } from 'express';
 
 export interface PageSecurityOptions {

@@ -31,7 +31,7 @@ interface LoadedKey {
   retiredAt: Date | null;
 }
 
-/** fast-jwt signs synchronously with node:crypto; jose's WebCrypto job costs more CPU per token. Verification stays with jose. */
+/** fast-jwt signs synchronously with node:crypto, cheaper than jose's WebCrypto job; verification stays with jose. */
 function jwsSigner(key: LoadedKey): SigningKey['sign'] {
   const pem = createPrivateKey({ key: key.privateJwk as JsonWebKey, format: 'jwk' }).export({ type: 'pkcs8', format: 'pem' }) as string;
   const signers = new Map<string, (claims: Record<string, unknown>) => string>();

@@ -1,4 +1,4 @@
-/** `POST /token` (RFC 6749 §3.2) as a pipeline of named steps; a grant type is one module in grants/ and one line in GRANTS. */
+/** `POST /token` (RFC 6749 §3.2) as named steps; a grant type is one module in grants/ and one line in GRANTS. */
 import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { authenticatedClient, clientAuthentication } from '../client-auth.js';
 import type { OAuthContext } from '../context.js';

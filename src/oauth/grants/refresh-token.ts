@@ -11,7 +11,7 @@ export const grantType = 'refresh_token';
 export const parameters = ['refresh_token', 'scope'] as const;
 // `resource` may repeat (RFC 8707 §2), so it is not listed for the repetition check.
 
-/** Never more than the grant (RFC 6749 §6, RFC 8707 §2.2); checked before rotating, so a refused request leaves the token usable. */
+/** Never more than the grant (RFC 6749 §6, RFC 8707 §2.2); checked before rotating, so a refusal keeps the token. */
 async function narrowed(request: GrantRequest, refreshToken: string): Promise<{ scope: string | undefined; audience: string[] | undefined }> {
   const { oauth, client, params } = request;
   const scopes = parseScope(params.get('scope'));
