@@ -475,8 +475,49 @@ async function benchPostGraphile(databaseUrl: string, fieldgateRows: NestedProdu
   );
 }
 
+const afterLoad = (m: { afterLoadRssMiB?: number; settledRssMiB?: number }) =>
+  m.afterLoadRssMiB === undefined ? '' : `, right after load ${m.afterLoadRssMiB.toFixed(0)} MiB, settled ${m.settledRssMiB?.toFixed(0)} MiB`;
+
+/**
+ * Traffic for the memory-after-benchmark reading of the real `fieldgate serve`: REST reads, the
+ * nested GraphQL list and client-credentials token requests, with a service client registered
+ * through the CLI beforehand (the server holds the PGlite directory while it runs).
+ */
+function serviceClient(env: Record<string, string | undefined>): { id: string; secret: string } {
+  const created = spawnSync(process.execPath, ['bin/fieldgate.js', 'client', 'create', '--name', 'bench-memory', '--grant', 'client_credentials', '--scope', 'products:read', '--json'], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+  });
+  if (created.status !== 0) throw new Error(`client create failed: ${created.stderr.trim().split('\n').slice(-1)[0]}`);
+  const client = JSON.parse(created.stdout) as { client_id: string; client_secret: string };
+  return { id: client.client_id, secret: client.client_secret };
+}
+
+function memoryLoad(load: Child, client: { id: string; secret: string }): (url: string) => Promise<void> {
+  const durationSec = quick ? 3 : 8;
+  return async (url) => {
+    const tokenRequest = { authorization: basicAuth(client.id, client.secret), 'content-type': 'application/x-www-form-urlencoded' };
+    const tokenBody = formBody({ grant_type: 'client_credentials', scope: 'products:read' });
+    const issued = await request(new URL('/token', url), { method: 'POST', headers: tokenRequest, body: tokenBody });
+    if (issued.status !== 200) throw new Error(`client_credentials token: ${issued.status} ${issued.body.slice(0, 200)}`);
+    const bearer = { authorization: `Bearer ${(JSON.parse(issued.body) as { access_token: string }).access_token}` };
+    const common = { connections: timing.readConnections, warmupSec: 0, durationSec };
+    log(`memory: ${durationSec} s each of REST reads, the nested GraphQL list and token requests at ${url}`);
+    await load.call<Measurement>('http', { ...common, url: new URL('/products/1?fields=id,name', url).href, headers: bearer });
+    await load.call<Measurement>('http', {
+      ...common,
+      url: new URL('/graphql', url).href,
+      method: 'POST',
+      headers: { ...bearer, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ products(limit: 20) { id name seller { name } reviews { rating } } }' }),
+    });
+    await load.call<Measurement>('http', { ...common, url: new URL('/token', url).href, method: 'POST', headers: tokenRequest, body: tokenBody });
+  };
+}
+
 /** Targets 6 and 7 on PGlite: `npm start` and `fieldgate serve`, each on a fresh and on an existing directory. */
-async function benchStartupPglite(startup: StartupResults): Promise<void> {
+async function benchStartupPglite(startup: StartupResults, load: Child): Promise<void> {
   const dirs = [mkdtempSync(path.join(os.tmpdir(), 'fieldgate-start-')), mkdtempSync(path.join(os.tmpdir(), 'fieldgate-start-'))];
   const envFor = async (dataDir: string) => {
     const port = await freePort();
@@ -492,7 +533,9 @@ async function benchStartupPglite(startup: StartupResults): Promise<void> {
     const serve = [process.execPath, 'bin/fieldgate.js', 'serve'];
     log('start-up: fieldgate serve on a fresh PGlite directory, then again on it');
     startup.pgliteFirst = await measureStart({ argv: serve, ...(await envFor(dirs[1]!)), logFile, memory: true, idleMs });
-    startup.pgliteRestart = await measureStart({ argv: serve, ...(await envFor(dirs[1]!)), logFile, memory: true, idleMs });
+    const restart = await envFor(dirs[1]!);
+    const client = serviceClient(restart.env);
+    startup.pgliteRestart = await measureStart({ argv: serve, ...restart, logFile, memory: true, idleMs, load: memoryLoad(load, client) });
     for (let i = 0; i < (quick ? 1 : 2); i++) {
       log('start-up: npm start on an existing PGlite directory');
       startup.npmStartExisting.push(await measureStart({ argv: ['npm', 'start'], ...(await envFor(dirs[0]!)), logFile, memory: false, idleMs }));
@@ -504,25 +547,33 @@ async function benchStartupPglite(startup: StartupResults): Promise<void> {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   }
   for (const m of [startup.npmStartFresh, startup.pgliteFirst, startup.pgliteRestart, ...startup.npmStartExisting]) {
-    if (m) log(`start-up: ${m.command}: ${m.error ?? `ready in ${m.readyMs?.toFixed(0)} ms${m.peakRssMiB ? `, peak ${m.peakRssMiB.toFixed(0)} MiB, idle ${m.idleRssMiB?.toFixed(0)} MiB` : ''}`}`);
+    if (m) log(`start-up: ${m.command}: ${m.error ?? `ready in ${m.readyMs?.toFixed(0)} ms${m.peakRssMiB ? `, peak ${m.peakRssMiB.toFixed(0)} MiB, idle ${m.idleRssMiB?.toFixed(0)} MiB${afterLoad(m)}` : ''}`}`);
   }
 }
 
 /** Targets 6 and 7 on PostgreSQL: `fieldgate serve` memory and CLI wall times, on the bench's database. */
-async function benchStartupPostgres(startup: StartupResults, databaseUrl: string): Promise<void> {
+async function benchStartupPostgres(startup: StartupResults, databaseUrl: string, load: Child): Promise<void> {
   if (!existsSync(path.join(REPO_ROOT, 'dist', 'cli.js'))) {
     log('start-up: building dist/ for the PostgreSQL measurements');
     spawnSync('npm', ['run', 'build'], { cwd: REPO_ROOT, stdio: 'ignore' });
   }
   const port = await freePort();
   const env = { PORT: String(port), HOST: '127.0.0.1', ISSUER: `http://127.0.0.1:${port}`, LOG_LEVEL: logLevel, DATABASE_URL: databaseUrl, DATA_DIR: undefined };
-  startup.postgres = await measureStart({ argv: [process.execPath, 'bin/fieldgate.js', 'serve'], env, url: `http://127.0.0.1:${port}`, logFile: path.join(runDir, 'startup.log'), memory: true, idleMs: quick ? 1000 : 2000 });
+  startup.postgres = await measureStart({
+    argv: [process.execPath, 'bin/fieldgate.js', 'serve'],
+    env,
+    url: `http://127.0.0.1:${port}`,
+    logFile: path.join(runDir, 'startup.log'),
+    memory: true,
+    idleMs: quick ? 1000 : 2000,
+    load: memoryLoad(load, serviceClient(env)),
+  });
   const times = quick ? 2 : 3;
   for (const args of [['--help'], ['client', 'list'], ['user', 'list']]) {
     startup.cli.push(await measureCli([process.execPath, 'bin/fieldgate.js', ...args], { DATABASE_URL: databaseUrl, DATA_DIR: undefined }, times));
   }
   const m = startup.postgres;
-  log(`start-up: PostgreSQL serve: ${m.error ?? `ready in ${m.readyMs?.toFixed(0)} ms, peak ${m.peakRssMiB?.toFixed(0)} MiB, idle ${m.idleRssMiB?.toFixed(0)} MiB`}`);
+  log(`start-up: PostgreSQL serve: ${m.error ?? `ready in ${m.readyMs?.toFixed(0)} ms, peak ${m.peakRssMiB?.toFixed(0)} MiB, idle ${m.idleRssMiB?.toFixed(0)} MiB${afterLoad(m)}`}`);
   for (const cli of startup.cli) log(`start-up: ${cli.command}: ${cli.error ?? cli.wallMs.map((ms) => `${ms.toFixed(0)} ms`).join(', ')}`);
 }
 
@@ -554,7 +605,7 @@ async function benchFieldgate(database: 'pglite' | 'postgres', load: Child, resu
     const setup = Child.start({ entry: 'bench/server.ts', env: serverEnv(port, { ...env, BENCH_PHASE: 'setup' }) });
     const credentials = (await setup.ready) as unknown as Omit<ServerInfo, 'url'> & { userId: number };
     await setup.stop();
-    if (database === 'postgres' && wanted('startup') && results.startup) await benchStartupPostgres(results.startup, env.DATABASE_URL!);
+    if (database === 'postgres' && wanted('startup') && results.startup) await benchStartupPostgres(results.startup, env.DATABASE_URL!, load);
     log(`${label}: starting`);
     const started = await startServer('bench/server.ts', label, port, env);
     server = started.server;
@@ -746,7 +797,7 @@ async function main(): Promise<void> {
     await load.ready;
     if (wanted('startup')) {
       results.startup = { npmStartExisting: [], cli: [] };
-      if (only.has('pglite')) await benchStartupPglite(results.startup);
+      if (only.has('pglite')) await benchStartupPglite(results.startup, load);
     }
     if (wanted('bare')) results.servers.push(await benchBaseline(bareProcessSpec(), load));
     if (only.has('postgres')) results.servers.push(await benchFieldgate('postgres', load, results));

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { REPO_ROOT } from './child.js';
 import { type OAuthScenarioId, type RoundId, type RoundResult, type RunResults, type ScenarioResult, type ServerResult, type StartupResults } from './results.js';
 import type { ReadScenarioId } from './scenarios.js';
-import { median } from './startup.js';
+import { median, type StartMeasurement } from './startup.js';
 
 /** Issue 7's read target (c/b), still shown in the read table; issue 19's targets are below. */
 export const READ_TARGET = 0.8;
@@ -214,21 +214,19 @@ export function singleTargets(results: RunResults): { id: string; label: string;
   mem('Peak RSS while starting, first start on a fresh PGlite directory', st?.pgliteFirst?.peakRssMiB, 250, startMissing('first start on PGlite', st?.pgliteFirst));
   mem('RSS after start, first start on a fresh PGlite directory', st?.pgliteFirst?.idleRssMiB, 250, startMissing('first start on PGlite', st?.pgliteFirst));
   mem('RSS after start, restart on the existing PGlite directory', st?.pgliteRestart?.idleRssMiB, 250, startMissing('restart on PGlite', st?.pgliteRestart), st?.pgliteRestart?.peakRssMiB ? `peak while starting ${st.pgliteRestart.peakRssMiB.toFixed(0)} MiB` : '');
-  for (const server of results.servers.filter((s) => s.kind === 'fieldgate')) {
-    const db = DB_NAME[server.database ?? 'pglite'];
-    // The same process as `idle`; the undici and cold rounds run in another one.
-    const after = [server.memory.afterRead, server.memory.afterOAuth].filter((v): v is number => v !== undefined);
-    const idle = server.memory.idle;
-    const label = `RSS after the benchmark ÷ after start, ${db} (bench server process)`;
-    const value = idle && after.length ? Math.max(...after) / idle : undefined;
+  const afterLoad = (db: string, m: StartMeasurement | undefined, missing: string): void => {
+    const label = `RSS after the benchmark ÷ after start, \`fieldgate serve\` on ${db}`;
+    const value = m?.idleRssMiB && m.settledRssMiB ? m.settledRssMiB / m.idleRssMiB : undefined;
     out.push({
       id: '6',
       label,
       threshold: '≤ 1.5×',
-      ratio: { label, ...(value === undefined ? { missing: server.skipped ?? 'not measured' } : { value }), target: 1.5, atMost: true, unit: '×' },
-      detail: value === undefined ? '' : `${idle!.toFixed(0)} → ${Math.max(...after).toFixed(0)} MiB`,
+      ratio: { label, ...(value === undefined ? { missing } : { value }), target: 1.5, atMost: true, unit: '×' },
+      detail: value === undefined ? '' : `${m!.idleRssMiB!.toFixed(0)} → ${m!.settledRssMiB!.toFixed(0)} MiB once idle (${m!.afterLoadRssMiB?.toFixed(0)} MiB right after the load)`,
     });
-  }
+  };
+  afterLoad('PostgreSQL', st?.postgres, startMissing('fieldgate serve on PostgreSQL', st?.postgres));
+  afterLoad('PGlite', st?.pgliteRestart, startMissing('restart on PGlite', st?.pgliteRestart));
   const existing = (st?.npmStartExisting ?? []).filter((m) => m.readyMs !== undefined).map((m) => m.readyMs! / 1000);
   const startLabel = '`npm start` ready (GET /healthz) on an existing PGlite directory';
   out.push({
@@ -475,20 +473,20 @@ export function renderMarkdown(results: RunResults, notes: string | undefined): 
       'that moment (`VmHWM` in `/proc/<pid>/status`) and resident memory after idling (`VmRSS`). `npm start` runs its `prestart` build first; its memory is not taken',
       '(the server is a grandchild of npm).',
       '',
-      '| Command | ready | peak RSS while starting | RSS after start |',
-      '|---|---:|---:|---:|',
+      '| Command | ready | peak RSS while starting | RSS after start | right after load | idle after load |',
+      '|---|---:|---:|---:|---:|---:|',
     );
     const startRow = (what: string, m: StartupResults['pgliteFirst']) => {
       if (!m) return;
-      if (m.error) push(`| ${what} | failed: ${m.error.replace(/\|/g, '\\|').slice(0, 120)} | | |`);
-      else push(`| ${what} | ${((m.readyMs ?? 0) / 1000).toFixed(2)} s | ${mib(m.peakRssMiB)} | ${mib(m.idleRssMiB)} |`);
+      if (m.error) push(`| ${what} | failed: ${m.error.replace(/\|/g, '\\|').slice(0, 120)} | | | | |`);
+      else push(`| ${what} | ${((m.readyMs ?? 0) / 1000).toFixed(2)} s | ${mib(m.peakRssMiB)} | ${mib(m.idleRssMiB)} | ${mib(m.afterLoadRssMiB)} | ${mib(m.settledRssMiB)} |`);
     };
     startRow('`npm start`, fresh PGlite directory (first build and first start)', st.npmStartFresh);
     st.npmStartExisting.forEach((m, i) => startRow(`\`npm start\`, existing PGlite directory (run ${i + 1})`, m));
     startRow('`fieldgate serve`, fresh PGlite directory (first start)', st.pgliteFirst);
     startRow('`fieldgate serve`, same directory again (restart)', st.pgliteRestart);
     startRow('`fieldgate serve`, PostgreSQL (migrated and seeded)', st.postgres);
-    for (const cli of st.cli) push(`| \`${cli.command.replace(/^node /, '')}\` (PostgreSQL) | ${cli.error ? `failed: ${cli.error.replace(/\|/g, '\\|')}` : cli.wallMs.map((ms) => `${(ms / 1000).toFixed(2)} s`).join(', ')} | | |`);
+    for (const cli of st.cli) push(`| \`${cli.command.replace(/^node /, '')}\` (PostgreSQL) | ${cli.error ? `failed: ${cli.error.replace(/\|/g, '\\|')}` : cli.wallMs.map((ms) => `${(ms / 1000).toFixed(2)} s`).join(', ')} | | | | |`);
     if (st.skipped) push('', `Start-up measurements stopped: ${st.skipped}`);
     push('');
   }
@@ -519,7 +517,7 @@ export function renderMarkdown(results: RunResults, notes: string | undefined): 
     `- **Cold round.** Every server process is started afresh (Fieldgate on each database, oidc-provider, the bare Express process, PostGraphile), then measured through undici with no warm-up, from the first request: Fieldgate and oidc-provider first sign in through their pages (a handful of requests), then flows, then the reads (c), (d) and (f). The undici round then runs in the same processes after its warm-up.`,
     '- **Bare Express process (target 3).** `bench/peer/bare-express.ts`: an Express 5 app of its own process, one route `GET /bare` answering a fixed small JSON object, no middleware; measured at the start of the run in each round. Target 3 divides Fieldgate\'s (c) by it, per database. (a) in the read table is the same route inside Fieldgate\'s process.',
     '- **PostGraphile v5 (target 5).** `bench/peer/postgraphile.ts`: PostGraphile 5 with the Amber preset over the schema Fieldgate migrated and seeded, on the same throwaway PostgreSQL database, pg pool of 10 (Fieldgate\'s default), GraphiQL, watch mode and explain off, no authentication (Fieldgate\'s bearer check is work we keep on our side). It needs Node >= 22, so the bench installs Node 24 from the npm registry (`npm install --no-save --prefix bench/.node24 node@24`, ignored by git) and runs it under that binary; everything else runs on the orchestrator\'s Node. Its query is the same selection in its inflection: `allProducts(first: 20, orderBy: PRIMARY_KEY_ASC) { nodes { rowId name sellerBySellerId { name } reviewsByProductId(first: 10, orderBy: PRIMARY_KEY_ASC) { nodes { rating } } } }` (Fieldgate\'s `reviews` defaults to the first 10 by id). Before measuring, its answer, brought into Fieldgate\'s shape, must equal Fieldgate\'s answer row for row, or it is not measured.',
-    '- **Memory and start-up (targets 6 and 7).** On the real commands, not the bench server: `npm start` (its `prestart` build included) with `DATA_DIR` on a fresh directory first, then twice more on that existing directory, timed from spawn until `GET /healthz` answers 200 (the target takes the median); `node bin/fieldgate.js serve` on a second fresh PGlite directory (first start: peak resident memory up to ready from `VmHWM`, and `VmRSS` after 2 s idle), again on that directory (restart), and on the PostgreSQL database after Fieldgate\'s set-up. CLI commands (`--help`, `client list`, `user list`) run three times each against PostgreSQL, wall time from spawn to exit (median). RSS after the benchmark compares the bench server process after its read and OAuth benchmarks with the same process after start.',
+    '- **Memory and start-up (targets 6 and 7).** On the real commands, not the bench server: `npm start` (its `prestart` build included) with `DATA_DIR` on a fresh directory first, then twice more on that existing directory, timed from spawn until `GET /healthz` answers 200 (the target takes the median); `node bin/fieldgate.js serve` on a second fresh PGlite directory (first start: peak resident memory up to ready from `VmHWM`, and `VmRSS` after 2 s idle), again on that directory (restart), and on the PostgreSQL database after Fieldgate\'s set-up. CLI commands (`--help`, `client list`, `user list`) run three times each against PostgreSQL, wall time from spawn to exit (median). RSS after the benchmark is taken on the real `fieldgate serve` too (PostgreSQL, and the PGlite restart): after its start reading, the load process drives REST reads, the nested GraphQL list and client-credentials token requests at it (32 connections, 8 s each; 3 s with `--quick`) with a service client registered through the CLI beforehand, then `VmRSS` is read right after the load and again after 20 s idle, when V8 has returned the old-generation pages the load freed; the target compares the idle reading with the start reading, and the table shows both. The Memory table above is the bench server process (run through tsx, which adds about 60 MiB), for reference.',
     '- (b) is measured twice, before (c) and after (f); the ratios divide by the mean of both, and a gap of more than 15% is reported under run notes as drift (the machine\'s load changed).',
     '- Server CPU per operation: `process.cpuUsage()` of the server process across warm-up and window, divided by the operations completed in both.',
     `- Each read scenario is probed once and its answer checked (status, exact keys) before it is measured; a wrong answer is reported instead of a number.`,

@@ -20,6 +20,9 @@ export interface StartMeasurement {
   peakRssMiB?: number;
   /** Resident memory after `idleMs` idle after ready. */
   idleRssMiB?: number;
+  /** With a `load`: resident memory right after it, and once the server has been idle `settleMs`. */
+  afterLoadRssMiB?: number;
+  settledRssMiB?: number;
   error?: string;
 }
 
@@ -51,6 +54,9 @@ export interface StartOptions {
   memory: boolean;
   idleMs: number;
   timeoutMs?: number;
+  /** Traffic to drive at the server after the idle reading (memory after a benchmark). */
+  load?: (url: string) => Promise<void>;
+  settleMs?: number;
 }
 
 /** Starts a server command in its own process group, waits for /healthz, measures, stops it. */
@@ -90,6 +96,13 @@ export async function measureStart(options: StartOptions): Promise<StartMeasurem
       result.peakRssMiB = procStatusMiB(child.pid!, 'VmHWM');
       await sleep(options.idleMs);
       result.idleRssMiB = procStatusMiB(child.pid!, 'VmRSS');
+      if (options.load) {
+        await options.load(options.url);
+        result.afterLoadRssMiB = procStatusMiB(child.pid!, 'VmRSS');
+        // V8 hands freed old-generation pages back once allocation stops for a while.
+        await sleep(options.settleMs ?? 20_000);
+        result.settledRssMiB = procStatusMiB(child.pid!, 'VmRSS');
+      }
     }
   } catch (error) {
     result.error = error instanceof Error ? error.message : String(error);
