@@ -12,6 +12,7 @@ import type { PgAsyncDatabase } from 'drizzle-orm/pg-core/async/db';
 import { relations, type Relations } from './relations.js';
 import { DEFAULT_PREPARED_STATEMENTS } from '../config.js';
 import { PreparedStatementPolicy, withPreparedStatements } from './performance/prepared-statements.js';
+import { withPgliteStatements } from './performance/pglite-statements.js';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -123,6 +124,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   let client: PGlite;
   if (dataDir === 'memory://') {
     client = new PGlite();
+    await client.waitReady;
   } else {
     mkdirSync(dataDir, { recursive: true });
     lock = acquireDataDirLock(dataDir);
@@ -134,7 +136,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       throw error;
     }
   }
-  const db = drizzlePglite({ client, relations, logger });
+  const statements = withPgliteStatements(client, new PreparedStatementPolicy(options.preparedStatements ?? DEFAULT_PREPARED_STATEMENTS));
+  const db = drizzlePglite({ client: statements as unknown as PGlite, relations, logger });
   return {
     db: db as unknown as Db,
     kind: 'pglite',
