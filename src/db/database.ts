@@ -114,22 +114,26 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     };
   }
 
-  const [{ PGlite }, { drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
+  const [{ PGlite }, { drizzle: drizzlePglite }, { migrate: migratePglite }, { EMBEDDED_START_PARAMS, initializeDataDir }] = await Promise.all([
     import('@electric-sql/pglite'),
     import('drizzle-orm/pglite'),
     import('drizzle-orm/pglite/migrator'),
+    import('./performance/pglite-memory.js'),
   ]);
   const dataDir = options.dataDir ?? 'memory://';
+  const startParams = [...EMBEDDED_START_PARAMS];
   let lock: DataDirLock | undefined;
   let client: PGlite;
   if (dataDir === 'memory://') {
-    client = new PGlite();
+    client = new PGlite({ startParams });
     await client.waitReady;
   } else {
     mkdirSync(dataDir, { recursive: true });
     lock = acquireDataDirLock(dataDir);
     try {
-      client = new PGlite(path.join(dataDir, 'pgdata'));
+      const pgdata = path.join(dataDir, 'pgdata');
+      await initializeDataDir(pgdata);
+      client = new PGlite(pgdata, { startParams });
       await client.waitReady;
     } catch (error) {
       lock.release();
