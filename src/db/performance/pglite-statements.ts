@@ -35,12 +35,13 @@ const { serialize } = protocol;
 const UNNAMED = '';
 /** SQLSTATE of "cached plan must not change result type": the table changed under the statement. */
 const FEATURE_NOT_SUPPORTED = '0A000';
+/** Statement names are unique in the process, so two clients of one PGlite never collide. */
+let names = 0;
 
 export function withPgliteStatements(pg: PGlite, policy: PreparedStatementPolicy): PgliteQueryClient {
   const prepared = new Map<string, Described>();
   /** Drizzle passes one parsers object for every query; it is merged with PGlite's once. */
   const mergedParsers = new WeakMap<Parsers, Parsers>();
-  let names = 0;
 
   async function describe(text: string, name: string): Promise<Described> {
     const messages = await pg.execProtocolStream(concat(serialize.parse({ name, text }), serialize.describe({ type: 'S', name }), serialize.sync()), {
@@ -94,7 +95,7 @@ export function withPgliteStatements(pg: PGlite, policy: PreparedStatementPolicy
     return merged;
   }
 
-  const inTransaction = (tx: Transaction): PgliteQueryClient => ({
+  const transactionClient = (tx: Transaction): PgliteQueryClient => ({
     query<T>(text: string, params: unknown[] = [], options?: QueryOptions) {
       if (tx.closed) return Promise.reject(new Error('Transaction is closed'));
       return pg._runExclusiveQuery(() => run<T>(text, params, options, true));
@@ -110,7 +111,7 @@ export function withPgliteStatements(pg: PGlite, policy: PreparedStatementPolicy
       return pg._runExclusiveTransaction(() => pg._runExclusiveQuery(() => run<T>(text, params, options, false)));
     },
     transaction<T>(callback: (tx: PgliteQueryClient) => Promise<T>) {
-      return pg.transaction((tx) => callback(inTransaction(tx)));
+      return pg.transaction((tx) => callback(transactionClient(tx)));
     },
   };
 }
