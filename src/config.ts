@@ -88,7 +88,7 @@ export interface Config {
   /** `postgres://…` for a PostgreSQL server; undefined for the embedded PGlite database. */
   databaseUrl: string | undefined;
   databasePoolSize: number;
-  /** Most distinct SQL texts run as named prepared statements on PostgreSQL and PGlite (0: none). */
+  /** Most distinct SQL texts run as named prepared statements on PostgreSQL (0: none). */
   databasePreparedStatements: number;
   /** Directory of the embedded database, or `memory://` for a throwaway in-memory one. */
   dataDir: string;
