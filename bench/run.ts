@@ -1,13 +1,17 @@
 /**
- * `npm run bench [-- --quick] [--only=postgres,pglite,peer] [--scenarios=a,b,c,d,e,flows,refresh,introspect]
+ * `npm run bench [-- --quick] [--only=postgres,pglite,peer] [--drivers=node,undici,cold]
+ *                  [--scenarios=a,b,c,d,e,f,flows,refresh,introspect,bare,postgraphile,startup]
  *                  [--profile] [--experiment=NAME] [--out=docs/BENCHMARKS.md]`
  *
- * Measures, in one run on one machine: the read path of Fieldgate against two baselines served
- * by the same process on the same database, and the OAuth code flow, refresh grant and
- * introspection against panva's oidc-provider; then writes docs/BENCHMARKS.md and
- * docs/benchmarks.svg. Raw results, server logs and profiles go to bench/results/<timestamp>/.
+ * Measures, in one run on one machine, every target of issue 19: the read path of Fieldgate
+ * against baselines in the same process, a bare Express process and PostGraphile v5; the OAuth
+ * code flow, refresh grant and introspection against panva's oidc-provider; each in up to three
+ * rounds (node:http/autocannon warm, undici warm, undici cold on fresh processes); memory and
+ * start-up time of the real commands. Then writes docs/BENCHMARKS.md and docs/benchmarks.svg.
+ * Raw results, server logs and profiles go to bench/results/<timestamp>/.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -21,15 +25,22 @@ import { freePort } from '../test/support/processes.js';
 import { createBenchDatabase } from './lib/postgres.js';
 import { writeReport } from './lib/report.js';
 import { formatSummary, summarize, type CpuProfile } from './lib/profile.js';
-import type { RunResults, ScenarioResult, ServerResult, Timing } from './lib/results.js';
-import { readScenarios } from './lib/scenarios.js';
+import { ROUND_IDS, type RoundId, type RoundResult, type RunResults, type ScenarioResult, type ServerResult, type StartupResults, type Timing } from './lib/results.js';
+import { checkNested, nestedFromFieldgate, nestedFromPostGraphile, POSTGRAPHILE_NESTED_LIST_QUERY, readScenarios, type NestedProduct } from './lib/scenarios.js';
+import { measureCli, measureStart } from './lib/startup.js';
 
 const argv = process.argv.slice(2);
 const option = (name: string) => argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
 const quick = argv.includes('--quick');
 const profiling = argv.includes('--profile');
 const only = new Set((option('only') ?? 'postgres,pglite,peer').split(',').map((part) => part.trim()));
-/** Scenario filter for investigations: a–e, flows, refresh, introspect. Everything by default. */
+/** Rounds (client stacks): node (node:http + autocannon, warm), undici (warm), cold (undici, fresh processes, no warm-up). */
+const rounds: RoundId[] = (option('drivers') ?? ROUND_IDS.join(','))
+  .split(',')
+  .map((part) => part.trim().replace(/^autocannon$/, 'node'))
+  .filter((part): part is RoundId => (ROUND_IDS as readonly string[]).includes(part));
+const inRound = (round: RoundId) => rounds.includes(round);
+/** Scenario filter for investigations: a–f, flows, refresh, introspect, bare, postgraphile, startup. Everything by default. */
 const scenarioFilter = option('scenarios')?.split(',').map((part) => part.trim());
 const wanted = (id: string) => !scenarioFilter || scenarioFilter.includes(id);
 /** What-if changes applied inside bench/server.ts only (see there), defined there. */
@@ -141,10 +152,14 @@ async function benchOAuth(
   target: OAuthTarget,
   peer: boolean,
   groups: readonly OAuthGroup[] = OAUTH_GROUPS,
+  round: Exclude<RoundId, 'cold'> = 'node',
+  into: ServerResult['oauth'] = result.oauth,
 ): Promise<void> {
   const run = (group: OAuthGroup) => groups.includes(group) && wanted(group);
   const loop = { concurrency: timing.flowConcurrency, warmupSec: timing.warmupSec, durationSec: timing.oauthSec };
-  const slug = result.label.replace(/\W+/g, '-').toLowerCase();
+  const client = round === 'node' ? 'node' : 'undici';
+  const suffix = round === 'node' ? '' : ` · ${ROUND_LABEL[round]}`;
+  const slug = `${result.label.replace(/\W+/g, '-').toLowerCase()}${round === 'node' ? '' : `-${round}`}`;
   // Statements per operation, counted on single probes before measuring (Fieldgate only).
   const probeSql = async (operation: () => Promise<unknown>): Promise<SqlCount | undefined> => {
     if (peer) {
@@ -155,17 +170,17 @@ async function benchOAuth(
   };
 
   if (run('flows')) {
-    result.oauth.flows = await measure(server, result, `${slug}-flows`, OAUTH_LABELS.flows, async () => {
+    into.flows = await measure(server, result, `${slug}-flows`, `${OAUTH_LABELS.flows}${suffix}`, async () => {
       await runFlow(target);
-      return { sql: await probeSql(() => runFlow(target)), run: () => load.call<Measurement>('flows', { target, options: loop }) };
+      return { sql: await probeSql(() => runFlow(target)), run: () => load.call<Measurement>('flows', { target, options: loop, client }) };
     });
   }
   if (run('refresh')) {
-    result.oauth.refresh = await measure(server, result, `${slug}-refresh`, OAUTH_LABELS.refresh, async () => {
+    into.refresh = await measure(server, result, `${slug}-refresh`, `${OAUTH_LABELS.refresh}${suffix}`, async () => {
       const first = await runFlow(target);
       const sql = await probeSql(() => refresh(target, first.refresh_token!));
-      const refreshTokens = await load.call<string[]>('mint-refresh-tokens', { target, count: timing.flowConcurrency });
-      return { sql, run: () => load.call<Measurement>('refreshes', { target, refreshTokens, options: loop }) };
+      const refreshTokens = await load.call<string[]>('mint-refresh-tokens', { target, count: timing.flowConcurrency, client });
+      return { sql, run: () => load.call<Measurement>('refreshes', { target, refreshTokens, options: loop, client }) };
     });
   }
 
@@ -184,14 +199,15 @@ async function benchOAuth(
         connections: timing.readConnections,
         warmupSec: timing.warmupSec,
         durationSec: timing.oauthSec,
+        client,
       });
     return { sql, run };
   };
   if (!run('introspect')) return;
-  result.oauth.introspectRefresh = await measure(server, result, `${slug}-introspect-refresh`, OAUTH_LABELS.introspectRefresh, () => introspection('refresh'));
-  result.oauth.introspectAccess = peer
+  into.introspectRefresh = await measure(server, result, `${slug}-introspect-refresh`, `${OAUTH_LABELS.introspectRefresh}${suffix}`, () => introspection('refresh'));
+  into.introspectAccess = peer
     ? { label: OAUTH_LABELS.introspectAccess, unavailable: 'oidc-provider does not introspect JWT access tokens' }
-    : await measure(server, result, `${slug}-introspect-access`, OAUTH_LABELS.introspectAccess, () => introspection('access'));
+    : await measure(server, result, `${slug}-introspect-access`, `${OAUTH_LABELS.introspectAccess}${suffix}`, () => introspection('access'));
 }
 
 function markOAuthUnavailable(result: ServerResult, reason: string): void {
@@ -240,13 +256,274 @@ function serverEnv(port: number, env: Record<string, string | undefined>): Recor
   };
 }
 
-async function startServer(entry: string, label: string, port: number, env: Record<string, string | undefined>): Promise<{ server: Child; url: string }> {
+async function startServer(
+  entry: string,
+  label: string,
+  port: number,
+  env: Record<string, string | undefined>,
+  node?: string,
+): Promise<{ server: Child; url: string }> {
   const slug = label.replace(/\W+/g, '-').toLowerCase();
-  const server = Child.start({ entry, env: serverEnv(port, env), stdoutFile: path.join(runDir, `${slug}.log`) });
+  const server = Child.start({ entry, env: serverEnv(port, env), stdoutFile: path.join(runDir, `${slug}.log`), ...(node ? { node } : {}) });
   const ready = await server.ready;
   // Let start-up settle before the idle measurement (a quick run has no time to spare).
   if (!quick) await sleep(1000);
   return { server, url: String(ready.url) };
+}
+
+const ROUND_LABEL: Record<RoundId, string> = {
+  node: 'node:http/autocannon, warm',
+  undici: 'undici, warm',
+  cold: 'undici, cold',
+};
+
+/** Warm-up of a round: none in the cold round, which measures from the first request. */
+const warmupFor = (round: RoundId) => (round === 'cold' ? 0 : timing.warmupSec);
+
+/** The undici and cold rounds, in the order they run on one freshly started process: cold first. */
+const laterRounds = (): Exclude<RoundId, 'node'>[] => (['cold', 'undici'] as const).filter(inRound);
+
+/** One read scenario through the load process, in a round's client stack. */
+function readLoad(
+  load: Child,
+  round: RoundId,
+  request: { url: string; method: 'GET' | 'POST'; headers: Record<string, string>; body?: string | undefined },
+): Promise<Measurement> {
+  return load.call<Measurement>('http', {
+    ...request,
+    client: round === 'node' ? 'node' : 'undici',
+    connections: timing.readConnections,
+    warmupSec: warmupFor(round),
+    durationSec: timing.readSec,
+  });
+}
+
+/**
+ * The undici and cold rounds of one server (Fieldgate or oidc-provider), on a process started fresh for them: flows, then the
+ * reads of the targets, (c), (d) and (f). No probes: the node round checked the same answers,
+ * and in the cold round a probe would be a warm-up.
+ */
+async function benchLaterRounds(
+  server: Child,
+  load: Child,
+  result: ServerResult,
+  target: OAuthTarget | undefined,
+  baseUrl: string,
+  productId: number,
+  accessToken: string,
+): Promise<void> {
+  result.rounds ??= {};
+  const slug = result.label.replace(/\W+/g, '-').toLowerCase();
+  for (const round of laterRounds()) {
+    const outcome: RoundResult = { read: {}, oauth: {} };
+    result.rounds[round] = outcome;
+    if (wanted('flows')) {
+      outcome.oauth.flows = target
+        ? await measure(server, result, `${slug}-${round}-flows`, `${OAUTH_LABELS.flows} · ${ROUND_LABEL[round]}`, async () => ({
+            run: () =>
+              load.call<Measurement>('flows', {
+                target,
+                client: 'undici',
+                options: { concurrency: timing.flowConcurrency, warmupSec: warmupFor(round), durationSec: timing.oauthSec },
+              }),
+          }))
+        : unavailable(`${result.label} · flows · ${ROUND_LABEL[round]}`, 'no browser session');
+    }
+    for (const scenario of result.kind === 'fieldgate' ? readScenarios(productId, accessToken) : []) {
+      if (!['c', 'd', 'f'].includes(scenario.id) || !wanted(scenario.id)) continue;
+      outcome.read[scenario.id] = await measure(server, result, `${slug}-${round}-read-${scenario.id}`, `${scenario.label} · ${ROUND_LABEL[round]}`, async () => ({
+        run: () => readLoad(load, round, { url: new URL(scenario.path, baseUrl).href, method: scenario.method, headers: scenario.headers, body: scenario.body }),
+      }));
+    }
+    // Refresh chains and introspection through undici too, after the warm-up (not in the cold round).
+    if (round === 'undici' && target) await benchOAuth(server, load, result, target, result.kind === 'peer', ['refresh', 'introspect'], 'undici', outcome.oauth);
+  }
+}
+
+interface BaselineSpec {
+  label: string;
+  kind: 'bare-process' | 'postgraphile';
+  entry: string;
+  node?: string;
+  env: Record<string, string | undefined>;
+  scenario: 'a' | 'f';
+  scenarioLabel: string;
+  path: string;
+  method: 'GET' | 'POST';
+  headers: Record<string, string>;
+  body?: string;
+  /** Checks a probe's answer; undefined when right. */
+  check(status: number, body: string): string | undefined;
+}
+
+/**
+ * A baseline server of its own process (the bare Express route, PostGraphile), in every round:
+ * the node round in one process (probed first), then a fresh process for cold and undici.
+ */
+async function benchBaseline(spec: BaselineSpec, load: Child): Promise<ServerResult> {
+  const result: ServerResult = { label: spec.label, kind: spec.kind, memory: {}, read: {}, oauth: {}, setup: [], profiles: [], rounds: {} };
+  const slug = spec.label.replace(/\W+/g, '-').toLowerCase();
+  const start = async () => {
+    const started = await startServer(spec.entry, spec.label, await freePort(), spec.env, spec.node);
+    return { server: started.server, url: new URL(spec.path, started.url).href };
+  };
+  const probe = async (url: string) => {
+    const res = await request(url, { method: spec.method, headers: spec.headers, ...(spec.body ? { body: spec.body } : {}) });
+    return spec.check(res.status, res.body);
+  };
+  const run = (server: Child, round: RoundId, url: string) =>
+    measure(server, result, `${slug}-${round}`, `${spec.scenarioLabel} · ${ROUND_LABEL[round]}`, async () => ({
+      run: () => readLoad(load, round, { url, method: spec.method, headers: spec.headers, body: spec.body }),
+    }));
+  let server: Child | undefined;
+  try {
+    if (inRound('node')) {
+      log(`${spec.label}: starting`);
+      const started = await start();
+      server = started.server;
+      result.memory.idle = await rssMiB(server);
+      const problem = await probe(started.url);
+      if (problem) throw new Error(`wrong answer: ${problem}`);
+      result.read[spec.scenario] = await run(server, 'node', started.url);
+      result.memory.afterRead = await rssMiB(server);
+      await server.stop();
+      server = undefined;
+    }
+    if (laterRounds().length) {
+      log(`${spec.label}: starting fresh for ${laterRounds().join(', ')}`);
+      const started = await start();
+      server = started.server;
+      if (!inRound('node')) {
+        const problem = await probe(started.url);
+        if (problem) throw new Error(`wrong answer: ${problem}`);
+      }
+      for (const round of laterRounds()) result.rounds![round] = { read: { [spec.scenario]: await run(server, round, started.url) }, oauth: {} };
+    }
+  } catch (error) {
+    result.skipped = `failed: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`;
+    log(`${spec.label}: ${result.skipped}`);
+  } finally {
+    await server?.stop();
+  }
+  return result;
+}
+
+function bareProcessSpec(): BaselineSpec {
+  return {
+    label: 'Express 5 · separate process',
+    kind: 'bare-process',
+    entry: 'bench/peer/bare-express.ts',
+    env: {},
+    scenario: 'a',
+    scenarioLabel: 'bare Express 5 route, own process, fixed JSON',
+    path: '/bare',
+    method: 'GET',
+    headers: {},
+    check: (status, body) => (status === 200 && body.startsWith('{') ? undefined : `HTTP ${status}: ${body.slice(0, 100)}`),
+  };
+}
+
+/** Node 24 for PostGraphile, installed from the npm registry into bench/.node24 (ignored by git) on first use. */
+function node24(): string {
+  const prefix = path.join(REPO_ROOT, 'bench', '.node24');
+  const binary = path.join(prefix, 'node_modules', 'node', 'bin', 'node');
+  if (!existsSync(binary)) {
+    log('installing Node 24 for PostGraphile into bench/.node24');
+    mkdirSync(prefix, { recursive: true });
+    const installed = spawnSync('npm', ['install', '--no-save', '--no-audit', '--no-fund', '--prefix', prefix, 'node@24'], { cwd: REPO_ROOT, encoding: 'utf8' });
+    if (installed.status !== 0 || !existsSync(binary)) throw new Error(`npm install node@24 failed: ${(installed.stderr ?? '').trim().split('\n').slice(-1)[0]}`);
+  }
+  return binary;
+}
+
+/** PostGraphile v5 on the bench's PostgreSQL database, after its answer was compared with Fieldgate's. */
+async function benchPostGraphile(databaseUrl: string, fieldgateRows: NestedProduct[] | string, load: Child): Promise<ServerResult> {
+  const label = 'PostGraphile v5 · PostgreSQL';
+  let node: string;
+  try {
+    node = node24();
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    log(`${label}: skipped — ${reason}`);
+    return { label, kind: 'postgraphile', memory: {}, read: {}, oauth: {}, setup: [], profiles: [], skipped: reason };
+  }
+  const expected = typeof fieldgateRows === 'string' ? undefined : JSON.stringify(fieldgateRows);
+  return benchBaseline(
+    {
+      label,
+      kind: 'postgraphile',
+      entry: 'bench/peer/postgraphile.ts',
+      node,
+      env: { DATABASE_URL: databaseUrl },
+      scenario: 'f',
+      scenarioLabel: '`POST /graphql` nested list in PostGraphile\'s inflection',
+      path: '/graphql',
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ query: POSTGRAPHILE_NESTED_LIST_QUERY }),
+      check: (status, body) => {
+        if (status !== 200) return `HTTP ${status}: ${body.slice(0, 200)}`;
+        const rows = nestedFromPostGraphile(body);
+        if (typeof rows === 'string') return rows;
+        const problem = checkNested(rows);
+        if (problem) return problem;
+        if (expected === undefined) return `Fieldgate's answer to compare with is missing (${String(fieldgateRows)})`;
+        return JSON.stringify(rows) === expected ? undefined : `answer differs from Fieldgate's: ${JSON.stringify(rows).slice(0, 160)}`;
+      },
+    },
+    load,
+  );
+}
+
+/** Targets 6 and 7 on PGlite: `npm start` and `fieldgate serve`, each on a fresh and on an existing directory. */
+async function benchStartupPglite(startup: StartupResults): Promise<void> {
+  const dirs = [mkdtempSync(path.join(os.tmpdir(), 'fieldgate-start-')), mkdtempSync(path.join(os.tmpdir(), 'fieldgate-start-'))];
+  const envFor = async (dataDir: string) => {
+    const port = await freePort();
+    return { url: `http://127.0.0.1:${port}`, env: { PORT: String(port), HOST: '127.0.0.1', ISSUER: `http://127.0.0.1:${port}`, LOG_LEVEL: logLevel, DATABASE_URL: undefined, DATA_DIR: dataDir } };
+  };
+  const logFile = path.join(runDir, 'startup.log');
+  const idleMs = quick ? 1000 : 2000;
+  try {
+    // `npm start` builds first (prestart); its first start also fills dirs[0].
+    log('start-up: npm start on a fresh PGlite directory (builds first)');
+    startup.npmStartFresh = await measureStart({ argv: ['npm', 'start'], ...(await envFor(dirs[0]!)), logFile, memory: false, idleMs });
+    if (!existsSync(path.join(REPO_ROOT, 'dist', 'cli.js'))) throw new Error('dist/cli.js is missing after npm start');
+    const serve = [process.execPath, 'bin/fieldgate.js', 'serve'];
+    log('start-up: fieldgate serve on a fresh PGlite directory, then again on it');
+    startup.pgliteFirst = await measureStart({ argv: serve, ...(await envFor(dirs[1]!)), logFile, memory: true, idleMs });
+    startup.pgliteRestart = await measureStart({ argv: serve, ...(await envFor(dirs[1]!)), logFile, memory: true, idleMs });
+    for (let i = 0; i < (quick ? 1 : 2); i++) {
+      log('start-up: npm start on an existing PGlite directory');
+      startup.npmStartExisting.push(await measureStart({ argv: ['npm', 'start'], ...(await envFor(dirs[0]!)), logFile, memory: false, idleMs }));
+    }
+  } catch (error) {
+    startup.skipped = error instanceof Error ? error.message : String(error);
+    log(`start-up: ${startup.skipped}`);
+  } finally {
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  }
+  for (const m of [startup.npmStartFresh, startup.pgliteFirst, startup.pgliteRestart, ...startup.npmStartExisting]) {
+    if (m) log(`start-up: ${m.command}: ${m.error ?? `ready in ${m.readyMs?.toFixed(0)} ms${m.peakRssMiB ? `, peak ${m.peakRssMiB.toFixed(0)} MiB, idle ${m.idleRssMiB?.toFixed(0)} MiB` : ''}`}`);
+  }
+}
+
+/** Targets 6 and 7 on PostgreSQL: `fieldgate serve` memory and CLI wall times, on the bench's database. */
+async function benchStartupPostgres(startup: StartupResults, databaseUrl: string): Promise<void> {
+  if (!existsSync(path.join(REPO_ROOT, 'dist', 'cli.js'))) {
+    log('start-up: building dist/ for the PostgreSQL measurements');
+    spawnSync('npm', ['run', 'build'], { cwd: REPO_ROOT, stdio: 'ignore' });
+  }
+  const port = await freePort();
+  const env = { PORT: String(port), HOST: '127.0.0.1', ISSUER: `http://127.0.0.1:${port}`, LOG_LEVEL: logLevel, DATABASE_URL: databaseUrl, DATA_DIR: undefined };
+  startup.postgres = await measureStart({ argv: [process.execPath, 'bin/fieldgate.js', 'serve'], env, url: `http://127.0.0.1:${port}`, logFile: path.join(runDir, 'startup.log'), memory: true, idleMs: quick ? 1000 : 2000 });
+  const times = quick ? 2 : 3;
+  for (const args of [['--help'], ['client', 'list'], ['user', 'list']]) {
+    startup.cli.push(await measureCli([process.execPath, 'bin/fieldgate.js', ...args], { DATABASE_URL: databaseUrl, DATA_DIR: undefined }, times));
+  }
+  const m = startup.postgres;
+  log(`start-up: PostgreSQL serve: ${m.error ?? `ready in ${m.readyMs?.toFixed(0)} ms, peak ${m.peakRssMiB?.toFixed(0)} MiB, idle ${m.idleRssMiB?.toFixed(0)} MiB`}`);
+  for (const cli of startup.cli) log(`start-up: ${cli.command}: ${cli.error ?? cli.wallMs.map((ms) => `${ms.toFixed(0)} ms`).join(', ')}`);
 }
 
 async function benchFieldgate(database: 'pglite' | 'postgres', load: Child, results: RunResults): Promise<ServerResult> {
@@ -277,6 +554,7 @@ async function benchFieldgate(database: 'pglite' | 'postgres', load: Child, resu
     const setup = Child.start({ entry: 'bench/server.ts', env: serverEnv(port, { ...env, BENCH_PHASE: 'setup' }) });
     const credentials = (await setup.ready) as unknown as Omit<ServerInfo, 'url'> & { userId: number };
     await setup.stop();
+    if (database === 'postgres' && wanted('startup') && results.startup) await benchStartupPostgres(results.startup, env.DATABASE_URL!);
     log(`${label}: starting`);
     const started = await startServer('bench/server.ts', label, port, env);
     server = started.server;
@@ -302,7 +580,7 @@ async function benchFieldgate(database: 'pglite' | 'postgres', load: Child, resu
     }
 
     for (const scenario of readScenarios(info.productId!, accessToken)) {
-      if (!wanted(scenario.id)) continue;
+      if (!wanted(scenario.id) || !inRound('node')) continue;
       const url = new URL(scenario.path, info.url).href;
       const probe = await request(url, { method: scenario.method, headers: scenario.headers, ...(scenario.body ? { body: scenario.body } : {}) });
       const problem = scenario.check(probe.status, probe.body);
@@ -325,8 +603,8 @@ async function benchFieldgate(database: 'pglite' | 'postgres', load: Child, resu
       }));
     }
     const direct = readScenarios(info.productId!, accessToken).find((scenario) => scenario.id === 'b')!;
-    if (wanted('b') && result.read.b?.measurement) {
-      result.bAgain = await measure(server, result, `${database}-read-b-again`, `${direct.label}, again after (e)`, async () => ({
+    if (wanted('b') && inRound('node') && result.read.b?.measurement) {
+      result.bAgain = await measure(server, result, `${database}-read-b-again`, `${direct.label}, again after (f)`, async () => ({
         run: () =>
           load.call<Measurement>('http', {
             url: new URL(direct.path, info.url).href,
@@ -343,16 +621,43 @@ async function benchFieldgate(database: 'pglite' | 'postgres', load: Child, resu
         const drift = Math.abs(first - again) / ((first + again) / 2);
         if (drift > 0.15) {
           results.notes.push(
-            `${label}: the direct baseline (b) measured ${first.toFixed(0)} req/s before (c)–(e) and ${again.toFixed(0)} req/s after — ${(drift * 100).toFixed(0)}% apart, so the machine's load changed during the run; the ratios use the mean of both`,
+            `${label}: the direct baseline (b) measured ${first.toFixed(0)} req/s before (c)–(f) and ${again.toFixed(0)} req/s after — ${(drift * 100).toFixed(0)}% apart, so the machine's load changed during the run; the ratios use the mean of both`,
           );
         }
       }
     }
     result.memory.afterRead = await rssMiB(server);
 
-    if (target) await benchOAuth(server, load, result, target, false);
-    else markOAuthUnavailable(result, `no browser session: ${oauthProblem}`);
-    result.memory.afterOAuth = await rssMiB(server);
+    if (inRound('node')) {
+      if (target) await benchOAuth(server, load, result, target, false);
+      else markOAuthUnavailable(result, `no browser session: ${oauthProblem}`);
+      result.memory.afterOAuth = await rssMiB(server);
+    }
+
+    // Fieldgate's answer to the nested list, which PostGraphile's must equal.
+    const nested = readScenarios(info.productId!, accessToken).find((scenario) => scenario.id === 'f')!;
+    const nestedAnswer = await request(new URL(nested.path, info.url), { method: 'POST', headers: nested.headers, body: nested.body! });
+    const fieldgateRows = nestedAnswer.status === 200 ? nestedFromFieldgate(nestedAnswer.body) : `HTTP ${nestedAnswer.status}`;
+
+    if (laterRounds().length) {
+      await server.stop();
+      log(`${label}: starting fresh for ${laterRounds().join(', ')}`);
+      const fresh = await startServer('bench/server.ts', `${label} fresh`, port, env);
+      server = fresh.server;
+      // Signing in again, as on the fresh oidc-provider: a handful of page requests.
+      let freshTarget: OAuthTarget | undefined;
+      if (target) {
+        const signedIn = await signInAndConsent(base, info.username, info.password);
+        freshTarget = { ...base, cookie: signedIn.cookie };
+      }
+      await benchLaterRounds(server, load, result, freshTarget, fresh.url, info.productId!, accessToken);
+      result.memory.afterRounds = await rssMiB(server);
+    }
+    if (database === 'postgres' && wanted('postgraphile')) {
+      await server.stop();
+      server = undefined;
+      results.servers.push(await benchPostGraphile(env.DATABASE_URL!, fieldgateRows, load));
+    }
   } catch (error) {
     result.skipped = `failed: ${error instanceof Error ? error.message : String(error)}`;
     log(`${label}: ${result.skipped}`);
@@ -372,7 +677,7 @@ async function benchFieldgate(database: 'pglite' | 'postgres', load: Child, resu
 async function benchPeer(load: Child): Promise<ServerResult> {
   const label = 'oidc-provider · memory';
   const result: ServerResult = { label, kind: 'peer', memory: {}, read: {}, oauth: {}, setup: [], profiles: [] };
-  for (const group of OAUTH_GROUPS.filter(wanted)) {
+  for (const group of inRound('node') ? OAUTH_GROUPS.filter(wanted) : []) {
     let server: Child | undefined;
     try {
       log(`${label}: starting for ${group}`);
@@ -397,6 +702,26 @@ async function benchPeer(load: Child): Promise<ServerResult> {
       await server?.stop();
     }
   }
+  if (laterRounds().length && wanted('flows') && !result.skipped) {
+    // As the external harness runs it: one process, kept running from the cold round into the undici round.
+    let server: Child | undefined;
+    try {
+      log(`${label}: starting fresh for ${laterRounds().join(', ')}`);
+      const started = await startServer('bench/peer/oidc-provider.ts', `${label} fresh`, await freePort(), {});
+      server = started.server;
+      const info = (await server.ready) as unknown as ServerInfo;
+      result.memory.idle ??= await rssMiB(server);
+      const base = oauthTarget(label, info);
+      const signedIn = await signInAndConsent(base, info.username, info.password);
+      await benchLaterRounds(server, load, result, { ...base, cookie: signedIn.cookie }, info.url, 0, '');
+      result.memory.afterRounds = await rssMiB(server);
+    } catch (error) {
+      result.skipped = `failed: ${error instanceof Error ? error.message : String(error)}`;
+      log(`${label}: ${result.skipped}`);
+    } finally {
+      await server?.stop();
+    }
+  }
   return result;
 }
 
@@ -412,12 +737,18 @@ async function main(): Promise<void> {
     timing,
     logLevel,
     servers: [],
+    rounds,
     notes: [],
   };
   log(`${command}: results in ${path.relative(REPO_ROOT, runDir)}; load average ${results.machine.loadAverageBefore.map((v) => v.toFixed(2)).join(' ')}`);
   const load = Child.start({ entry: 'bench/load-generator.ts', env: { NODE_ENV: 'production' } });
   try {
     await load.ready;
+    if (wanted('startup')) {
+      results.startup = { npmStartExisting: [], cli: [] };
+      if (only.has('pglite')) await benchStartupPglite(results.startup);
+    }
+    if (wanted('bare')) results.servers.push(await benchBaseline(bareProcessSpec(), load));
     if (only.has('postgres')) results.servers.push(await benchFieldgate('postgres', load, results));
     if (only.has('pglite')) results.servers.push(await benchFieldgate('pglite', load, results));
     if (only.has('peer')) results.servers.push(await benchPeer(load));
@@ -439,7 +770,12 @@ async function main(): Promise<void> {
   writeFileSync(path.join(runDir, 'results.json'), `${JSON.stringify(results, null, 2)}\n`);
   if (profiling) {
     const summaries = results.servers.flatMap((server) =>
-      [...Object.values(server.read), server.bAgain, ...Object.values(server.oauth)]
+      [
+        ...Object.values(server.read),
+        server.bAgain,
+        ...Object.values(server.oauth),
+        ...Object.values(server.rounds ?? {}).flatMap((round) => [...Object.values(round.read), ...Object.values(round.oauth)]),
+      ]
         .filter((scenario) => scenario?.profile)
         .map((scenario) =>
           formatSummary(

@@ -28,20 +28,21 @@ const COMMANDS: Record<string, () => Promise<Entry>> = {
 const isGroup = (entry: Entry): entry is CommandGroup => 'subcommands' in entry;
 
 async function usage(): Promise<string> {
-  const lines: string[] = [];
+  const lines: [string, string][] = [];
   for (const [name, load] of Object.entries(COMMANDS)) {
     const entry = await load();
     if (isGroup(entry)) {
-      for (const [sub, command] of Object.entries(entry.subcommands)) lines.push(`  ${`${name} ${sub}`.padEnd(22)}${command.summary}`);
+      for (const [sub, command] of Object.entries(entry.subcommands)) lines.push([`${name} ${sub}`, command.summary]);
     } else {
-      lines.push(`  ${name.padEnd(22)}${entry.summary}`);
+      lines.push([name, entry.summary]);
     }
   }
+  const width = Math.max(...lines.map(([name]) => name.length)) + 2;
   return [
     'Usage: fieldgate <command> [options]',
     '',
     'Commands:',
-    ...lines,
+    ...lines.map(([name, summary]) => `  ${name.padEnd(width)}${summary}`),
     '',
     'Options:',
     '  --json      print exactly one JSON object on stdout',

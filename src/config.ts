@@ -1,8 +1,4 @@
-/**
- * Configuration from the environment. Every key has a default, a description and a parser;
- * `loadConfig` validates all of them at start-up and throws one ConfigError naming the first
- * bad variable and what it allows, so a typo fails fast instead of at the first request.
- */
+/** Configuration from the environment, validated at start-up so a bad value fails fast with one ConfigError. */
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -24,10 +20,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 
 type Env = Record<string, string | undefined>;
 
-/** Most distinct SQL texts run as named prepared statements per process, unless configured. */
 export const DEFAULT_PREPARED_STATEMENTS = POLICY.databasePreparedStatements.default;
-
-// ---------------------------------------------------------------- GraphQL limits
 
 /** Abuse limits of one GraphQL operation; each is described in src/policy.ts (graphqlMax*). */
 export interface GraphQLLimits {
@@ -62,7 +55,6 @@ export const LIMIT_VARIABLES: Readonly<Record<keyof GraphQLLimits, string>> = {
   maxCost: LIMIT_POLICY.maxCost.env,
 };
 
-/** The limits from the environment (GRAPHQL_MAX_*), over the defaults; a bad value throws ConfigError. */
 export function loadLimits(env: Env = process.env): GraphQLLimits {
   const limits = { ...DEFAULT_LIMITS };
   for (const key of Object.keys(LIMIT_VARIABLES) as (keyof GraphQLLimits)[]) {
@@ -77,9 +69,6 @@ export function loadLimits(env: Env = process.env): GraphQLLimits {
   return limits;
 }
 
-
-// ---------------------------------------------------------------- Config
-
 export interface Config {
   port: number;
   host: string;
@@ -88,79 +77,46 @@ export interface Config {
   /** `postgres://…` for a PostgreSQL server; undefined for the embedded PGlite database. */
   databaseUrl: string | undefined;
   databasePoolSize: number;
-  /** Most distinct SQL texts run as named prepared statements on PostgreSQL (0: none). */
   databasePreparedStatements: number;
   /** Directory of the embedded database, or `memory://` for a throwaway in-memory one. */
   dataDir: string;
   accessTokenTtl: number;
   refreshTokenTtl: number;
   authCodeTtl: number;
-  // Device authorization grant (RFC 8628)
-  /** Seconds a device code and its user code stay valid (DEVICE_CODE_TTL). */
   deviceCodeTtl: number;
   /** Seconds in which a just-rotated refresh token may be retried without revoking its family. */
   refreshTokenReuseGrace: number;
-  /** Origins allowed to call the token, revocation, introspection, metadata and JWKS endpoints. */
   corsOrigins: string[];
   logLevel: LogLevel;
-  /** Serve the demo pages (/demo/callback). On by default for the embedded database only. */
   demo: boolean;
-  /**
-   * Serve the front door: the page at `/`, GraphiQL on GET /graphql from a browser, and the API
-   * reference at /api-reference. On by default in demo mode only (FRONT_DOOR).
-   */
+  /** Serve `/`, GraphiQL on a browser's GET /graphql and /api-reference; on by default in demo mode (FRONT_DOOR). */
   frontDoor: boolean;
-  /**
-   * Express `trust proxy`: which proxies' X-Forwarded-For to believe when working out a client's
-   * IP (login throttling is per IP). false, a hop count, or addresses / CIDRs / loopback, linklocal, uniquelocal.
-   */
+  /** Express `trust proxy`: whose X-Forwarded-For to believe for a client's IP, which login throttling keys on. */
   trustProxy: boolean | number | string[];
   /** Port of a separate listener (on HOST) that serves GET /metrics; undefined: none (METRICS_PORT). */
   metricsPort: number | undefined;
   /** Bearer token that opens GET /metrics on the main port; undefined: not served there (METRICS_TOKEN). */
   metricsToken: string | undefined;
-  /** Abuse limits of the GraphQL API (and so of the REST layer on top of it). */
   graphqlLimits: GraphQLLimits;
-  /**
-   * Trusted-documents mode (GRAPHQL_TRUSTED_DOCUMENTS): the manifest's documents by lowercase
-   * sha256 hex; /graphql then runs only these. undefined: any document (and APQ) is accepted.
-   */
+  /** Trusted documents by lowercase sha256 hex; when set, /graphql runs only these (GRAPHQL_TRUSTED_DOCUMENTS). */
   graphqlTrustedDocuments: ReadonlyMap<string, string> | undefined;
   /** Seconds between background sweeps of expired rows (0: no background sweep; `fieldgate janitor` still works). */
   janitorInterval: number;
   /** Seconds expired codes and refresh tokens, and revoked grants, are kept (never less than the access-token TTL). */
   janitorRetention: number;
-  /** Most rows one cleanup statement deletes. */
   janitorBatchSize: number;
-
-  // ---- DPoP and private_key_jwt (RFC 9449, RFC 7523)
-  /** Seconds a DPoP proof's `iat` may lie before or after the server's clock (DPOP_PROOF_MAX_AGE). */
   dpopProofMaxAge: number;
   /** Where DPoP proofs must carry a server nonce: `token` endpoint only, `all` (resources too), or `off` (DPOP_NONCE). */
   dpopNonce: DpopNoncePolicy;
-  /**
-   * Let client `jwks_uri`s use plain http and loopback or private addresses (CLIENT_JWKS_ALLOW_PRIVATE).
-   * For development and tests only: otherwise they are an SSRF path into the internal network.
-   */
+  /** Allow http and private-address client `jwks_uri`s: development only, otherwise an SSRF path (CLIENT_JWKS_ALLOW_PRIVATE). */
   clientJwksAllowPrivate: boolean;
-
-  // OpenID Connect and the sign-in pages
-  /** Product name at the top of the sign-in, consent and account pages (BRAND_NAME). */
   brandName: string;
-  /** https URL of a logo shown beside it (BRAND_LOGO_URL); undefined: none. */
   brandLogoUrl: string | undefined;
-  /** Accent colour of buttons and links, `#rgb` or `#rrggbb` (BRAND_COLOR). */
   brandColor: string;
-  /**
-   * Let back-channel logout POST to loopback and private addresses (BACKCHANNEL_LOGOUT_ALLOW_PRIVATE).
-   * Off by default: a client's backchannel_logout_uri must not reach inside our network (SSRF).
-   */
+  /** Let back-channel logout reach private addresses; off by default so a client's URI cannot reach inside our network (SSRF). */
   backchannelLogoutAllowPrivate: boolean;
-
-  // -- Resource indicators and client self-registration
   /** RFC 8707 identifiers of external resource servers that accept our tokens (RESOURCE_INDICATORS). */
   resourceIndicators: string[];
-  /** RFC 7591 dynamic registration at /register: open to anyone, with an initial access token, or off (REGISTRATION). */
   registration: RegistrationMode;
   /** Registrations per client IP per 15 minutes (REGISTRATION_RATE_LIMIT). */
   registrationRateLimit: number;
@@ -215,7 +171,6 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   return value;
 }
 
-/** A policy setting (src/policy.ts) from its environment variable, validated against its bounds. */
 function setting(env: Env, entry: Setting): number {
   return integer(env, entry.env, entry.default, entry.min, entry.max);
 }
@@ -263,13 +218,9 @@ function trustProxy(env: Env): boolean | number | string[] {
   return entries;
 }
 
-// ---------------------------------------------------------------- GraphQL persisted operations
-
 /**
- * GRAPHQL_TRUSTED_DOCUMENTS: a JSON object {"<sha256 hex of the document>": "<document>"}, as
- * written by GraphQL Codegen's client preset (persistedDocuments), or Apollo's persisted query
- * manifest. Every key must be the hash of its document, so a stale or hand-edited manifest
- * fails at start-up.
+ * A JSON object {"<sha256 hex>": "<document>"} (GraphQL Codegen's persistedDocuments) or an Apollo persisted query
+ * manifest; each key must be the hash of its document so a stale or hand-edited manifest fails at start-up.
  */
 function trustedDocuments(env: Env): ReadonlyMap<string, string> | undefined {
   const name = 'GRAPHQL_TRUSTED_DOCUMENTS';

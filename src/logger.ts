@@ -9,7 +9,7 @@ export type { Logger };
  * place; this is the second line of defence for a field passed by mistake. Exact paths only:
  * wildcard paths (`*.password`) are evaluated on every line and cost more than the rest of it.
  */
-const REDACTED_PATHS = [
+const REDACTED_KEYS = [
   'password',
   'client_secret',
   'clientSecret',
@@ -20,6 +20,9 @@ const REDACTED_PATHS = [
   'token',
   'authorization',
   'cookie',
+];
+const REDACTED_PATHS = [
+  ...REDACTED_KEYS,
   'req.headers.authorization',
   'req.headers.cookie',
   'res.headers["set-cookie"]',
@@ -33,6 +36,15 @@ const REDACTED_PATHS = [
 export function createLogger(level: LogLevel, destination?: NodeJS.WritableStream): Logger {
   const options = { level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } };
   return pino(options, (destination as pino.DestinationStream | undefined) ?? pino.destination({ dest: 1, sync: false }));
+}
+
+/**
+ * The logger of the per-request access line. That line is built from id, method, path, status and
+ * time only, so the `req.headers.*` paths have nothing to find in it; their redactor still walks
+ * the `req` and `res` objects of every line, so this child keeps only the top-level keys.
+ */
+export function accessLogger(logger: Logger): Logger {
+  return logger.child({}, { redact: { paths: REDACTED_KEYS, censor: '[redacted]' } });
 }
 
 /** Writes out whatever the logger still buffers (call before the process exits). */

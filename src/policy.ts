@@ -1,9 +1,6 @@
 /**
- * The server's policy in one place: lifetimes, cache windows, throttle rules, page sizes and
- * request limits, and the grant types offered. Each entry says what it governs and why its
- * default is what it is; `Setting`s can be changed through their environment variable (read
- * and validated by config.ts at start-up, documented in README's configuration table), `Fixed`
- * entries only here. This module imports nothing, so anything may read it.
+ * The server's policy in one place. `Setting`s may be changed through their environment variable (validated by
+ * config.ts at start-up), `Fixed` entries only here. This module imports nothing, so anything may read it.
  */
 
 /** A value an operator may set: a whole number from `min` to `max` in the variable `env`. */
@@ -39,7 +36,6 @@ const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 
 export const POLICY = {
-  // ---------------------------------------------------------------- grants and lifetimes
   grantTypes: {
     description: 'Grant types the token endpoint accepts and the metadata document lists (each has a module in oauth/grants/).',
     value: ['authorization_code', 'refresh_token', 'client_credentials', 'urn:ietf:params:oauth:grant-type:device_code'],
@@ -77,7 +73,6 @@ export const POLICY = {
     value: 8 * HOUR,
   } satisfies Fixed<number>,
 
-  // ---------------------------------------------------------------- cache windows
   revocationCacheMs: {
     description: 'How long a revocation answer is reused per token; a revocation made on another instance shows within this window.',
     value: 1_000,
@@ -115,7 +110,6 @@ export const POLICY = {
     value: 5 * MINUTE,
   } satisfies Fixed<number>,
 
-  // ---------------------------------------------------------------- login throttle
   loginThrottle: {
     description:
       'Failed sign-ins: per account name (against guessing one password) and per client IP (against spraying many accounts), each locking for a while after too many failures in a window.',
@@ -125,7 +119,6 @@ export const POLICY = {
     },
   } satisfies Fixed<{ account: ThrottleRule; ip: ThrottleRule }>,
 
-  // ---------------------------------------------------------------- page sizes and list limits
   pageSize: {
     description: 'limit of a root list (GraphQL list fields, REST collections): the default and the largest accepted.',
     value: { default: 50, max: 200 },
@@ -139,7 +132,6 @@ export const POLICY = {
     value: 100,
   } satisfies Fixed<number>,
 
-  // ---------------------------------------------------------------- GraphQL request limits
   graphqlMaxTokens: {
     description: 'Lexical tokens in one GraphQL document.',
     default: 1000,
@@ -177,7 +169,6 @@ export const POLICY = {
     max: Number.MAX_SAFE_INTEGER,
   },
 
-  // ---------------------------------------------------------------- GraphQL persisted operations
   apqMaxDocuments: {
     description:
       'Documents one instance keeps for automatic persisted queries (an in-memory LRU, bounded also to 16 MiB of text); a miss only costs the client one retry with the full query.',
@@ -189,7 +180,6 @@ export const POLICY = {
     value: 32_768,
   } satisfies Fixed<number>,
 
-  // ---------------------------------------------------------------- cleanup
   janitorInterval: {
     description: "Seconds between the server's background sweeps of expired rows (0: none; `fieldgate janitor` still works).",
     default: 5 * MINUTE,
@@ -212,7 +202,6 @@ export const POLICY = {
     max: 100_000,
   },
 
-  // ---------------------------------------------------------------- database
   databasePoolSize: {
     description: 'Connections in the PostgreSQL pool.',
     default: 10,
@@ -234,5 +223,4 @@ export function settings(): Setting[] {
   return Object.values(POLICY).filter((entry): entry is Extract<(typeof POLICY)[keyof typeof POLICY], Setting> => 'env' in entry);
 }
 
-/** The grant types offered, for the token endpoint and the metadata document. */
 export const GRANT_TYPES_SUPPORTED: readonly string[] = POLICY.grantTypes.value;

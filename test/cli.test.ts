@@ -430,6 +430,10 @@ for (const kind of DATABASE_KINDS) {
         expect(result.stdout).toMatch(/^Usage: fieldgate /);
       });
       expect(results[0]!.stdout).toContain('client rotate-secret');
+      // Each summary starts in one column, past the longest command name.
+      const commandLines = results[0]!.stdout.split('\n').filter((line) => /^  [a-z]/.test(line));
+      expect(new Set(commandLines.map((line) => /^  \S+(?: \S+)? +/.exec(line)![0].length)).size).toBe(1);
+      expect(commandLines.find((line) => line.startsWith('  registration-token create'))).toMatch(/create +make an initial/);
       expect(results[8]!.stdout).toContain('--add-redirect-uri');
     });
 

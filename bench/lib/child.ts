@@ -22,6 +22,8 @@ export interface ChildOptions {
   /** Entry point relative to the repository root, e.g. `bench/server.ts`. */
   entry: string;
   env?: Record<string, string | undefined>;
+  /** The node binary (default: the orchestrator's own), e.g. Node 24 for PostGraphile. */
+  node?: string;
   /** Extra node flags, e.g. `--cpu-prof`. */
   execArgv?: string[];
   /** File that receives the child's stdout (server logs); discarded when absent. */
@@ -53,7 +55,7 @@ export class Child {
 
   static start(options: ChildOptions): Child {
     const stdoutFd = options.stdoutFile ? openSync(options.stdoutFile, 'a') : 'ignore';
-    const child = spawn(process.execPath, [...(options.execArgv ?? []), RUN_TS, options.entry], {
+    const child = spawn(options.node ?? process.execPath, [...(options.execArgv ?? []), RUN_TS, options.entry], {
       cwd: REPO_ROOT,
       env: { ...process.env, ...options.env },
       stdio: ['ignore', stdoutFd, 'pipe', 'ipc'],

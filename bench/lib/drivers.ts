@@ -1,13 +1,19 @@
 /**
- * The load drivers, run inside the load process. Single requests go through autocannon;
- * chained requests (authorize → token, a chain of rotated refresh tokens) through a closed
- * loop of `concurrency` async workers on a keep-alive node:http agent. Both warm up first and
- * then count only what completes inside the measured window.
+ * The load drivers, run inside the load process, in two client stacks:
+ * - `node`: single requests through autocannon; chained requests (authorize → token, a chain
+ *   of rotated refresh tokens) through a closed loop of `concurrency` async workers on a
+ *   keep-alive node:http agent;
+ * - `undici`: both through a closed loop on a keep-alive undici Agent.
+ * Each warms up first (unless warm-up is 0, the cold round) and then counts only what
+ * completes inside the measured window.
  */
 import autocannon from 'autocannon';
 import { performance } from 'node:perf_hooks';
-import { createAgent } from './http.js';
+import { createAgent, nodeSender, type Sender } from './http.js';
 import { refresh, runFlow, type OAuthTarget } from './oauth-client.js';
+import { createUndiciAgent, undiciSender } from './undici.js';
+
+export type ClientStack = 'node' | 'undici';
 
 export interface Measurement {
   /** Completed operations (requests or flows) per second in the measured window. */
@@ -32,6 +38,36 @@ export interface HttpScenario {
   connections: number;
   warmupSec: number;
   durationSec: number;
+}
+
+/** Single requests through either stack. */
+export function runHttp(scenario: HttpScenario, client: ClientStack = 'node'): Promise<Measurement> {
+  return client === 'undici' ? runUndici(scenario) : runAutocannon(scenario);
+}
+
+/** `connections` closed loops over one undici Agent; a non-2xx answer counts as failed. */
+async function runUndici(scenario: HttpScenario): Promise<Measurement> {
+  const agent = createUndiciAgent(scenario.connections);
+  const send = undiciSender(agent);
+  const options = { method: scenario.method ?? 'GET', headers: scenario.headers ?? {}, ...(scenario.body === undefined ? {} : { body: scenario.body }), timeoutMs: 10_000 };
+  try {
+    return await closedLoop({ concurrency: scenario.connections, warmupSec: scenario.warmupSec, durationSec: scenario.durationSec }, async () => {
+      const res = await send(scenario.url, options);
+      if (res.status < 200 || res.status >= 300) throw new Error(`HTTP ${res.status}: ${res.body.slice(0, 120)}`);
+    });
+  } finally {
+    await agent.close();
+  }
+}
+
+/** One keep-alive client of `connections` sockets in the given stack, and how to release it. */
+export function createSender(client: ClientStack, connections: number): { send: Sender; close(): Promise<void> } {
+  if (client === 'undici') {
+    const agent = createUndiciAgent(connections);
+    return { send: undiciSender(agent), close: () => agent.close() };
+  }
+  const agent = createAgent(connections);
+  return { send: nodeSender(agent), close: async () => agent.destroy() };
 }
 
 export async function runAutocannon(scenario: HttpScenario): Promise<Measurement> {
@@ -113,14 +149,14 @@ async function closedLoop(options: LoopOptions, operation: (worker: number) => P
 }
 
 /** Flows per second: authorize (session cookie, existing consent) → code → token. */
-export async function runFlows(target: OAuthTarget, options: LoopOptions): Promise<Measurement> {
-  const agent = createAgent(options.concurrency);
+export async function runFlows(target: OAuthTarget, options: LoopOptions, client: ClientStack = 'node'): Promise<Measurement> {
+  const { send, close } = createSender(client, options.concurrency);
   try {
     return await closedLoop(options, async () => {
-      await runFlow(target, agent);
+      await runFlow(target, send);
     });
   } finally {
-    agent.destroy();
+    await close();
   }
 }
 
@@ -128,16 +164,16 @@ export async function runFlows(target: OAuthTarget, options: LoopOptions): Promi
  * Refresh-grant requests per second. Each worker owns one token family and always presents
  * the newest refresh token, as a well-behaved client under rotation does.
  */
-export async function runRefreshes(target: OAuthTarget, refreshTokens: string[], options: LoopOptions): Promise<Measurement> {
+export async function runRefreshes(target: OAuthTarget, refreshTokens: string[], options: LoopOptions, client: ClientStack = 'node'): Promise<Measurement> {
   if (refreshTokens.length < options.concurrency) throw new Error(`need ${options.concurrency} refresh tokens, got ${refreshTokens.length}`);
   const current = [...refreshTokens];
-  const agent = createAgent(options.concurrency);
+  const { send, close } = createSender(client, options.concurrency);
   try {
     return await closedLoop(options, async (worker) => {
-      const tokens = await refresh(target, current[worker]!, agent);
+      const tokens = await refresh(target, current[worker]!, send);
       if (tokens.refresh_token) current[worker] = tokens.refresh_token;
     });
   } finally {
-    agent.destroy();
+    await close();
   }
 }

@@ -19,6 +19,14 @@ export interface RequestOptions {
   timeoutMs?: number;
 }
 
+/** How a client sends one request: node:http (below) or undici (bench/lib/undici.ts). */
+export type Sender = (url: string | URL, options?: RequestOptions) => Promise<HttpResponse>;
+
+/** A sender over node:http through one keep-alive agent (or the global agent). */
+export function nodeSender(agent?: http.Agent): Sender {
+  return (url, options = {}) => request(url, agent ? { ...options, agent } : options);
+}
+
 export function createAgent(maxSockets: number): http.Agent {
   return new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets });
 }

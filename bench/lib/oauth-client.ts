@@ -4,8 +4,7 @@
  * client_secret_basic) → a JWT access token and a refresh token.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type http from 'node:http';
-import { basicAuth, formBody, request, type HttpResponse } from './http.js';
+import { basicAuth, formBody, request, type HttpResponse, type Sender } from './http.js';
 
 /** Everything a driver needs to run flows against one server; plain data, sent over IPC. */
 export interface OAuthTarget {
@@ -88,11 +87,10 @@ export async function exchangeCode(
   target: OAuthTarget,
   code: string,
   verifier: string,
-  agent?: http.Agent,
+  send: Sender = request,
 ): Promise<TokenResponse> {
-  const res = await request(new URL(target.tokenPath, target.baseUrl), {
+  const res = await send(new URL(target.tokenPath, target.baseUrl), {
     method: 'POST',
-    agent,
     headers: { authorization: basicAuth(target.clientId, target.clientSecret), 'content-type': 'application/x-www-form-urlencoded' },
     body: formBody({ grant_type: 'authorization_code', code, redirect_uri: target.redirectUri, code_verifier: verifier, resource: target.resource }),
   });
@@ -102,19 +100,18 @@ export async function exchangeCode(
 }
 
 /** One whole flow: authorize with the session cookie, then redeem the code. */
-export async function runFlow(target: OAuthTarget, agent?: http.Agent): Promise<TokenResponse> {
+export async function runFlow(target: OAuthTarget, send: Sender = request): Promise<TokenResponse> {
   const { verifier, challenge } = pkcePair();
   const state = randomBytes(12).toString('base64url');
   const url = authorizeUrl(target, state, challenge);
-  const res = await request(url, { agent, headers: { cookie: target.cookie } });
+  const res = await send(url, { headers: { cookie: target.cookie } });
   const code = codeFromRedirect(res, target, state, url);
-  return exchangeCode(target, code, verifier, agent);
+  return exchangeCode(target, code, verifier, send);
 }
 
-export async function refresh(target: OAuthTarget, refreshToken: string, agent?: http.Agent): Promise<TokenResponse> {
-  const res = await request(new URL(target.tokenPath, target.baseUrl), {
+export async function refresh(target: OAuthTarget, refreshToken: string, send: Sender = request): Promise<TokenResponse> {
+  const res = await send(new URL(target.tokenPath, target.baseUrl), {
     method: 'POST',
-    agent,
     headers: { authorization: basicAuth(target.clientId, target.clientSecret), 'content-type': 'application/x-www-form-urlencoded' },
     body: formBody({ grant_type: 'refresh_token', refresh_token: refreshToken }),
   });

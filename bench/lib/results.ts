@@ -2,6 +2,20 @@
 import type { Measurement } from './drivers.js';
 import type { MachineInfo } from './machine.js';
 import type { ReadScenarioId } from './scenarios.js';
+import type { CliMeasurement, StartMeasurement } from './startup.js';
+
+/**
+ * The client stacks and rounds of one run: `node` is node:http (flows) and autocannon (reads)
+ * after a warm-up; `undici` the same scenarios through undici after a warm-up; `cold` undici
+ * on freshly started processes with no warm-up, measured from the first request.
+ */
+export type RoundId = 'node' | 'undici' | 'cold';
+export const ROUND_IDS: readonly RoundId[] = ['node', 'undici', 'cold'];
+
+export interface RoundResult {
+  read: Partial<Record<ReadScenarioId, ScenarioResult>>;
+  oauth: Partial<Record<OAuthScenarioId, ScenarioResult>>;
+}
 
 export interface ScenarioResult {
   label: string;
@@ -26,12 +40,15 @@ export interface MemoryMiB {
   idle?: number;
   afterRead?: number;
   afterOAuth?: number;
+  /** After the undici and cold rounds, in the process started fresh for them. */
+  afterRounds?: number;
 }
 
 export interface ServerResult {
   /** e.g. "Fieldgate · PGlite" */
   label: string;
-  kind: 'fieldgate' | 'peer';
+  /** peer: oidc-provider; bare-process: target 3's Express route; postgraphile: target 5's peer. */
+  kind: 'fieldgate' | 'peer' | 'bare-process' | 'postgraphile';
   database?: 'pglite' | 'postgres';
   skipped?: string;
   memory: MemoryMiB;
@@ -39,6 +56,8 @@ export interface ServerResult {
   /** (b) measured again after (e): the ratios use the mean of both, and a gap shows drift. */
   bAgain?: ScenarioResult;
   oauth: Partial<Record<OAuthScenarioId, ScenarioResult>>;
+  /** The undici and cold rounds (`read` and `oauth` above are the node round). */
+  rounds?: Partial<Record<Exclude<RoundId, 'node'>, RoundResult>>;
   /** How the browser session and the read benchmark's token were obtained. */
   setup: string[];
   profiles: string[];
@@ -65,5 +84,25 @@ export interface RunResults {
   timing: Timing;
   logLevel: string;
   servers: ServerResult[];
+  /** Rounds this run measured (`--drivers`). */
+  rounds?: RoundId[];
+  /** Targets 6 and 7, measured on the real commands. */
+  startup?: StartupResults;
   notes: string[];
+}
+
+export interface StartupResults {
+  /** `npm start` on a fresh PGlite directory (builds first; not a target, shown for reference). */
+  npmStartFresh?: StartMeasurement;
+  /** `npm start` on an existing PGlite directory (target 7), each run. */
+  npmStartExisting: StartMeasurement[];
+  /** `fieldgate serve` on a fresh PGlite directory: first start (target 6). */
+  pgliteFirst?: StartMeasurement;
+  /** `fieldgate serve` again on that directory. */
+  pgliteRestart?: StartMeasurement;
+  /** `fieldgate serve` on the migrated and seeded PostgreSQL database. */
+  postgres?: StartMeasurement;
+  /** CLI commands on PostgreSQL (target 7). */
+  cli: CliMeasurement[];
+  skipped?: string;
 }

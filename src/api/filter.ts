@@ -1,22 +1,12 @@
 /**
- * The AIP-160 filter language, as far as our lists need it: comparisons (`= != < <= > >=`), the
- * has operator (`:`), `AND`, `OR`, `NOT` / `-`, parentheses, and string, number, boolean and
- * bare-text literals, over dotted field paths (`seller.name`). Syntax only: which paths exist
- * and what their values mean is the caller's allow-list (src/graphql/listing.ts).
- *
- *   parseFilter('price < 5000 AND seller.name = "Acme"')
- *     → { kind: 'and', children: [{ kind: 'compare', path: ['price'], op: '<', value: 5000 … }, …] }
- *
- * As AIP-160 says, `OR` binds tighter than `AND` (`a AND b OR c` is `a AND (b OR c)`), and
- * terms separated only by whitespace are ANDed. Every failure is a FilterSyntaxError carrying
- * the 1-based character position; input is bounded in length and nesting so that hostile
- * text stays cheap.
+ * The AIP-160 filter language as far as our lists need it; syntax only, the allowed paths are the caller's
+ * (src/graphql/listing.ts). As AIP-160 says, `OR` binds tighter than `AND` (`a AND b OR c` is `a AND (b OR c)`);
+ * length and nesting are bounded so hostile text stays cheap.
+ *   parseFilter('price < 5000 AND seller.name = "Acme"') → { kind: 'and', children: [{ kind: 'compare', … }, …] }
  */
 
 export const MAX_FILTER_LENGTH = 2048;
-/** Deepest nesting of parentheses and negations. */
 export const MAX_FILTER_DEPTH = 16;
-/** Most comparisons in one filter. */
 export const MAX_FILTER_TERMS = 50;
 
 export type Comparator = '=' | '!=' | '<' | '<=' | '>' | '>=' | ':';
@@ -297,10 +287,7 @@ class Parser {
   }
 }
 
-/**
- * Parses a filter; undefined for an empty one (no restriction). Throws FilterSyntaxError
- * and nothing else, whatever the input.
- */
+/** Parses a filter; undefined for an empty one. Throws FilterSyntaxError and nothing else, whatever the input. */
 export function parseFilter(text: string): FilterNode | undefined {
   if (text.length > MAX_FILTER_LENGTH) throw new FilterSyntaxError(`longer than ${MAX_FILTER_LENGTH} characters`, MAX_FILTER_LENGTH + 1);
   return new Parser(tokenize(text)).parse();

@@ -1,8 +1,4 @@
-/**
- * The AIP-132 `order_by` syntax: comma-separated field names, each optionally followed by
- * `asc` or `desc` (`price desc, name`). Syntax only; the allow-list of sortable fields is the
- * caller's. Unknown fields, directions, repeats and bad syntax are OrderBySyntaxError.
- */
+/** The AIP-132 `order_by` syntax (`price desc, name`), checked against the caller's allow-list of sortable fields. */
 
 export const MAX_ORDER_BY_LENGTH = 256;
 export const MAX_ORDER_BY_FIELDS = 4;

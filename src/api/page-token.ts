@@ -1,9 +1,6 @@
 /**
- * Page tokens (AIP-158) and Relay cursors, which are the same thing: the sort-key values of the
- * last row of a page, bound to the list, filter, order and caller they were made for, and
- * signed with HMAC-SHA-256 under a deployment-wide key so a client can neither forge a position
- * nor carry a token over to another query. The format is opaque to clients:
- * base64url(JSON payload) "." base64url(HMAC).
+ * Page tokens (AIP-158), also our Relay cursors: the last row's sort keys, bound to list, filter, order and caller
+ * and signed with HMAC-SHA-256, so a client can neither forge a position nor carry a token over to another query.
  */
 import { createHash } from 'node:crypto';
 import { constantTimeEqual, hmacSha256 } from '../crypto/secrets.js';

@@ -1,8 +1,4 @@
-/**
- * User passwords, hashed with scrypt (memory-hard, from node:crypto). The stored form is
- * self-describing — `scrypt$N$r$p$salt$hash` — so the cost can be raised later without
- * breaking existing hashes.
- */
+/** User passwords, hashed with scrypt; the stored form `scrypt$N$r$p$salt$hash` names its cost, so the cost can rise later. */
 import { randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 
 const COST = { N: 2 ** 15, r: 8, p: 1 };

@@ -1,12 +1,9 @@
 /**
- * Random values and the hashes they are stored under. Codes and refresh tokens are looked up
- * by SHA-256 (they carry 256 bits of entropy, so a fast unkeyed hash is enough to make a
- * database leak useless); client secrets by HMAC-SHA-256 under a per-deployment key, so that
- * client authentication costs microseconds rather than a password KDF's tens of milliseconds.
+ * Codes and refresh tokens carry 256 bits of entropy, so unkeyed SHA-256 makes a database leak useless; client
+ * secrets use HMAC-SHA-256 under a deployment key, so client authentication costs no password KDF.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
-/** A URL-safe random string carrying `bytes` bytes (default 32 = 256 bits) of entropy. */
 export function randomToken(bytes = 32): string {
   return randomBytes(bytes).toString('base64url');
 }
@@ -19,7 +16,6 @@ export function hmacSha256(key: string, value: string): string {
   return createHmac('sha256', key).update(value).digest('base64url');
 }
 
-/** Compares two strings in time that depends only on their lengths. */
 export function constantTimeEqual(a: string, b: string): boolean {
   const left = Buffer.from(a);
   const right = Buffer.from(b);

@@ -1,8 +1,4 @@
-/**
- * Static files of the front door, all served from this origin: our small page scripts
- * (public/front-door) and the GraphiQL and Swagger UI bundles from their installed npm
- * packages, so the pages load nothing from a CDN.
- */
+/** Front-door static files, all from this origin (our scripts, GraphiQL and Swagger UI from npm): nothing from a CDN. */
 import express from 'express';
 import path from 'node:path';
 import { createRequire } from 'node:module';

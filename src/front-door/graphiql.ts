@@ -1,7 +1,6 @@
 /**
- * GraphiQL, as yoga's built-in `graphiql` option renders it, but from the installed
- * @graphql-yoga/graphiql package instead of unpkg: the page is static markup, its options
- * travel in a JSON block (not script), and its scripts are files on this origin.
+ * GraphiQL as yoga's `graphiql` option renders it, but from the installed package instead of unpkg: static markup,
+ * options in a JSON block rather than a script, scripts served from this origin.
  */
 import type { GraphiQLOptions } from 'graphql-yoga';
 import { ASSETS_PATH } from './assets.js';

@@ -1,8 +1,4 @@
-/**
- * The front door, for people with a browser: `/` links to the demo sign-in, the API reference
- * and GraphiQL; /api-reference renders /openapi.json with Swagger UI. On in demo mode by
- * default (FRONT_DOOR). GraphiQL itself is yoga's, enabled in graphql/http.ts.
- */
+/** The front door for people with a browser: `/` and /api-reference (Swagger UI); GraphiQL is enabled in graphql/http.ts. */
 import express from 'express';
 import type { Runtime } from '../runtime.js';
 import { html } from '../http/html.js';

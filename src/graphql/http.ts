@@ -14,6 +14,7 @@ import { rejectRequest, GqlError, GqlUnauthenticated, type RequestRejection } fr
 import { GRAPHIQL_OPTIONS, renderGraphiQL } from '../front-door/graphiql.js';
 import { setToolPageSecurityHeaders } from '../http/security-headers.js';
 import type { Executor } from './executor.js';
+import { readJsonBody } from './json-body.js';
 import { namesPersistedDocument, PersistedOperations, type PersistedRequest } from './persisted-operations.js';
 
 export const GRAPHQL_PATH = '/graphql';
@@ -187,6 +188,6 @@ export function createGraphQLRouter(runtime: Runtime, executor: Executor): expre
   });
   const router = express.Router();
   if (runtime.config.frontDoor) router.use(GRAPHQL_PATH, graphiqlPageHeaders);
-  router.use(GRAPHQL_PATH, refuseUnsupportedMediaType, refuseOversizedBody, yoga);
+  router.use(GRAPHQL_PATH, refuseUnsupportedMediaType, refuseOversizedBody, readJsonBody(MAX_REQUEST_BODY_BYTES), yoga);
   return router;
 }

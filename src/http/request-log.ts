@@ -4,10 +4,10 @@
  * `aborted` when the client goes away first.
  *
  * This replaces pino-http, whose per-request child logger and serializers cost more than the
- * rest of a cached REST read; the main logger and its redaction still write every line.
+ * rest of a cached REST read; the main logger's destination and level still write every line.
  */
 import type { RequestHandler } from 'express';
-import type { Logger } from '../logger.js';
+import { accessLogger, type Logger } from '../logger.js';
 import { requestId } from './request-id.js';
 
 declare module 'http' {
@@ -17,12 +17,15 @@ declare module 'http' {
   }
 }
 
-export function requestLog(logger: Logger): RequestHandler {
+export function requestLog(parent: Logger): RequestHandler {
+  const logger = accessLogger(parent);
   return function logRequest(req, res, next) {
     const started = performance.now();
     const id = requestId(req, res);
     req.id = id;
-    const path = (req.originalUrl ?? req.url ?? '').split('?')[0];
+    const url = req.originalUrl ?? req.url ?? '';
+    const query = url.indexOf('?');
+    const path = query === -1 ? url : url.slice(0, query);
     const write = (aborted: boolean) => {
       const statusCode = res.statusCode;
       const record = {

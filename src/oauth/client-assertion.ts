@@ -1,13 +1,7 @@
 /**
- * `private_key_jwt` client authentication (RFC 7523 §2.2, §3; RFC 7521 §4.2): the client signs
- * a short-lived JWT with a key of its registered `jwks` (or `jwks_uri`) and sends it as
- * `client_assertion`. It must have `iss` = `sub` = client_id, `aud` = our issuer (the token
- * endpoint URL is accepted too), an `exp` at most five minutes ahead, and a `jti` never used
- * before on any instance. Only asymmetric algorithms are accepted: a shared-secret JWT would
- * need the secret we do not store.
- *
- * Remote key sets are cached for JWKS_CACHE_MS, and fetched again early when an assertion names
- * a key the cached set lacks — a rotation — at most once per JWKS_REFETCH_COOLDOWN_MS.
+ * `private_key_jwt` client authentication (RFC 7523 §2.2, §3): `iss` = `sub` = client_id, `aud` = our issuer (or the
+ * token endpoint), `exp` at most five minutes ahead and a `jti` never used on any instance. Asymmetric algorithms only:
+ * a shared-secret JWT would need the secret we do not store. A key missing from a cached remote set refetches early.
  */
 import { createLocalJWKSet, decodeJwt, jwtVerify, errors as joseErrors, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
 import { LRUCache } from 'lru-cache';
@@ -20,7 +14,6 @@ export const CLIENT_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-typ
 /** `token_endpoint_auth_signing_alg_values_supported`. */
 export const ASSERTION_ALGORITHMS = ['ES256', 'ES384', 'EdDSA', 'Ed25519', 'PS256', 'RS256'] as const;
 
-/** Furthest in the future an assertion's `exp` may be. */
 export const MAX_ASSERTION_LIFETIME_SECONDS = 300;
 const CLOCK_TOLERANCE_SECONDS = 30;
 const MAX_ASSERTION_LENGTH = 8192;
@@ -45,7 +38,6 @@ export function assertionClientId(assertion: string): string | undefined {
 
 interface CachedKeySet {
   keys: JWTVerifyGetKey;
-  /** When an unknown key last forced a fetch before the cache expired. */
   refetchedAt: number | undefined;
 }
 

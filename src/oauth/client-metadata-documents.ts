@@ -1,13 +1,7 @@
 /**
- * Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document): a client_id
- * that is an https URL names a JSON document, published by the client, holding its metadata.
- * Fetching a URL an anonymous caller chose is a server-side request forgery risk, so the fetch
- * resolves the host itself and refuses private, loopback, link-local, unique-local and
- * multicast addresses (CIMD_ALLOW_PRIVATE=true lifts this, and allows http, for development),
- * connects to the address it checked, follows no redirect, reads at most 5 KiB and gives up
- * after 3 s. A document is used for as long as its Cache-Control allows, within 1 minute and
- * 1 day. The client is stored under its URL (so codes and grants can reference it) and its
- * metadata replaced at each refetch.
+ * Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document): an https client_id names a JSON document
+ * of its metadata. Fetching a URL an anonymous caller chose is an SSRF risk, so the fetch connects only to the public
+ * address it checked, follows no redirect, and is bounded in size and time.
  */
 import { lookup } from 'node:dns/promises';
 import http from 'node:http';
@@ -33,7 +27,6 @@ export const MAX_DOCUMENT_BYTES = 5 * 1024;
 const DEFAULT_TIMEOUT_MS = 3_000;
 const MIN_CACHE_SECONDS = 60;
 const MAX_CACHE_SECONDS = 86_400;
-/** Used when a document says nothing about caching. */
 const DEFAULT_CACHE_SECONDS = 3_600;
 const MAX_URL_LENGTH = 2_000;
 
@@ -56,7 +49,6 @@ export function isPrivateAddress(address: string): boolean {
   return BLOCKED.check(address, family === 4 ? 'ipv4' : 'ipv6');
 }
 
-/** Whether `id` is to be treated as a metadata document URL rather than a registered id. */
 export function looksLikeMetadataDocumentUrl(id: string): boolean {
   return id.startsWith('https://') || id.startsWith('http://');
 }
@@ -81,7 +73,6 @@ function documentUrl(id: string, allowPrivate: boolean): URL {
   return url;
 }
 
-/** Seconds the document may be used, from its Cache-Control, within the bounds. */
 function cacheSeconds(cacheControl: string | undefined, min: number, max: number): number {
   const directives = (cacheControl ?? '').toLowerCase();
   let seconds = DEFAULT_CACHE_SECONDS;
@@ -110,11 +101,7 @@ export class ClientMetadataDocuments {
     this.maxCache = options.maxCacheSeconds ?? MAX_CACHE_SECONDS;
   }
 
-  /**
-   * The client `id` names: the stored one while its document is fresh, otherwise fetched and
-   * stored again. Concurrent requests for one id share one fetch. Throws
-   * InvalidClientMetadata saying what was wrong with the document (nothing is stored then).
-   */
+  /** The stored client while its document is fresh, else fetched and stored again; concurrent calls for one id share a fetch. */
   async resolve(id: string, stored?: Client): Promise<Client> {
     const url = documentUrl(id, this.options.allowPrivate);
     if (stored && (stored.registrationType !== 'metadata_document' || (stored.metadataExpiresAt && stored.metadataExpiresAt > new Date()))) return stored;

@@ -1,8 +1,6 @@
 /**
- * Client metadata (RFC 7591 §2) as self-registering clients send it — in a POST /register
- * body or in a client ID metadata document — checked field by field. Every wrong type, size
- * or value is `invalid_client_metadata` (or `invalid_redirect_uri`, §3.2.2) naming the field;
- * unknown fields are ignored, as §2 asks.
+ * Client metadata (RFC 7591 §2) from POST /register or a metadata document, checked field by field; each fault is
+ * invalid_client_metadata (or invalid_redirect_uri, §3.2.2) naming the field, and unknown fields are ignored as §2 asks.
  */
 import { InvalidClientMetadata, InvalidRedirectUri } from './errors.js';
 import { ALL_SCOPES, isScope, parseScope } from './scopes.js';
@@ -57,7 +55,6 @@ function stringArray(body: Record<string, unknown>, field: string, maxItems: num
   return [...new Set(value as string[])];
 }
 
-/** An https URL for a page or an image shown to users (§2: client_uri, logo_uri, tos_uri, policy_uri). */
 function httpsUri(body: Record<string, unknown>, field: string): string | undefined {
   const value = optionalString(body, field, MAX_URI_LENGTH);
   if (value === undefined) return undefined;
@@ -76,9 +73,8 @@ function isLoopbackHost(hostname: string): boolean {
 }
 
 /**
- * One redirect URI (RFC 9700 §4.1.3, RFC 8252 §7): https; http only on a loopback host; or a
- * private-use scheme with a reverse-DNS name (`com.example.app:/callback`). Never a fragment,
- * credentials, or a scheme that runs code or reads local files.
+ * One redirect URI (RFC 9700 §4.1.3, RFC 8252 §7): https, http on a loopback host, or a reverse-DNS private-use scheme;
+ * never a fragment, credentials, or a scheme that runs code or reads local files.
  */
 export function checkRedirectUri(raw: string): string {
   const refuse = (why: string): never => {

@@ -1,8 +1,6 @@
 /**
- * CORS for the endpoints a browser-based client calls with fetch: token, revocation,
- * introspection, metadata and JWKS — never /authorize or the sign-in pages, which are
- * top-level navigations only. Origins come from CORS_ORIGINS (`*` allows any). No cookies are
- * involved, so credentials are never allowed.
+ * CORS for the endpoints a browser client calls with fetch, never /authorize or the sign-in pages (top-level navigations
+ * only). No cookies are involved, so credentials are never allowed.
  */
 import cors from 'cors';
 import type { RequestHandler } from 'express';

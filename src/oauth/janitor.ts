@@ -1,10 +1,7 @@
 /**
- * Deletes rows nothing needs any more, in bounded batches so no statement holds many locks or
- * runs long. Used codes and rotated refresh tokens stay until expiry plus the retention, so a
- * replay is still recognised and revokes its grant; the retention is never below
- * ACCESS_TOKEN_TTL, because a revoked grant's row is what makes its access tokens fail. Each
- * batch holds an advisory lock (of several instances one sweeps, the others stop: `skipped`)
- * and picks rows with SKIP LOCKED, so a sweep never waits on a request.
+ * Deletes rows nothing needs any more, in bounded batches. Used codes and rotated refresh tokens stay until expiry plus the
+ * retention, so a replay still revokes its grant; the retention is never below ACCESS_TOKEN_TTL, since a revoked grant's row
+ * is what makes its access tokens fail. An advisory lock and SKIP LOCKED keep a sweep from ever waiting on a request.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Config } from '../config.js';
@@ -20,9 +17,7 @@ export interface JanitorPolicy {
   /** Seconds a row is kept after it expired or was revoked (raised to `accessTokenTtl`). */
   retentionSeconds: number;
   accessTokenTtl: number;
-  /** Most rows one statement deletes. */
   batchSize: number;
-  /** Seconds after which a self-registered client never used (no consent, no grant) is deleted; 0: never. */
   dynamicClientTtl?: number;
 }
 
@@ -45,7 +40,6 @@ export interface SweepResult {
   /** DPoP proof and client assertion jtis past the time their JWT could still be accepted. */
   usedJtis: number;
   idempotencyKeys: number;
-  /** Self-registered clients (RFC 7591 or metadata documents) never used within DYNAMIC_CLIENT_TTL. */
   unusedClients: number;
   /** True when another instance held the lock, so this sweep stopped early. */
   skipped: boolean;
@@ -60,7 +54,6 @@ interface Target {
   statement(retention: SQL, limit: number, policy: JanitorPolicy): SQL | undefined;
 }
 
-/** Deletes up to `limit` rows of `table` whose `expires_at` passed more than `retention` ago. */
 function expiredRows(table: typeof authorizationCodes | typeof refreshTokens | typeof deviceCodes, key: string): Target['statement'] {
   return (retention, limit) => sql`
       delete from ${table} where ${sql.identifier(key)} in (
@@ -148,7 +141,6 @@ async function deleteBatch(db: Db, statement: SQL): Promise<number | undefined> 
   });
 }
 
-/** Deletes everything due, batch by batch, until nothing is left or another instance is sweeping. */
 export async function sweep(db: Db, policy: JanitorPolicy): Promise<SweepResult> {
   const retention = sql`make_interval(secs => ${Math.max(policy.retentionSeconds, policy.accessTokenTtl)})`;
   const result: SweepResult = { authorizationCodes: 0, deviceCodes: 0, refreshTokens: 0, grants: 0, revokedAccessTokens: 0, loginThrottle: 0, usedJtis: 0, idempotencyKeys: 0, unusedClients: 0, skipped: false };
@@ -165,7 +157,6 @@ export async function sweep(db: Db, policy: JanitorPolicy): Promise<SweepResult>
   return result;
 }
 
-/** Total rows a sweep deleted. */
 export function sweptRows(result: SweepResult): number {
   return result.authorizationCodes + result.deviceCodes + result.refreshTokens + result.grants + result.revokedAccessTokens + result.loginThrottle + result.usedJtis + result.idempotencyKeys + result.unusedClients;
 }

@@ -1,8 +1,6 @@
 /**
- * Fetching a client's `jwks_uri` without opening an SSRF path into our network: https only,
- * every address the name resolves to must be public (checked in the socket's own lookup, so a
- * DNS answer cannot change between the check and the connection), no redirects, a size limit and
- * a deadline. CLIENT_JWKS_ALLOW_PRIVATE lifts the address and https rules for development.
+ * Fetches a client's `jwks_uri` without opening an SSRF path: https only, every resolved address public (checked in the
+ * socket's own lookup, so DNS cannot change in between), no redirects, a size limit and a deadline.
  */
 import dns from 'node:dns';
 import http from 'node:http';
@@ -39,7 +37,6 @@ export function isPublicAddress(address: string): boolean {
 
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
 
-/** `dns.lookup` that refuses any non-public answer, for the socket to use. */
 function publicOnlyLookup(hostname: string, options: dns.LookupOptions, callback: LookupCallback): void {
   dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
     if (error) return callback(error, []);
@@ -51,7 +48,6 @@ function publicOnlyLookup(hostname: string, options: dns.LookupOptions, callback
   });
 }
 
-/** The parsed JSON at `uri`, or JwksFetchError. */
 export async function fetchJwks(uri: string, options: { allowPrivate: boolean }): Promise<unknown> {
   const url = new URL(uri);
   if (url.protocol !== 'https:' && !(options.allowPrivate && url.protocol === 'http:')) throw new JwksFetchError('jwks_uri must use https');

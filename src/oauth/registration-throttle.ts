@@ -1,7 +1,6 @@
 /**
- * Per-IP limit on registration requests (POST /register), counted in the database like the
- * login throttle — in the same table, under `register:` keys — so it holds across instances.
- * A fixed window of 15 minutes, which the janitor's sweep of stale throttle rows matches.
+ * Per-IP limit on POST /register, counted in the login throttle's table under `register:` keys so it holds across
+ * instances; its 15-minute window matches the janitor's sweep of stale throttle rows.
  */
 import { sql } from 'drizzle-orm';
 import type { Db } from '../db/database.js';

@@ -3,7 +3,8 @@
  * endpoint answers its own errors in its own surface (JSON for the token-style endpoints,
  * redirect or HTML page for /authorize), so nothing reaches the app's REST-style fallback.
  */
-import express from 'express';
+import express, { type RequestHandler } from 'express';
+import { SegmentDispatcher } from '../http/dispatch.js';
 import type { Runtime } from '../runtime.js';
 import { createAuthorizeRouter } from './endpoints/authorize.js';
 import { createOAuthContext, type OAuthContextOptions } from './context.js';
@@ -25,26 +26,43 @@ import { addDeviceAuthorizationEndpoint, DEVICE_AUTHORIZATION_PATH } from './end
 import { createDeviceRouter, DEVICE_PATH } from './browser/device.js';
 
 /** The first path segments of every endpoint and page below. */
-export const OAUTH_PATHS = ['/authorize', '/token', '/revoke', '/introspect', '/register', '/.well-known', USERINFO_PATH, END_SESSION_PATH, ACCOUNT_PATH, DEVICE_AUTHORIZATION_PATH, DEVICE_PATH];
+export const OAUTH_PATHS = ['/authorize', '/token', '/revoke', '/introspect', '/register', '/.well-known', USERINFO_PATH, END_SESSION_PATH, ACCOUNT_PATH, DEVICE_AUTHORIZATION_PATH, DEVICE_PATH] as const;
 
-export function createOAuthRouter(runtime: Runtime, options: OAuthContextOptions = {}): express.Router {
+/** A router holding what `add` puts on it. */
+function routerWith(add: (router: express.Router) => void): express.Router {
+  const router = express.Router();
+  add(router);
+  return router;
+}
+
+/**
+ * Each first path segment gets a router of its own, so a request walks only the layers of its
+ * endpoint (see the segment dispatcher in docs/PERFORMANCE.md).
+ */
+export function createOAuthRouter(runtime: Runtime, options: OAuthContextOptions = {}): RequestHandler {
   const oauth = createOAuthContext(runtime, options);
   configureBrand({ name: runtime.config.brandName, logoUrl: runtime.config.brandLogoUrl, color: runtime.config.brandColor });
   const cors = oauthCors(runtime.config.corsOrigins);
-  const router = express.Router();
   const browser = createBrowserContext(oauth);
-  router.use(createAuthorizeRouter(oauth, browser));
-  router.use(createEndSessionRouter(oauth, browser));
-  router.use(createAccountRouter(oauth, browser));
-  router.use(createDeviceRouter(oauth));
-  addTokenEndpoint(router, oauth, cors);
-  addDeviceAuthorizationEndpoint(router, oauth, cors);
-  addRevocationEndpoint(router, oauth, cors);
-  addIntrospectionEndpoint(router, oauth, cors);
-  addMetadataEndpoint(router, oauth, cors);
-  addJwksEndpoint(router, oauth, cors);
-  addUserinfoEndpoint(router, oauth, cors);
-  addResourceMetadataEndpoints(router, oauth, cors);
-  addRegistrationEndpoint(router, oauth, cors, { mode: runtime.config.registration, rateLimit: runtime.config.registrationRateLimit, db: runtime.db });
-  return router;
+  const registration = { mode: runtime.config.registration, rateLimit: runtime.config.registrationRateLimit, db: runtime.db };
+  const routers: Record<(typeof OAUTH_PATHS)[number], express.Router> = {
+    '/authorize': createAuthorizeRouter(oauth, browser),
+    [END_SESSION_PATH]: createEndSessionRouter(oauth, browser),
+    [ACCOUNT_PATH]: createAccountRouter(oauth, browser),
+    [DEVICE_PATH]: createDeviceRouter(oauth),
+    '/token': routerWith((router) => addTokenEndpoint(router, oauth, cors)),
+    [DEVICE_AUTHORIZATION_PATH]: routerWith((router) => addDeviceAuthorizationEndpoint(router, oauth, cors)),
+    '/revoke': routerWith((router) => addRevocationEndpoint(router, oauth, cors)),
+    '/introspect': routerWith((router) => addIntrospectionEndpoint(router, oauth, cors)),
+    '/.well-known': routerWith((router) => {
+      addMetadataEndpoint(router, oauth, cors);
+      addJwksEndpoint(router, oauth, cors);
+      addResourceMetadataEndpoints(router, oauth, cors);
+    }),
+    [USERINFO_PATH]: routerWith((router) => addUserinfoEndpoint(router, oauth, cors)),
+    '/register': routerWith((router) => addRegistrationEndpoint(router, oauth, cors, registration)),
+  };
+  const dispatcher = new SegmentDispatcher();
+  for (const path of OAUTH_PATHS) dispatcher.mount([path], routers[path]);
+  return dispatcher.handler;
 }

@@ -66,14 +66,12 @@ async function runList(rest: RestExecutor, operation: CompiledOperation, variabl
 /** `GET /<name>`: a page of the collection as a JSON array. */
 export function listRoute(runtime: Runtime, rest: RestExecutor, collection: Collection, doc: { operationId: string; summary: string; description: string }): RestRoute {
   const listOperation = (fields: ParsedFields, connection: boolean) =>
-    rest.operation({
-      route: `${collection.name}.list${connection ? '' : '.offset'}`,
+    rest.routeOperation(`${collection.name}.list${connection ? '' : '.offset'}`, fields, () => ({
       operation: 'query',
       field: connection ? collection.connectionField : collection.listField,
       args: connection ? ['first', 'after', 'orderBy', 'filter'] : ['limit', 'offset', 'orderBy', 'filter'],
-      fields,
       connection,
-    });
+    }));
 
   return {
     method: 'get',
@@ -123,14 +121,12 @@ export function listRoute(runtime: Runtime, rest: RestExecutor, collection: Coll
 
 /** Reads one item with `fields`; 404 when there is none (or it is not the caller's). */
 export async function readItem(rest: RestExecutor, collection: Collection, id: number, fields: ParsedFields, principal: Principal) {
-  const operation = rest.operation({
-    route: `${collection.name}.get`,
+  const operation = rest.routeOperation(`${collection.name}.get`, fields, () => ({
     operation: 'query',
     field: collection.itemField,
     args: ['id'],
-    fields,
     ...(collection.itemInternal && { internal: collection.itemInternal() }),
-  });
+  }));
   const item = await rest.run(operation, { id }, principal);
   if (item === null) throw new RestNotFound(`no ${collection.itemField} ${id}`);
   return { operation, item };

@@ -21,14 +21,14 @@
  *     res.json(body); // ETag: "<order.etag>.<digest>"; 304 when If-None-Match has it
  *   });
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { RequestHandler, Response } from 'express';
 
 const RESOURCE_VERSION = 'resourceVersion';
 
 /** A strong entity tag for `body`: base64url SHA-256 (128 bits kept), after the resource's version when it has one. */
 export function representationTag(body: string, version?: string): string {
-  const digest = createHash('sha256').update(body).digest('base64url').slice(0, 22);
+  const digest = hash('sha256', body, 'base64url').slice(0, 22);
   const bare = version?.replace(/^"|"$/g, '');
   return bare ? `"${bare}.${digest}"` : `"${digest}"`;
 }
@@ -73,24 +73,38 @@ export function taggedRepresentations(): RequestHandler {
   return function tagRepresentations(req, res, next) {
     if (isRead(req.method)) {
       res.setHeader('Cache-Control', 'private, no-cache');
-      res.vary('Authorization');
+      if (res.getHeader('Vary') === undefined) res.setHeader('Vary', 'Authorization');
+      else res.vary('Authorization');
     }
-    const send = res.send.bind(res);
-    res.json = function sendTaggedJson(body: unknown) {
-      const text = JSON.stringify(body) ?? 'null';
-      if (!res.headersSent) res.type('application/json');
-      if (res.statusCode >= 200 && res.statusCode < 300) {
-        const version = res.locals[RESOURCE_VERSION] as string | undefined;
-        const tag = representationTag(text, version);
-        res.setHeader('ETag', tag);
-        if (isRead(req.method) && res.statusCode === 200 && noneMatchHolds(req.headers['if-none-match'], tag)) {
-          res.removeHeader('Content-Type');
-          res.status(304).end();
-          return res;
-        }
-      }
-      return send(text);
-    };
+    res.json = sendTaggedJson;
     next();
   };
+}
+
+/** `res.json` of a tagged route: one function for every response, so a request allocates no closure. */
+function sendTaggedJson(this: Response, body: unknown): Response {
+  const res = this;
+  const req = res.req;
+  const text = JSON.stringify(body) ?? 'null';
+  if (res.statusCode < 200 || res.statusCode >= 300) {
+    if (!res.headersSent) res.type('application/json');
+    return res.send(text);
+  }
+  const version = res.locals[RESOURCE_VERSION] as string | undefined;
+  const tag = representationTag(text, version);
+  res.setHeader('ETag', tag);
+  if (res.statusCode === 200 && isRead(req.method)) {
+    if (noneMatchHolds(req.headers['if-none-match'], tag)) {
+      res.status(304).end();
+      return res;
+    }
+    // What res.send would do for this answer, without its content-type parsing and freshness
+    // check: the condition above is the one that decides.
+    res.setHeader('Content-Type', 'application/json; charset=utf-8');
+    res.setHeader('Content-Length', Buffer.byteLength(text));
+    res.end(text);
+    return res;
+  }
+  res.type('application/json');
+  return res.send(text);
 }

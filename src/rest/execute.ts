@@ -7,10 +7,12 @@ import type { GraphQLService } from '../graphql/index.js';
 import type { Principal } from '../tokens/access-token.js';
 import { fromGraphQLErrors, RestInternal } from './errors.js';
 import { OperationCache, type CompiledOperation, type OperationSpec } from './selection.js';
+import type { ParsedFields } from './fields.js';
 
 export class RestExecutor {
   /** Compiled documents by (route, normalized field set). */
   readonly operations: OperationCache;
+  private readonly byFields = new WeakMap<ParsedFields, Map<string, CompiledOperation>>();
 
   constructor(
     private readonly graphql: GraphQLService,
@@ -27,6 +29,21 @@ export class RestExecutor {
   /** The operation for a route and field set (paths checked against the schema first). */
   operation(spec: Omit<OperationSpec, 'schema'>): CompiledOperation {
     return this.operations.get({ ...spec, schema: this.schema });
+  }
+
+  /**
+   * As `operation`, for a route whose spec depends on nothing but `fields`: the spec is built and
+   * looked up once per parsed field set (parseFields gives the same object for the same text).
+   */
+  routeOperation(route: string, fields: ParsedFields, spec: () => Omit<OperationSpec, 'schema' | 'route' | 'fields'>): CompiledOperation {
+    let byRoute = this.byFields.get(fields);
+    let operation = byRoute?.get(route);
+    if (!operation) {
+      operation = this.operation({ ...spec(), route, fields });
+      if (!byRoute) this.byFields.set(fields, (byRoute = new Map()));
+      byRoute.set(route, operation);
+    }
+    return operation;
   }
 
   /** Executes `operation` and returns the value of its root field; GraphQL errors become REST errors. */

@@ -3,10 +3,10 @@
  * object body, read query and path parameters — and the `RestRoute` record that describes a
  * route to both the router and the OpenAPI document.
  */
-import express, { type Request, type RequestHandler, type Response } from 'express';
+import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { Runtime } from '../runtime.js';
 import type { Principal } from '../tokens/access-token.js';
-import { authenticateRequest } from '../tokens/bearer.js';
+import { authenticateFromCache, authenticateRequest, type ResourceRequest } from '../tokens/bearer.js';
 import { OAuthError } from '../oauth/errors.js';
 import type { Scope } from '../oauth/scopes.js';
 import { fromOAuthError, RestInvalidArgument } from './errors.js';
@@ -39,20 +39,23 @@ export interface RestRoute {
 
 /** Authenticates the access token (Bearer, or DPoP with its proof); a refusal is 401/403 with `WWW-Authenticate`. */
 export function authenticate(runtime: Runtime): RequestHandler {
-  return async function authenticateBearerToken(req, res, next) {
-    try {
-      res.locals.principal = await authenticateRequest(runtime, {
-        authorization: req.headers.authorization,
-        dpop: req.headers.dpop,
-        method: req.method,
-        path: req.originalUrl,
-        resource: runtime.resources.rest.identifier,
-      });
-      next();
-    } catch (error) {
-      next(error instanceof OAuthError ? fromOAuthError(error) : error);
-    }
+  const resource = runtime.resources.rest.identifier;
+  return function authenticateBearerToken(req, res, next) {
+    const request = { authorization: req.headers.authorization, dpop: req.headers.dpop, method: req.method, path: req.originalUrl, resource };
+    const cached = authenticateFromCache(runtime, request);
+    if (!cached) return authenticateFully(runtime, request, res, next);
+    res.locals.principal = cached;
+    next();
   };
+}
+
+async function authenticateFully(runtime: Runtime, request: ResourceRequest, res: Response, next: NextFunction): Promise<void> {
+  try {
+    res.locals.principal = await authenticateRequest(runtime, request);
+    next();
+  } catch (error) {
+    next(error instanceof OAuthError ? fromOAuthError(error) : error);
+  }
 }
 
 export function principalOf(res: Response): Principal {
@@ -116,7 +119,7 @@ function deeperThan(value: unknown, max: number): boolean {
 export function onlyQueryParameters(names: readonly QueryParameter[]): RequestHandler {
   const known = new Set<string>(names);
   return function refuseUnknownQueryParameters(req, _res, next) {
-    for (const [name, value] of Object.entries(req.query as Record<string, unknown>)) {
+    for (const [name, value] of Object.entries(queryOf(req))) {
       if (!known.has(name)) {
         const shown = name.length > 64 ? `${name.slice(0, 64)}…` : name;
         const hint = name === 'access_token' ? 'send the access token in the Authorization header' : `this route takes ${names.length ? names.join(', ') : 'no query parameters'}`;
@@ -134,9 +137,17 @@ export function onlyQueryParameters(names: readonly QueryParameter[]): RequestHa
   };
 }
 
+const PARSED_QUERY = Symbol('parsed query');
+
+/** `req.query`, parsed once per request: Express 5 parses the query string on every read of it. */
+export function queryOf(req: Request): Record<string, unknown> {
+  const locals = req.res!.locals as Record<symbol, unknown>;
+  return (locals[PARSED_QUERY] ??= req.query) as Record<string, unknown>;
+}
+
 /** A query parameter given at most once, as a string (a repeated one is a 400). */
 export function queryParameter(req: Request, name: string): string | undefined {
-  const value = (req.query as Record<string, unknown>)[name];
+  const value = queryOf(req)[name];
   if (value === undefined) return undefined;
   if (typeof value !== 'string') throw repeatedParameter(name);
   return value;

@@ -13,6 +13,7 @@ import { productRoutes } from './products.js';
 import { orderRoutes } from './orders.js';
 import { serveOpenApi } from './openapi.js';
 import { taggedRepresentations } from './etag.js';
+import { RouteTable } from '../http/route-table.js';
 
 const OPENAPI_PATH = '/openapi.json';
 
@@ -41,7 +42,7 @@ function methodNotAllowed(methods: readonly string[]): express.RequestHandler {
 }
 
 export interface RestRouter {
-  router: express.Router;
+  router: express.RequestHandler;
   /** The first path segments the router serves (`/products`, `/orders`, `/openapi.json`). */
   paths: string[];
 }
@@ -49,13 +50,12 @@ export interface RestRouter {
 export function createRestRouter(runtime: Runtime, graphql: GraphQLService): RestRouter {
   const rest = new RestExecutor(graphql);
   const routes = restRoutes(runtime, rest);
-  const router = express.Router();
-  router.get(OPENAPI_PATH, serveOpenApi(runtime, rest, () => routes));
-  for (const route of routes) router[route.method](route.path, taggedRepresentations(), ...route.handlers);
+  const table = new RouteTable(restErrorHandler(runtime.logger, 'REST request failed', { resourceMetadataUrl: runtime.resources.rest.metadataUrl }));
+  table.add('GET', OPENAPI_PATH, [serveOpenApi(runtime, rest, () => routes)]);
+  for (const route of routes) table.add(route.method, route.path, [taggedRepresentations(), ...route.handlers]);
   const methodsByPath = new Map<string, string[]>([[OPENAPI_PATH, ['GET']]]);
   for (const route of routes) methodsByPath.set(route.path, [...(methodsByPath.get(route.path) ?? []), route.method.toUpperCase()]);
-  for (const [path, methods] of methodsByPath) router.all(path, methodNotAllowed(methods));
-  router.use(restErrorHandler(runtime.logger, 'REST request failed', { resourceMetadataUrl: runtime.resources.rest.metadataUrl }));
+  for (const [path, methods] of methodsByPath) table.add('ALL', path, [methodNotAllowed(methods)]);
   const paths = new Set([OPENAPI_PATH, ...routes.map((route) => `/${route.path.split('/')[1]}`)]);
-  return { router, paths: [...paths] };
+  return { router: table.handler, paths: [...paths] };
 }

@@ -171,6 +171,17 @@ export class AccessTokens {
   }
 
   /**
+   * `verify` answered from the verified-token and revocation caches alone: the principal when
+   * both hold a passing answer, undefined whenever `verify` has to run (and give any refusal).
+   */
+  verifyFromCache(token: string, resource?: string): Principal | undefined {
+    const principal = this.verified.get(token);
+    if (!principal || principal.expiresAt.getTime() <= Date.now()) return undefined;
+    if (resource !== undefined && !principal.audience.includes(resource)) return undefined;
+    return this.revocations.cachedAnswer(principal.grantId, principal.jti) === false ? principal : undefined;
+  }
+
+  /**
    * Full resource-side check: signature, claims, audience (when `resource` is given: RFC 8707,
    * a token for another resource is refused) and revocation.
    */

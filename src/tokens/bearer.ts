@@ -55,6 +55,17 @@ export async function authenticateRequest(auth: ResourceAuthentication, request:
   return authenticateDpop(auth, request, token);
 }
 
+/**
+ * `authenticateRequest` without a promise, for a Bearer token whose every check is cached: the
+ * principal, or undefined when `authenticateRequest` must run (and give any refusal).
+ */
+export function authenticateFromCache(auth: ResourceAuthentication, request: ResourceRequest): Principal | undefined {
+  const match = request.authorization ? CREDENTIALS.exec(request.authorization) : null;
+  if (!match || match[1]!.toLowerCase() !== 'bearer') return undefined;
+  const principal = auth.accessTokens.verifyFromCache(match[2]!, request.resource);
+  return principal?.jkt === undefined ? principal : undefined;
+}
+
 /** A Bearer `Authorization` header alone (no request to check a DPoP proof against): as `authenticateRequest`. */
 export async function authenticateBearer(accessTokens: AccessTokens, authorization: string | undefined | null, resource?: string): Promise<Principal> {
   return authenticateRequest(

@@ -24,6 +24,12 @@ export class Revocations {
 
   constructor(private readonly db: Db) {}
 
+  /** `isRevoked`'s answer while it is cached, without a promise; undefined when it must be asked. */
+  cachedAnswer(grantId: string, jti: string): boolean | undefined {
+    const cached = this.cache.get(`${grantId} ${jti}`);
+    return cached && Date.now() - cached.checkedAt < REVOCATION_CACHE_MS ? cached.revoked : undefined;
+  }
+
   async isRevoked(grantId: string, jti: string): Promise<boolean> {
     const key = `${grantId} ${jti}`;
     const cached = this.cache.get(key);

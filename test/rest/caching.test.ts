@@ -54,6 +54,18 @@ describeEachDatabase('REST caching and preconditions', (context) => {
       }
     });
 
+    it('sends a read as JSON with its exact length; HEAD sends the same headers and no body', async () => {
+      for (const path of await paths()) {
+        const res = await get(path);
+        expect(res.headers['content-type'], path).toBe('application/json; charset=utf-8');
+        expect(res.headers['content-length'], path).toBe(String(Buffer.byteLength(res.text)));
+        const head = await app().head(path).set('Authorization', owner);
+        expect(head.status, path).toBe(200);
+        expect(head.text ?? '', path).toBe('');
+        for (const name of ['content-type', 'content-length', 'etag', 'cache-control', 'vary']) expect(head.headers[name], `${path} ${name}`).toBe(res.headers[name]);
+      }
+    });
+
     it('answers a matching If-None-Match with 304, no body and the same ETag; HEAD too', async () => {
       for (const path of await paths()) {
         const first = await get(path);

@@ -166,6 +166,18 @@ describeEachDatabase('REST requests', (context) => {
       }
     });
 
+    it('a token revoked after it was accepted: the next request is refused, though its checks were cached', async () => {
+      const { app, runtime } = context();
+      const token = await issueTestToken(runtime, { userId: owner.userId });
+      const read = () => request(app).get(`/products/${product.id}?fields=id`).set('Authorization', token.authorization);
+      expect((await read()).status).toBe(200);
+      expect((await read()).status).toBe(200);
+      await runtime.revocations.revokeGrant(token.grantId);
+      const res = await read();
+      expect(res.status).toBe(401);
+      expect(res.body.error.message).toMatch(/revoked/);
+    });
+
     it('a token without the scope: 403 insufficient_scope naming it, and nothing changes', async () => {
       const { runtime } = context();
       for (const operation of OPERATIONS(orderId, product.id)) {

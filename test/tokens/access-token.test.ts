@@ -7,6 +7,7 @@ import request from 'supertest';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { describeEachDatabase } from '../support/runtime.js';
 import { buildClient, buildUser, obtainTokens, type TestClient, type TestUser } from '../support/oauth.js';
+import { issueTestToken } from '../support/tokens.js';
 
 describeEachDatabase('access tokens', (context) => {
   let client: TestClient;
@@ -45,5 +46,20 @@ describeEachDatabase('access tokens', (context) => {
     const b = await obtainTokens(context().app, context().runtime, client, user);
     const jti = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()).jti;
     expect(jti(a.access_token)).not.toBe(jti(b.access_token));
+  });
+
+  it('are answered from the caches only after a full check accepted them, and never once revoked or for another resource', async () => {
+    const { runtime, config } = context();
+    const { token, grantId } = await issueTestToken(runtime);
+    const fresh = (await runtime.accessTokens.issue({ userId: user.id, clientId: client.id, scope: 'products:read', grantId })).token;
+    expect(runtime.accessTokens.verifyFromCache(fresh)).toBeUndefined();
+    await runtime.accessTokens.verify(fresh, config.issuer);
+    expect(runtime.accessTokens.verifyFromCache(fresh, config.issuer)?.grantId).toBe(grantId);
+    expect(runtime.accessTokens.verifyFromCache(fresh, 'https://elsewhere.example/api')).toBeUndefined();
+    await runtime.revocations.revokeGrant(grantId);
+    expect(runtime.accessTokens.verifyFromCache(token)).toBeUndefined();
+    expect(runtime.accessTokens.verifyFromCache(fresh, config.issuer)).toBeUndefined();
+    await expect(runtime.accessTokens.verify(fresh, config.issuer)).rejects.toThrow(/revoked/);
+    expect(runtime.accessTokens.verifyFromCache(fresh, config.issuer)).toBeUndefined();
   });
 });

@@ -1,12 +1,7 @@
 /**
- * The caller's orders: the Order and OrderItem types, the OrderStatus enum, the `orders` and
- * `order` queries and the `createOrder` and `updateOrder` mutations.
- *
- * Every write is one conditional statement, never read-then-write: a status move is
- * `UPDATE … WHERE status = ANY(<states it may come from>)`, an ETag precondition is
- * `… AND updated_at = <the tagged time>`, and only the columns named in the input are set,
- * so concurrent updates of different fields both survive. Only when such a statement matches
- * no row is the order read, to tell the client why.
+ * The caller's orders. Every write is one conditional statement, never read-then-write: a status move is
+ * `UPDATE … WHERE status = ANY(<states it may come from>)`, an ETag precondition `… AND updated_at = <tagged time>`,
+ * and only the columns named in the input are set, so concurrent updates of different fields both survive.
  */
 import { and, eq, inArray, or, sql, type SQL } from 'drizzle-orm';
 import { builder } from '../builder.js';
@@ -47,7 +42,6 @@ const MAX_TOTAL_CENTS = 2_147_483_647; // orders.total_cents is a PostgreSQL int
 /** An order's items: by default all of them, since createOrder accepts at most MAX_ORDER_ITEMS. */
 export const ITEMS: NestedListBounds = { field: 'items', defaultSize: MAX_ORDER_ITEMS, maxSize: MAX_ORDER_ITEMS, sortable: { id: 'id', quantity: 'quantity' } };
 
-/** The status graph: where an order may move from each state. */
 export const STATUS_MOVES: Readonly<Record<OrderStatusValue, readonly OrderStatusValue[]>> = {
   pending: ['paid', 'cancelled'],
   paid: ['shipped', 'cancelled'],
@@ -56,10 +50,7 @@ export const STATUS_MOVES: Readonly<Record<OrderStatusValue, readonly OrderStatu
   cancelled: [],
 };
 
-/**
- * The states from which an order may be set to `to`. Setting the state it already has is
- * accepted (an idempotent retry), so a client replaying "cancel" gets the order, not an error.
- */
+/** The states from which an order may be set to `to`; its own state too, so a replayed "cancel" is not an error. */
 export function statesMovableTo(to: OrderStatusValue): OrderStatusValue[] {
   return orderStatus.enumValues.filter((from) => from === to || STATUS_MOVES[from].includes(to));
 }
@@ -71,18 +62,14 @@ export const OrderStatus = builder.enumType('OrderStatus', {
   },
 });
 
-// ---------------------------------------------------------------- ETags
-
 /**
- * The strong ETag of an order's current state: `"` + base64url(`<id>:<updated_at>`) + `"`.
- * Every write moves `updated_at` forward by at least a millisecond, so each state has its
- * own tag; the tag is reversible so a precondition can be checked inside the UPDATE itself.
+ * The strong ETag of an order's state, `"base64url(<id>:<updated_at>)"`: every write moves `updated_at` forward,
+ * and the tag is reversible so a precondition can be checked inside the UPDATE itself.
  */
 export function orderEtag(id: number, updatedAt: Date): string {
   return `"${Buffer.from(`${id}:${updatedAt.toISOString()}`).toString('base64url')}"`;
 }
 
-/** The `updated_at` an ETag of order `id` stands for, or undefined when it cannot be one of its tags. */
 export function etagTime(etag: string, id: number): Date | undefined {
   const match = /^"([A-Za-z0-9_-]{1,200})"$/.exec(etag.trim());
   if (!match) return undefined;
@@ -95,8 +82,6 @@ export function etagTime(etag: string, id: number): Date | undefined {
 // Drivers hand timestamps to JavaScript truncated to milliseconds, so tags compare at that precision.
 const updatedAtMillis = sql`date_trunc('milliseconds', ${orders.updatedAt})`;
 const nextUpdatedAt = sql`greatest(date_trunc('milliseconds', now()), ${updatedAtMillis} + interval '1 millisecond')`;
-
-// ---------------------------------------------------------------- Types
 
 export const OrderItem = builder.drizzleObject('orderItems', {
   name: 'OrderItem',
@@ -133,9 +118,6 @@ export const Order = builder.drizzleObject('orders', {
   }),
 });
 
-// ---------------------------------------------------------------- Queries
-
-/** What the caller's orders may be filtered and sorted by; newest first by default. */
 export const ORDER_LIST: ListSpec = {
   name: 'orders',
   filter: {
@@ -205,8 +187,6 @@ builder.queryFields((t) => ({
   }),
 }));
 
-// ---------------------------------------------------------------- Mutations
-
 const OrderItemInput = builder.inputType('OrderItemInput', {
   fields: (t) => ({
     productId: t.int({ required: true }),
@@ -264,11 +244,7 @@ function checkItems(items: readonly NewOrderItem[]): void {
   }
 }
 
-/**
- * Inserts the order and its items at today's prices, in one transaction; returns its id. With
- * an idempotency key, the key is claimed first in that transaction, and a key already used for
- * the same request returns the order that request created instead (see idempotency.ts).
- */
+/** Inserts the order and its items at today's prices in one transaction, claiming the idempotency key first (idempotency.ts). */
 async function insertOrder(context: GraphQLContext, items: readonly NewOrderItem[], memo: string | null, idempotencyKey?: string): Promise<number> {
   const owner = { userId: userIdOf(context), clientId: context.principal.clientId };
   return context.db.transaction(async (tx) => {
@@ -325,9 +301,8 @@ interface OrderChanges {
 }
 
 /**
- * Applies the changes present in `input` with one conditional UPDATE; when it matches no row,
- * reads the order to report NOT_FOUND, an ETag mismatch or an illegal move. A read that finds
- * none of those means the order changed in between, so the UPDATE is tried again.
+ * Applies `input` with one conditional UPDATE; if no row matches, reads the order to report why (NOT_FOUND, ETag,
+ * illegal move), and tries again when there is no reason, since the order then changed in between.
  */
 async function applyOrderChanges(context: GraphQLContext, id: number, input: OrderChanges, etag: string | null | undefined): Promise<void> {
   const changes: { status?: OrderStatusValue; memo?: string | null; updatedAt: SQL } = { updatedAt: nextUpdatedAt };

@@ -1,11 +1,6 @@
 /**
- * The user's account pages under /account (server-rendered, same session and CSRF machinery as
- * the sign-in pages): Connected apps with Revoke, Sign out everywhere, and Change password.
- * Every POST answers 303 back to /account, so a reload never repeats it.
- *
- * Revoke withdraws the consent and revokes every grant of that app: its refresh tokens stop at
- * once, its access tokens on this instance at once and on the others within
- * REVOCATION_CACHE_MS (src/tokens/revocation.ts).
+ * The account pages under /account. Every POST answers 303, so a reload never repeats it. Revoke withdraws the consent
+ * and every grant of the app; other instances stop its access tokens within REVOCATION_CACHE_MS (src/tokens/revocation.ts).
  */
 import express, { type ErrorRequestHandler, type Request, type Response } from 'express';
 import type { OAuthContext } from '../context.js';

@@ -1,11 +1,6 @@
 /**
- * The verification pages of the device grant (RFC 8628 §3.3): `GET /device` (optionally with
- * `?user_code=` from verification_uri_complete, which only fills in the form), its sign-in
- * form, the code form and the consent form. Every form carries the session's CSRF token.
- *
- * User codes are short, so guessing them is throttled like passwords, in the shared counters:
- * every code submitted counts against the signed-in user and against the client IP before it
- * is looked up, and a code that turns out to be real is given back.
+ * The device grant's verification pages (RFC 8628 §3.3): `GET /device` and its sign-in, code and consent forms. User codes
+ * are short, so each code tried counts against the user and the IP before it is looked up; a real code is given back.
  */
 import express, { type ErrorRequestHandler, type Request, type Response } from 'express';
 import type { OAuthContext } from '../context.js';
@@ -56,7 +51,6 @@ class DeviceCodeThrottle {
     return { locked: true, retryAfterSeconds: Math.max(1, ...refused.map((count) => count.retryAfter)) };
   }
 
-  /** A real code was entered: that attempt was no guess. */
   async recordSuccess(userId: number, ip: string | undefined): Promise<void> {
     await Promise.all(this.keys(userId, ip).map(([key, rule]) => this.oauth.loginThrottle.giveBack(key, rule)));
   }
@@ -82,7 +76,6 @@ function shownCode(raw: string): string {
   return code === undefined ? raw.slice(0, 32) : formatUserCode(code);
 }
 
-/** The signed-in user, or undefined (no session, or the account was deleted since). */
 async function signedInUser(device: DeviceContext, req: Request): Promise<SignedInUser | undefined> {
   const userId = device.sessions.current(req)?.userId;
   if (userId === undefined) return undefined;
@@ -135,7 +128,6 @@ function showDevicePage(device: DeviceContext) {
   };
 }
 
-/** `POST /device/login`: signs in, then back to /device with the code the form carried. */
 function deviceSignIn(device: DeviceContext) {
   return async function deviceLogin(req: Request, res: Response): Promise<void> {
     const params = bodyParameters(res);
@@ -155,10 +147,7 @@ function deviceSignIn(device: DeviceContext) {
   };
 }
 
-/**
- * Counts the attempt, then looks the code up. Answers the pending request, or undefined after
- * showing the code form again with the reason.
- */
+/** Counts the attempt, then looks the code up: the pending request, or undefined after showing the form with the reason. */
 async function lookUpCode(device: DeviceContext, req: Request, res: Response, user: SignedInUser, raw: string) {
   const { oauth } = device;
   const throttle = await device.throttle.recordAttempt(user.userId, req.ip);
@@ -246,7 +235,6 @@ function decide(device: DeviceContext) {
   };
 }
 
-/** The one serializer of these pages: everything becomes an error page with its status. */
 function deviceErrorHandler(oauth: OAuthContext): ErrorRequestHandler {
   return function serializeDeviceError(error, req, res, next) {
     if (res.headersSent) {

@@ -1,10 +1,7 @@
 /**
- * Failed-login throttling, counted in the database so every instance shares the counters.
- * Two counters apply to each attempt: one per account name (against guessing one password)
- * and one per client IP (against spraying many accounts). Each locks for a while after too
- * many failures inside a window. Counters exist for unknown account names exactly as for real
- * ones, so the lock itself reveals nothing about which accounts exist; account names are
- * stored only as hashes (a password typed into the wrong field must not land in a table).
+ * Failed-login throttling in the database, so every instance shares the counters: per account name (against guessing one
+ * password) and per client IP (against spraying many accounts). Unknown names get counters like real ones, so a lock reveals
+ * nothing; names are stored hashed, since a password typed into the wrong field must not land in a table.
  */
 import { eq, sql } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
@@ -41,7 +38,6 @@ export class LoginThrottle {
     readonly policy: LoginThrottlePolicy = DEFAULT_LOGIN_THROTTLE_POLICY,
   ) {}
 
-  /** Whether this account name or this IP is locked out right now. */
   async check(username: string, ip: string | undefined): Promise<ThrottleState> {
     const [row] = await queryRows<{ retry_after: number | null }>(
       this.db,
@@ -53,12 +49,7 @@ export class LoginThrottle {
     return retryAfter ? { locked: true, retryAfterSeconds: Math.max(1, retryAfter) } : { locked: false };
   }
 
-  /**
-   * Counts an attempt against the account name and the IP before its password is checked, each
-   * in one increment-and-return statement, so concurrent attempts (on any instance) cannot all
-   * slip past the limit: at most `maxFailures` passwords are checked per account and per IP in a
-   * window. Answers whether this attempt may go on to check its password.
-   */
+  /** Counts the attempt before its password is checked, one increment-and-return per key, so concurrent attempts cannot slip past the limit. */
   async recordAttempt(username: string, ip: string | undefined): Promise<ThrottleState> {
     const [account, address] = await Promise.all([
       this.count(accountKey(username), this.policy.account),
@@ -76,10 +67,7 @@ export class LoginThrottle {
     return state.locked ? state : this.check(username, ip);
   }
 
-  /**
-   * A successful sign-in clears the account's counter and gives back the IP the attempt it used
-   * (not more: one good account must not unlock a spraying IP).
-   */
+  /** A success clears the account's counter and gives the IP back only this attempt: one good account must not unlock a spraying IP. */
   async recordSuccess(username: string, ip?: string | undefined): Promise<void> {
     await this.db.delete(loginThrottle).where(eq(loginThrottle.key, accountKey(username)));
     if (ip === undefined) return;
@@ -92,10 +80,7 @@ export class LoginThrottle {
     return deleted.length > 0;
   }
 
-  /**
-   * Takes back one attempt counted under `key` (an attempt that turned out to be no guess),
-   * lifting the lock if the count falls back under `rule`'s limit.
-   */
+  /** Takes back one attempt counted under `key` (it turned out to be no guess), lifting the lock if back under the limit. */
   async giveBack(key: string, rule: ThrottleRule): Promise<void> {
     await this.db.execute(
       sql`update ${loginThrottle} set failures = greatest(failures - 1, 0),
@@ -105,10 +90,8 @@ export class LoginThrottle {
   }
 
   /**
-   * Adds one attempt under `key` and returns whether it is within the limit (and the seconds
-   * left of the lock otherwise); also used, with keys of their own, for the device flow's user
-   * codes. The lock starts with the attempt that reaches the limit; that attempt is still
-   * checked, later ones are not. A counter starts afresh when its window or its lock has passed.
+   * Adds one attempt under `key` (also the device flow's user codes): within the limit, or the seconds left of the lock. The
+   * attempt that reaches the limit starts the lock and is still checked; a counter restarts when its window or lock has passed.
    */
   async count(key: string, rule: ThrottleRule): Promise<{ allowed: boolean; retryAfter: number }> {
     const window = sql`make_interval(secs => ${rule.windowSeconds})`;

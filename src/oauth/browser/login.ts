@@ -1,8 +1,6 @@
 /**
- * `POST /authorize/login`: the login form. Checks the CSRF token, counts the attempt against
- * the throttle, then checks the password (scrypt; an unknown name costs the same), and on
- * success starts a fresh session and sends the browser back to /authorize with 303. Unknown name and wrong password get the same
- * answer, and so do locked-out real and unknown accounts.
+ * `POST /authorize/login`. An unknown name and a wrong password get the same answer (an unknown name costs the same
+ * scrypt), and so do locked-out real and unknown accounts.
  */
 import type { Request, Response } from 'express';
 import { readAuthorizationRequest } from '../authorization-request.js';
@@ -30,15 +28,11 @@ export function requireCsrf(browser: BrowserContext, req: Request, formName: str
   );
 }
 
-/** The outcome of one sign-in attempt: the user, or what the login page must say (and its status). */
 export type SignInAttempt =
   | { user: User }
   | { user?: undefined; status: 400 | 401 | 429; error: string; retryAfterSeconds?: number };
 
-/**
- * Checks a username and password under the login throttle, shared by the authorization flow's
- * login form and the account pages' one. `clientId` is for the security log only.
- */
+/** Checks a username and password under the login throttle; `clientId` is for the security log only. */
 export async function attemptSignIn(browser: BrowserContext, req: Request, username: string, password: string, clientId?: string): Promise<SignInAttempt> {
   const { oauth } = browser;
   if (!username || !password) return { status: 400, error: 'Enter your username and password.' };
@@ -59,7 +53,6 @@ export async function attemptSignIn(browser: BrowserContext, req: Request, usern
   return { user };
 }
 
-/** The username field of a sign-in form, cut to a sane length. */
 export function usernameField(params: Parameters): string {
   return (params.get('username') ?? '').slice(0, MAX_USERNAME_LENGTH);
 }

@@ -1,8 +1,6 @@
 /**
- * The device authorization endpoint, `POST /device_authorization` (RFC 8628 §3.1, §3.2): a
- * client registered for the device grant — public or confidential, authenticated as at /token
- * — asks for a device code and a user code, and tells its user to enter the user code at
- * `verification_uri` (or to open `verification_uri_complete`, which carries it).
+ * `POST /device_authorization` (RFC 8628 §3.1, §3.2): a client registered for the device grant, authenticated as at
+ * /token, gets a device code and a user code for its user to enter at `verification_uri`.
  */
 import type express from 'express';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';

@@ -1,13 +1,7 @@
 /**
- * RP-Initiated Logout 1.0, the end_session_endpoint: `GET|POST /logout` with `id_token_hint`,
- * `client_id`, `post_logout_redirect_uri` (exact match with one the client registered) and
- * `state`. A signed-in user always confirms on a page (a CSRF-protected POST to
- * /logout/confirm), so a cross-site link cannot sign anyone out. Signing out ends this
- * browser's session and notifies back-channel clients; the apps' grants stay (revoke them
- * on /account).
- *
- * A bad hint or an unregistered post_logout_redirect_uri is shown on our page and never
- * redirected (an open redirector otherwise).
+ * RP-Initiated Logout 1.0, `GET|POST /logout`. A signed-in user always confirms on a page (a CSRF-protected POST to
+ * /logout/confirm), so a cross-site link cannot sign anyone out; a bad hint or unregistered post_logout_redirect_uri is
+ * shown on our page, never redirected to (an open redirector otherwise). The apps' grants stay (revoked on /account).
  */
 import express, { type Request, type Response } from 'express';
 import type { OAuthContext } from '../context.js';

@@ -1,7 +1,6 @@
 /**
- * Authorization server metadata, `GET /.well-known/oauth-authorization-server` (RFC 8414), and
- * the OpenID Provider configuration, `GET /.well-known/openid-configuration` (OIDC Discovery
- * §3): one generator, one document, served at both addresses so they can never disagree.
+ * Authorization server metadata (RFC 8414) and the OpenID Provider configuration (OIDC Discovery §3): one generator,
+ * one document, served at both addresses so they can never disagree.
  */
 import type express from 'express';
 import type { RequestHandler } from 'express';
@@ -24,9 +23,7 @@ export const JWKS_PATH = '/.well-known/jwks.json';
 export const OPENID_CONFIGURATION_PATH = '/.well-known/openid-configuration';
 
 export interface MetadataOptions {
-  /** Advertise /register (REGISTRATION is not off). */
   registration?: boolean;
-  /** Advertise client ID metadata documents (CLIENT_ID_METADATA_DOCUMENTS). */
   clientIdMetadataDocuments?: boolean;
 }
 

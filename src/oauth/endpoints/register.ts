@@ -1,11 +1,6 @@
 /**
- * Dynamic client registration, `POST /register` (RFC 7591), and its management protocol,
- * `GET/PUT/DELETE /register/{client_id}` with the registration access token (RFC 7592).
- *
- * REGISTRATION=open lets anyone register, `token` asks for an initial access token made with
- * `fieldgate registration-token create`, `off` serves nothing here (and the metadata does not
- * advertise the endpoint). Requests are limited per client IP; self-registered clients always
- * see the consent page and are deleted by the janitor if never used (DYNAMIC_CLIENT_TTL).
+ * Dynamic client registration, `POST /register` (RFC 7591), and its management with the registration access token,
+ * `GET/PUT/DELETE /register/{client_id}` (RFC 7592). Self-registered clients always see the consent page.
  */
 import type { Db } from '../../db/database.js';
 import express, { type ErrorRequestHandler, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
@@ -79,7 +74,6 @@ function requireInitialAccessToken(tokens: RegistrationTokenStore): RequestHandl
 
 const readRawBody = express.raw({ type: () => true, limit: REGISTRATION_BODY_LIMIT_BYTES });
 
-/** The body as a parsed JSON value (application/json, UTF-8, at most the limit). */
 const jsonBody: RequestHandler[] = [
   function requireJsonContentType(req, _res, next) {
     if (!req.is('application/json')) throw new InvalidClientMetadata('the request body must be application/json');
@@ -191,7 +185,6 @@ function methodNotAllowed(allowed: string): RequestHandler {
   };
 }
 
-/** How /register admits requests: REGISTRATION and REGISTRATION_RATE_LIMIT, over the database that keeps the counts. */
 export interface RegistrationSetup {
   mode: 'open' | 'token' | 'off';
   rateLimit: number;

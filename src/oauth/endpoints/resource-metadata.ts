@@ -1,9 +1,6 @@
 /**
- * RFC 9728 protected resource metadata for Fieldgate's two APIs: the REST API at
- * `/.well-known/oauth-protected-resource` (its identifier is the issuer URL) and the GraphQL
- * API at the path-inserted `/.well-known/oauth-protected-resource/graphql` (§3.1). Every 401
- * and 403 from either API points here (`resource_metadata`, §5.1), so a client that knows only
- * the API URL finds the authorization server.
+ * RFC 9728 protected resource metadata for the REST API (identified by the issuer URL) and, path-inserted (§3.1), the
+ * GraphQL API. Every 401 and 403 points here (§5.1), so a client that knows only the API URL finds the authorization server.
  */
 import type express from 'express';
 import type { RequestHandler } from 'express';

@@ -1,8 +1,4 @@
-/**
- * The UserInfo endpoint, `GET|POST /userinfo` (OIDC Core §5.3): the claims of the access
- * token's scopes, for a token that carries `openid`. Errors are RFC 6750 challenges
- * (`WWW-Authenticate`) with the §5.2 JSON body.
- */
+/** The UserInfo endpoint, `GET|POST /userinfo` (OIDC Core §5.3); errors are RFC 6750 challenges with the §5.2 JSON body. */
 import type express from 'express';
 import type { Request, RequestHandler, Response } from 'express';
 import type { OAuthContext } from '../context.js';

@@ -1,13 +1,6 @@
 /**
- * OpenID Connect Back-Channel Logout 1.0: when a user signs out here, every client they allowed
- * that registered a backchannel_logout_uri gets a Logout Token (a JWT, `typ: logout+jwt`,
- * §2.4) POSTed as `logout_token`. Fire-and-forget: each POST has a short timeout and its failure
- * is only logged; nothing waits for it.
- *
- * SSRF: the address is resolved by our own lookup, which refuses loopback, private, link-local
- * and other special-purpose addresses (unless BACKCHANNEL_LOGOUT_ALLOW_PRIVATE), and the
- * connection goes to exactly the address checked, so DNS rebinding cannot swap it. Redirects
- * are not followed.
+ * OpenID Connect Back-Channel Logout 1.0, fire-and-forget: failures are only logged. Against SSRF our own lookup refuses
+ * special-purpose addresses and the connection goes to exactly the address checked, so DNS rebinding cannot swap it.
  */
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import http from 'node:http';
@@ -64,7 +57,6 @@ function guardedLookup(allowPrivate: boolean) {
   };
 }
 
-/** POSTs `logout_token` to `uri`; resolves with the status, rejects on network errors and timeouts. */
 export function postLogoutToken(uri: string, logoutToken: string, allowPrivate: boolean): Promise<number> {
   const url = new URL(uri);
   const body = new URLSearchParams({ logout_token: logoutToken }).toString();
@@ -111,10 +103,7 @@ export async function logoutToken(oauth: OAuthContext, client: { id: string; sub
   );
 }
 
-/**
- * Notifies every client `userId` has allowed that registered a back-channel logout URI. Returns
- * at once; the POSTs (and their failures, which are logged) happen in the background.
- */
+/** Notifies every allowed client with a back-channel logout URI; returns at once, the POSTs happen in the background. */
 export function notifyBackchannelLogout(oauth: OAuthContext, userId: number): Promise<void> {
   const done = (async () => {
     const targets = await oauth.consents.backchannelLogoutTargets(userId);

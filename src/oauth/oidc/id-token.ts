@@ -1,8 +1,6 @@
 /**
- * ID Tokens (OIDC Core §2, §3.1.3.6): signed ES256 with the same key set as access tokens
- * (published at jwks_uri), `aud` the client, `at_hash` binding the access token issued with it.
- * The scope's profile and email claims are included too, so an app that only reads the ID
- * Token needs no userinfo call (§5.4 allows either).
+ * ID Tokens (OIDC Core §2, §3.1.3.6), signed with the access tokens' key set. They carry the scope's profile and email
+ * claims too, so an app that only reads the ID Token needs no userinfo call (§5.4 allows either).
  */
 import { createHash } from 'node:crypto';
 import { compactVerify, decodeProtectedHeader } from 'jose';
@@ -50,9 +48,8 @@ export async function issueIdToken(oauth: OAuthContext, request: IdTokenRequest)
 }
 
 /**
- * Reads an `id_token_hint` (RP-Initiated Logout §2): our signature and issuer are checked, but
- * an expired token is accepted — the hint is often old by the time a user signs out. Undefined
- * when it is not an ID Token this server signed (including one whose key has since been dropped).
+ * Reads an `id_token_hint` (RP-Initiated Logout §2): signature and issuer are checked, but an expired token is accepted,
+ * since the hint is often old by the time a user signs out. Undefined when this server did not sign it.
  */
 export async function readIdTokenHint(oauth: OAuthContext, token: string): Promise<{ clientId: string; sub: string } | undefined> {
   try {

@@ -1,4 +1,3 @@
-/** The addresses of the OpenID Connect endpoints and the account pages. */
 export const USERINFO_PATH = '/userinfo';
 export const END_SESSION_PATH = '/logout';
 export const ACCOUNT_PATH = '/account';

@@ -1,7 +1,6 @@
 /**
- * The grants of clients acting for themselves (client_credentials): one row per token, with no
- * user, so that token is revoked like every other — by its grant — and goes with its client.
- * The janitor deletes them once no token issued under them can still be live.
+ * Grants of clients acting for themselves (client_credentials): one row per token, with no user, so that token is revoked
+ * like every other, by its grant, and goes with its client.
  */
 import type { Db } from '../../db/database.js';
 import { grants } from '../../db/schema.js';

@@ -1,14 +1,7 @@
 /**
- * Device authorization requests (RFC 8628). The device code is 256 random bits; the user code
- * is 8 letters from an alphabet with no vowels (no words) and no look-alikes, shown as
- * `XXXX-XXXX` and accepted in any case, with or without the dash. Both are stored only as
- * SHA-256 hashes.
- *
- * Every state change is one statement: the user's decision moves `pending` to `approved` or
- * `denied`; redeeming moves `approved` to `consumed` and creates the grant (and its refresh
- * token) in the same statement, so of any number of concurrent polls, on any instance, exactly
- * one gets the tokens. A poll that finds nothing to redeem records itself under a row lock, so
- * concurrent too-fast polls each see the one before them.
+ * Device authorization requests (RFC 8628), stored as SHA-256 hashes. Redeeming is one statement (consumed, grant and
+ * refresh token created), so of concurrent polls on any instance exactly one gets the tokens; a poll that redeems nothing
+ * records itself under a row lock, so concurrent too-fast polls each see the one before them.
  */
 import { randomInt } from 'node:crypto';
 import { and, eq, gt, sql } from 'drizzle-orm';
@@ -25,10 +18,8 @@ export const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
 export const USER_CODE_LENGTH = 8;
 /** Seconds a client must wait between polls (RFC 8628 §3.2 `interval`), until slow_down raises it. */
 export const POLLING_INTERVAL_SECONDS = 5;
-/** Seconds every slow_down adds to the interval (§3.5). */
 export const SLOW_DOWN_SECONDS = 5;
 
-/** A fresh user code, without the dash. */
 export function generateUserCode(): string {
   let code = '';
   for (let i = 0; i < USER_CODE_LENGTH; i++) code += USER_CODE_ALPHABET[randomInt(USER_CODE_ALPHABET.length)];
@@ -40,10 +31,7 @@ export function formatUserCode(code: string): string {
   return `${code.slice(0, 4)}-${code.slice(4)}`;
 }
 
-/**
- * A typed user code in its stored form — upper case, without dash or spaces — or undefined
- * when it cannot be one of ours (so it costs no lookup).
- */
+/** A typed user code in its stored form, or undefined when it cannot be one of ours (so it costs no lookup). */
 export function normalizeUserCode(input: string): string | undefined {
   if (input.length > 32) return undefined;
   const code = input.toUpperCase().replace(/[\s-]/g, '');
@@ -71,7 +59,6 @@ export interface RedeemedDeviceCode {
   scope: string;
 }
 
-/** What a poll that redeemed nothing found. */
 export interface DevicePoll {
   status: (typeof deviceCodes.$inferSelect)['status'];
   expired: boolean;
@@ -119,10 +106,7 @@ export class DeviceCodeStore {
     return row;
   }
 
-  /**
-   * Records the user's answer if the code still waits for one and is for `clientId` (the client
-   * the user was shown). Undefined when it was decided meanwhile, expired, or the user is gone.
-   */
+  /** Records the answer if the code still waits for one and is for `clientId` (the client the user was shown); else undefined. */
   async decide(userCode: string, clientId: string, userId: number, decision: 'approved' | 'denied'): Promise<PendingDeviceCode | undefined> {
     try {
       const [row] = await this.db
@@ -144,10 +128,7 @@ export class DeviceCodeStore {
     }
   }
 
-  /**
-   * Redeems an approved, unexpired device code of `clientId`: marks it consumed, creates its
-   * grant and stores `refreshToken` in one statement. Undefined when there is nothing to redeem.
-   */
+  /** Redeems an approved, unexpired code of `clientId` in one statement: consumed, its grant created, `refreshToken` stored. */
   async redeem(deviceCode: string, clientId: string, refreshToken?: NewRefreshToken): Promise<RedeemedDeviceCode | undefined> {
     const grantId = randomToken(16);
     try {
@@ -175,10 +156,8 @@ export class DeviceCodeStore {
   }
 
   /**
-   * Records a poll of a device code of `clientId` that redeemed nothing, and says what the
-   * code's state is. A poll sooner than the interval after the previous one raises the
-   * interval by SLOW_DOWN_SECONDS for good. Undefined for a code that is unknown or another
-   * client's (which is left untouched).
+   * Records a poll that redeemed nothing and says the code's state; a poll sooner than the interval raises the interval by
+   * SLOW_DOWN_SECONDS for good. Undefined for an unknown code or another client's (left untouched).
    */
   async poll(deviceCode: string, clientId: string): Promise<DevicePoll | undefined> {
     const [row] = await queryRows<{ status: DevicePoll['status']; expired: boolean; too_fast: boolean; interval_seconds: number }>(

@@ -1,8 +1,4 @@
-/**
- * RFC 7591 §3 initial access tokens, for REGISTRATION=token: made by an operator with
- * `fieldgate registration-token create`, usable for any number of registrations until they
- * expire or are deleted. Only the SHA-256 of a token is stored.
- */
+/** RFC 7591 §3 initial access tokens for REGISTRATION=token, usable until they expire or are deleted; stored as SHA-256 only. */
 import { sql } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { registrationTokens } from '../../db/schema.js';
@@ -34,7 +30,6 @@ export class RegistrationTokenStore {
     return { token, record: toRecord(row!) };
   }
 
-  /** Whether `token` is a live initial access token. */
   async isValid(token: string): Promise<boolean> {
     const rows = await queryRows<{ ok: number }>(
       this.db,
@@ -52,7 +47,6 @@ export class RegistrationTokenStore {
     return rows.map(toRecord);
   }
 
-  /** Deletes the token whose id (hash prefix) is `id`; false when none matches. */
   async delete(id: string): Promise<boolean> {
     if (!/^[A-Za-z0-9_-]{12}$/.test(id)) return false;
     const rows = await queryRows<{ ok: number }>(

@@ -1,8 +1,4 @@
-/**
- * The user's account pages: "Connected apps" (each app allowed, its scopes in plain words and
- * its last use, with a Revoke button), "Sign out everywhere" and the password change form.
- * Every form carries the session's CSRF token; every control has a visible label.
- */
+/** The account pages: connected apps (scopes in plain words, last use, Revoke), sign out everywhere, change password. */
 import { html, type SafeHtml } from '../../../http/html.js';
 import { describeScope, parseScope } from '../../scopes.js';
 import type { ConnectedApp } from '../../stores/consents.js';
@@ -14,7 +10,6 @@ export interface AccountPage {
   displayName: string | null;
   apps: readonly ConnectedApp[];
   csrfToken: string;
-  /** A confirmation or error shown at the top, after a form. */
   notice?: { kind: 'ok' | 'error'; text: string } | undefined;
   minPasswordLength: number;
   /** Base of the form actions (absolute, like the sign-in pages'). */

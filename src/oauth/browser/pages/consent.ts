@@ -5,7 +5,6 @@ import { layout } from './layout.js';
 export interface ConsentPage {
   clientName: string;
   username: string;
-  /** Plain-language description of each requested scope. */
   scopes: readonly { scope: string; description: string }[];
   /** Origin of the redirect URI, shown so the user can tell where they will be sent. */
   redirectOrigin: string;

@@ -1,7 +1,4 @@
-/**
- * The pages of /device (RFC 8628 §3.3): sign in, enter the code shown on the device, allow or
- * deny what the device's application asks for, and the answer.
- */
+/** The pages of /device (RFC 8628 §3.3): sign in, enter the device's code, allow or deny, and the answer. */
 import { html, type SafeHtml } from '../../../http/html.js';
 import { signInFields } from './login.js';
 import { layout } from './layout.js';

@@ -1,7 +1,6 @@
 /**
- * The error page of the browser-facing endpoints, for the errors that must not be sent to a
- * redirect URI (unknown client, unregistered redirect URI: RFC 6749 §4.1.2.1) and for forms
- * that fail their CSRF check.
+ * The error page of the browser-facing endpoints, for errors that must not go to a redirect URI (unknown client,
+ * unregistered redirect URI: RFC 6749 §4.1.2.1) and for forms that fail their CSRF check.
  */
 import type { Request, Response } from 'express';
 import { html, type SafeHtml } from '../../../http/html.js';
@@ -31,10 +30,7 @@ export class PageError extends Error {
   }
 }
 
-/**
- * The one way every browser-facing page answers a failure: a PageError with its own status, a
- * form that could not be read (400/413/415), or — logged as `failure` — a 500 page.
- */
+/** The one way every browser-facing page answers a failure; anything unexpected is logged and becomes a 500 page. */
 export function sendErrorPage(error: unknown, req: Request, res: Response, logger: Logger, failure: string): void {
   if (error instanceof PageError) {
     sendPage(res, errorPage(error.title, error.message), { status: error.status });
@@ -49,7 +45,6 @@ export function sendErrorPage(error: unknown, req: Request, res: Response, logge
   sendPage(res, errorPage('Something went wrong', 'The server could not complete the request. Please try again later.'), { status: 500 });
 }
 
-/** A page route's answer to another method: 405 with `Allow`, as a page. */
 export function pageMethodNotAllowed(allowed: string) {
   return function rejectMethod(_req: Request, res: Response): void {
     res.setHeader('Allow', allowed);

@@ -1,7 +1,4 @@
-/**
- * The frame every sign-in page shares, and the one way pages are sent: escaped through `html`,
- * with the page security headers and a CSP that allows exactly this stylesheet (by hash).
- */
+/** The frame every sign-in page shares, and the one way pages are sent: escaped, with a CSP that allows this stylesheet by hash. */
 import { createHash } from 'node:crypto';
 import type { Response } from 'express';
 import { html, SafeHtml } from '../../../http/html.js';
@@ -48,11 +45,7 @@ const TRUSTED_STYLE = new SafeHtml(STYLE);
 const styleHash = (css: string) => `sha256-${createHash('sha256').update(css).digest('base64')}`;
 const STYLE_HASH = styleHash(STYLE);
 
-/**
- * The deployment's brand (BRAND_NAME, BRAND_LOGO_URL, BRAND_COLOR), set once when the
- * authorization server is built. The colour arrives validated as a hex value, so its one-rule
- * stylesheet is safe to inline; it is allowed by its own CSP hash.
- */
+/** The deployment's brand, set once at start-up; the colour is validated as hex, so its one-rule stylesheet is safe to inline. */
 export interface Brand {
   name: string;
   logoUrl: string | undefined;
@@ -80,9 +73,7 @@ export interface SendPageOptions {
 }
 
 export interface LayoutOptions {
-  /** A wider frame, for pages that show commands. */
   wide?: boolean;
-  /** Static scripts (same origin) to load at the end of the body. */
   scripts?: readonly string[];
 }
 

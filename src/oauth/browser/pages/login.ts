@@ -28,7 +28,6 @@ ${signInFields(page.username)}
   );
 }
 
-/** The username and password fields and the submit button of every sign-in form. */
 export function signInFields(username: string | undefined): SafeHtml {
   return html`<label>Username
 <input name="username" autocomplete="username" autocapitalize="none" spellcheck="false" required autofocus value="${username ?? ''}"></label>

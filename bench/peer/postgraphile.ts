@@ -1,0 +1,47 @@
+/**
+ * The peer of target 5: PostGraphile v5 (Amber preset) serving the tables Fieldgate migrated and
+ * seeded, on the same PostgreSQL database, at POST /graphql. Needs Node >= 22: bench/run.ts runs
+ * it under the Node 24 it installs into bench/.node24. No authentication (PostGraphile checks no
+ * token; Fieldgate's token check is work the comparison keeps on Fieldgate's side), no GraphiQL,
+ * no schema watching, a pg pool of 10 connections like Fieldgate's default.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { postgraphile } from 'postgraphile';
+import { PostGraphileAmberPreset } from 'postgraphile/presets/amber';
+import { makePgService } from 'postgraphile/adaptors/pg';
+import { grafserv } from 'postgraphile/grafserv/node';
+import { announceFailure, announceReady, serveCalls } from '../lib/child.js';
+import { profilerCalls } from '../lib/profiler.js';
+
+async function main(): Promise<void> {
+  const connectionString = process.env.DATABASE_URL;
+  if (!connectionString) throw new Error('DATABASE_URL is required');
+  const pgl = postgraphile({
+    extends: [PostGraphileAmberPreset],
+    pgServices: [makePgService({ connectionString, schemas: ['public'], poolConfig: { max: 10 } })],
+    grafserv: { graphqlPath: '/graphql', graphiql: false, watch: false },
+    grafast: { explain: false },
+  });
+  const serv = pgl.createServ(grafserv);
+  const server = http.createServer();
+  server.keepAliveTimeout = 5_000;
+  server.on('error', (error) => console.error(error));
+  await serv.addTo(server);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(Number(process.env.PORT ?? 0), process.env.HOST ?? '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  serveCalls(
+    { memory: () => process.memoryUsage(), cpu: () => process.cpuUsage(), ...profilerCalls(process.env.BENCH_PROFILE_DIR || undefined) },
+    async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await pgl.release();
+    },
+  );
+  announceReady({ url: `http://127.0.0.1:${port}`, node: process.version });
+}
+
+main().catch(announceFailure);
