@@ -210,7 +210,7 @@ export const POLICY = {
     max: 1000,
   },
   databasePreparedStatements: {
-    description: 'Most distinct SQL texts run as named prepared statements per PostgreSQL connection (0: none, e.g. behind a transaction-mode pooler).',
+    description: 'Most distinct SQL texts run as named prepared statements per PostgreSQL connection or embedded PGlite (0: none, e.g. behind a transaction-mode pooler).',
     default: 256,
     env: 'DATABASE_PREPARED_STATEMENTS',
     min: 0,

@@ -12,6 +12,7 @@ import type { PgAsyncDatabase } from 'drizzle-orm/pg-core/async/db';
 import { relations, type Relations } from './relations.js';
 import { DEFAULT_PREPARED_STATEMENTS } from '../config.js';
 import { PreparedStatementPolicy, withPreparedStatements } from './performance/prepared-statements.js';
+import { withPgliteStatements } from './performance/pglite-statements.js';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -113,28 +114,34 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     };
   }
 
-  const [{ PGlite }, { drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
+  const [{ PGlite }, { drizzle: drizzlePglite }, { migrate: migratePglite }, { EMBEDDED_START_PARAMS, initializeDataDir }] = await Promise.all([
     import('@electric-sql/pglite'),
     import('drizzle-orm/pglite'),
     import('drizzle-orm/pglite/migrator'),
+    import('./performance/pglite-memory.js'),
   ]);
   const dataDir = options.dataDir ?? 'memory://';
+  const startParams = [...EMBEDDED_START_PARAMS];
   let lock: DataDirLock | undefined;
   let client: PGlite;
   if (dataDir === 'memory://') {
-    client = new PGlite();
+    client = new PGlite({ startParams });
+    await client.waitReady;
   } else {
     mkdirSync(dataDir, { recursive: true });
     lock = acquireDataDirLock(dataDir);
     try {
-      client = new PGlite(path.join(dataDir, 'pgdata'));
+      const pgdata = path.join(dataDir, 'pgdata');
+      await initializeDataDir(pgdata);
+      client = new PGlite(pgdata, { startParams });
       await client.waitReady;
     } catch (error) {
       lock.release();
       throw error;
     }
   }
-  const db = drizzlePglite({ client, relations, logger });
+  const statements = withPgliteStatements(client, new PreparedStatementPolicy(options.preparedStatements ?? DEFAULT_PREPARED_STATEMENTS));
+  const db = drizzlePglite({ client: statements as unknown as PGlite, relations, logger });
   return {
     db: db as unknown as Db,
     kind: 'pglite',

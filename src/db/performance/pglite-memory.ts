@@ -1,0 +1,39 @@
+/**
+ * How the embedded database is kept small in the server process. PGlite's WebAssembly memory only
+ * grows and is returned to the OS only when its whole thread ends, so (1) the buffer pool is sized
+ * for Fieldgate's data rather than initdb's 128 MB default, which PostgreSQL touches entirely at
+ * start, and (2) a new data directory is created (initdb runs a second PGlite and its own
+ * WebAssembly program) by a short-lived child process: a worker thread would leave its malloc
+ * arena and compiled code behind in this process.
+ * Measured effect and removal condition: docs/PERFORMANCE.md.
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { PGlite } from '@electric-sql/pglite';
+
+/** Server settings given to every embedded start, after PGlite's own. */
+export const EMBEDDED_START_PARAMS: readonly string[] = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'];
+
+/** Run as `node -e INITDB PGLITE_ENTRY PGDATA START_PARAMS_JSON`. */
+const INITDB = `
+const [pglite, pgdata, startParams] = process.argv.slice(1);
+const { PGlite } = require(pglite);
+const pg = new PGlite(pgdata, { startParams: JSON.parse(startParams) });
+pg.waitReady.then(() => pg.close()).catch((error) => { console.error(error); process.exitCode = 1; });
+`;
+
+/** Creates the PostgreSQL cluster in `pgdata` if there is none yet, in a process of its own. */
+export async function initializeDataDir(pgdata: string): Promise<void> {
+  if (existsSync(path.join(pgdata, 'PG_VERSION'))) return;
+  const pglite = createRequire(import.meta.url).resolve('@electric-sql/pglite');
+  try {
+    await promisify(execFile)(process.execPath, ['-e', INITDB, pglite, pgdata, JSON.stringify(EMBEDDED_START_PARAMS)]);
+  } catch (error) {
+    const stderr = (error as { stderr?: string }).stderr?.trim();
+    throw new Error(`could not create the embedded database in ${pgdata}${stderr ? `: ${stderr}` : ''}`, { cause: error });
+  }
+  if (!existsSync(path.join(pgdata, 'PG_VERSION'))) throw new Error(`creating the embedded database in ${pgdata} left no PG_VERSION`);
+}

@@ -1,0 +1,108 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eq, sql } from 'drizzle-orm';
+import { PGlite } from '@electric-sql/pglite';
+import { openDatabase, type Database } from '../../../src/db/database.js';
+import { PreparedStatementPolicy } from '../../../src/db/performance/prepared-statements.js';
+import { withPgliteStatements, type PgliteQueryClient } from '../../../src/db/performance/pglite-statements.js';
+import { products, sellers } from '../../../src/db/schema.js';
+
+const PREPARED_ON_T = `select count(*)::int as n from pg_prepared_statements where statement like '%from t%'`;
+
+describe('PGlite statements, against PGlite’s own query', () => {
+  let pg: PGlite;
+  let client: PgliteQueryClient;
+
+  beforeAll(async () => {
+    pg = new PGlite();
+    await pg.waitReady;
+    await pg.exec(`create table t (id int primary key, name text, at timestamptz, tags text[], doc jsonb, flag boolean, big bigint)`);
+    await pg.exec(`insert into t values (1, 'one', '2024-05-01T10:00:00Z', '{a,b}', '{"k":[1,2]}', true, 9007199254740993)`);
+    client = withPgliteStatements(pg, new PreparedStatementPolicy(8));
+  });
+
+  afterAll(() => pg.close());
+
+  it('gives the same rows for every parameter and column type, first and repeated use alike', async () => {
+    const text = 'select * from t where id = $1 or name = $2 or at = $3 or tags = $4 or doc = $5 or flag = $6 or big = $7 order by id';
+    const params = [1, null, new Date('2024-05-01T10:00:00Z'), ['a', 'b'], { k: [1, 2] }, true, 9007199254740993n];
+    const expected = await pg.query(text, params);
+    for (let i = 0; i < 3; i++) {
+      const actual = await client.query(text, params);
+      expect(actual.rows).toEqual(expected.rows);
+      expect(actual.rows).toHaveLength(1);
+    }
+    expect((await pg.query<{ n: number }>(PREPARED_ON_T)).rows[0]!.n).toBe(1);
+  });
+
+  it('returns rows as arrays and applies the caller’s parsers', async () => {
+    const options = { rowMode: 'array' as const, parsers: { 1184: (value: string) => `at ${value}` } };
+    for (let i = 0; i < 3; i++) {
+      const { rows } = await client.query('select id, at from t where id = $1', [1], options);
+      expect(rows).toEqual([[1, 'at 2024-05-01 10:00:00+00']]);
+    }
+  });
+
+  it('counts the rows a write touched', async () => {
+    const first = await client.query(`insert into t (id, name) values ($1, 'x'), ($2, 'y')`, [10, 11]);
+    const second = await client.query(`update t set name = 'z' where id >= $1`, [10]);
+    expect([first.affectedRows, second.affectedRows]).toEqual([2, 2]);
+  });
+
+  it('throws the database error with its SQLSTATE, also from a prepared statement, and stays usable', async () => {
+    for (let i = 0; i < 3; i++) {
+      await expect(client.query(`insert into t (id) values ($1)`, [1])).rejects.toMatchObject({ code: '23505' });
+    }
+    await expect(client.query('select nonsense from t')).rejects.toMatchObject({ code: '42703' });
+    expect((await client.query<{ name: string }>('select name from t where id = $1', [1])).rows).toEqual([{ name: 'one' }]);
+  });
+
+  it('runs a transaction’s statements in it and rolls them back with it', async () => {
+    const failing = client.transaction(async (tx) => {
+      await tx.query(`insert into t (id, name) values ($1, 'rolled back')`, [20]);
+      await tx.query(`insert into t (id, name) values ($1, 'rolled back')`, [21]);
+      throw new Error('abort');
+    });
+    await expect(failing).rejects.toThrow('abort');
+    expect((await client.query('select id from t where id in (20, 21)')).rows).toEqual([]);
+    await client.transaction((tx) => tx.query(`insert into t (id, name) values ($1, 'kept')`, [22]));
+    expect((await client.query('select name from t where id = $1', [22])).rows).toEqual([{ name: 'kept' }]);
+  });
+
+  it('keeps no statement prepared when the policy allows none', async () => {
+    const none = withPgliteStatements(pg, new PreparedStatementPolicy(0));
+    const before = (await pg.query<{ n: number }>(`select count(*)::int as n from pg_prepared_statements`)).rows[0]!.n;
+    for (let i = 0; i < 3; i++) await none.query('select name from t where id = $1 and flag', [1]);
+    expect((await pg.query<{ n: number }>(`select count(*)::int as n from pg_prepared_statements`)).rows[0]!.n).toBe(before);
+  });
+
+  it('re-prepares a statement whose result columns changed under it', async () => {
+    await pg.exec('create table t2 (id int, a text)');
+    const text = 'select * from t2 where id = $1';
+    for (let i = 0; i < 3; i++) await client.query(text, [1]);
+    await pg.exec('alter table t2 add column b text; insert into t2 values (1, \'a\', \'b\')');
+    await client.query(text, [1]).catch(() => undefined);
+    expect((await client.query(text, [1])).rows).toEqual([{ id: 1, a: 'a', b: 'b' }]);
+  });
+});
+
+describe('the embedded database through Drizzle', () => {
+  let database: Database;
+
+  beforeAll(async () => {
+    database = await openDatabase({ preparedStatements: 16 });
+    await database.migrate();
+  });
+
+  afterAll(() => database.close());
+
+  it('runs a repeated query builder read as one named statement', async () => {
+    const [seller] = await database.db.insert(sellers).values({ name: 'S' }).returning();
+    await database.db.insert(products).values({ name: 'P', priceCents: 100, sellerId: seller!.id });
+    for (let i = 0; i < 5; i++) {
+      const rows = await database.db.select({ name: products.name, createdAt: products.createdAt }).from(products).where(eq(products.sellerId, seller!.id));
+      expect(rows).toEqual([{ name: 'P', createdAt: expect.any(Date) }]);
+    }
+    const result = await database.db.execute(sql`select count(*)::int as n from pg_prepared_statements where statement like '%from "products"%'`);
+    expect((result as unknown as { rows: { n: number }[] }).rows[0]!.n).toBe(1);
+  });
+});
