@@ -5,6 +5,7 @@
  * bearer token, so HTTP clients and the REST layer go through the very same pipeline.
  */
 import express from 'express';
+import type { IncomingMessage } from 'node:http';
 import type { ExecutionResult } from 'graphql';
 import { createYoga, type GraphQLParams, type Plugin, type YogaLogger } from 'graphql-yoga';
 import type { Runtime } from '../runtime.js';
@@ -15,6 +16,7 @@ import { GRAPHIQL_OPTIONS, renderGraphiQL } from '../front-door/graphiql.js';
 import { setToolPageSecurityHeaders } from '../http/security-headers.js';
 import type { Executor } from './executor.js';
 import { readJsonBody } from './json-body.js';
+import { answerPlainPost } from './plain-post.js';
 import { namesPersistedDocument, PersistedOperations, type PersistedRequest } from './persisted-operations.js';
 
 export const GRAPHQL_PATH = '/graphql';
@@ -72,7 +74,9 @@ function persistedRequest(params: GraphQLParams & { documentId?: unknown }, requ
 function useExecutor(runtime: Runtime, executor: Executor, persisted: PersistedOperations): Plugin {
   const resource = runtime.resources.graphql;
   return {
-    onParams({ params, request, setParams, setParamsHandler }) {
+    onParams({ params, request, setParams, setParamsHandler, setResult, context }) {
+      const computed = (context as { req?: IncomingMessage }).req?.graphqlResult;
+      if (computed) return setResult(withHttpStatusInBody(withResourceMetadataChallenge(computed, resource.metadataUrl)));
       // Yoga's parameter check (after this hook) wants a query; a request that names its
       // document by id has none yet, so it passes with an empty one until the handler resolves it.
       if (params.query == null && namesPersistedDocument(persistedRequest(params, request))) setParams({ ...params, query: '' });
@@ -188,6 +192,6 @@ export function createGraphQLRouter(runtime: Runtime, executor: Executor): expre
   });
   const router = express.Router();
   if (runtime.config.frontDoor) router.use(GRAPHQL_PATH, graphiqlPageHeaders);
-  router.use(GRAPHQL_PATH, refuseUnsupportedMediaType, refuseOversizedBody, readJsonBody(MAX_REQUEST_BODY_BYTES), yoga);
+  router.use(GRAPHQL_PATH, refuseUnsupportedMediaType, refuseOversizedBody, readJsonBody(MAX_REQUEST_BODY_BYTES), answerPlainPost(runtime, executor, persisted), yoga);
   return router;
 }
