@@ -6,13 +6,12 @@
  * no schema watching, a pg pool of 10 connections like Fieldgate's default.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { postgraphile } from 'postgraphile';
 import { PostGraphileAmberPreset } from 'postgraphile/presets/amber';
 import { makePgService } from 'postgraphile/adaptors/pg';
 import { grafserv } from 'postgraphile/grafserv/node';
-import { announceFailure, announceReady, serveCalls } from '../lib/child.js';
-import { profilerCalls } from '../lib/profiler.js';
+import { announceFailure } from '../lib/child.js';
+import { servePeer } from '../lib/peer-server.js';
 
 async function main(): Promise<void> {
   const connectionString = process.env.DATABASE_URL;
@@ -25,23 +24,9 @@ async function main(): Promise<void> {
   });
   const serv = pgl.createServ(grafserv);
   const server = http.createServer();
-  server.keepAliveTimeout = 5_000;
   server.on('error', (error) => console.error(error));
   await serv.addTo(server);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(Number(process.env.PORT ?? 0), process.env.HOST ?? '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  serveCalls(
-    { memory: () => process.memoryUsage(), cpu: () => process.cpuUsage(), ...profilerCalls(process.env.BENCH_PROFILE_DIR || undefined) },
-    async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      await pgl.release();
-    },
-  );
-  announceReady({ url: `http://127.0.0.1:${port}`, node: process.version });
+  await servePeer(server, { release: () => pgl.release(), details: { node: process.version } });
 }
 
 main().catch(announceFailure);
