@@ -8,6 +8,14 @@ export function randomToken(bytes = 32): string {
   return randomBytes(bytes).toString('base64url');
 }
 
+/** A random id that never starts with `-` or `_`, so a command line never reads it as an option. */
+export function randomIdentifier(bytes = 16): string {
+  for (;;) {
+    const id = randomToken(bytes);
+    if (/^[A-Za-z0-9]/.test(id)) return id;
+  }
+}
+
 export function sha256(value: string): string {
   return createHash('sha256').update(value).digest('base64url');
 }

@@ -3,7 +3,7 @@ import { eq, sql } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { clients } from '../../db/schema.js';
 import { ALL_SCOPES, isScope, parseScope } from '../scopes.js';
-import { constantTimeEqual, hmacSha256, randomToken } from '../../crypto/secrets.js';
+import { constantTimeEqual, hmacSha256, randomIdentifier, randomToken } from '../../crypto/secrets.js';
 import { isSubjectType, sectorOf, type SubjectType } from '../oidc/subject.js';
 import type { ClientMetadata } from '../client-metadata.js';
 
@@ -218,7 +218,7 @@ export class ClientStore {
     const [row] = await this.db
       .insert(clients)
       .values({
-        id: input.id ?? randomToken(16),
+        id: input.id ?? randomIdentifier(16),
         name,
         secretHash: secret === undefined ? null : this.hashSecret(secret),
         redirectUris,
@@ -240,7 +240,7 @@ export class ClientStore {
     const [row] = await this.db
       .insert(clients)
       .values({
-        id: randomToken(16),
+        id: randomIdentifier(16),
         ...metadataColumns(metadata, unnamed(metadata)),
         secretHash: secret === undefined ? null : this.hashSecret(secret),
         registrationType: 'dynamic',
