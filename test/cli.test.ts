@@ -371,6 +371,19 @@ for (const kind of DATABASE_KINDS) {
       expect([unknown.code, unknown.stderr]).toEqual([1, expect.stringMatching(/no signing key nope/)]);
     });
 
+    it('reads base64url ids that start with a dash as ids, as positionals and as option values', async () => {
+      const dashedKid = '-Xq3v9Lr0Tz_8yWbN2kM';
+      const retire = await runCli(['keys', 'retire', dashedKid], env);
+      expect([retire.code, retire.stderr]).toEqual([1, expect.stringMatching(new RegExp(`no signing key ${dashedKid}`))]);
+      const update = await runCli(['client', 'update', '-abcDEF123_xyz', '--name', 'X'], env);
+      expect([update.code, update.stderr]).toEqual([1, expect.stringMatching(/no client with id -abcDEF123_xyz/)]);
+      await runCli(['user', 'create', '--username', 'dave', '--password-stdin'], env, 'dave password\n');
+      const revoke = await runCli(['consent', 'revoke', '--user', 'dave', '--client', '-abcDEF123_xyz'], env);
+      expect([revoke.code, revoke.stderr]).toEqual([1, expect.stringMatching(/has no consent or live grant for client -abcDEF123_xyz/)]);
+      const typo = await runCli(['keys', 'retire', '-x'], env);
+      expect(typo.code).toBe(2);
+    });
+
     it('janitor deletes expired rows and reports what it deleted', async () => {
       await withDatabase(kind, env, async (runtime) => {
         await runtime.db.insert(revokedAccessTokens).values({ jti: `expired-${kind}`, expiresAt: sql`now() - interval '1 minute'` });

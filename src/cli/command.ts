@@ -80,8 +80,44 @@ export const COMMON_OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const satisfies Options;
 
-export function parseCommandLine(name: string, args: string[], options: Options) {
+/** Client ids, key ids and token ids are base64url, so one may start with `-`. */
+const DASHED_ID = /^-[A-Za-z0-9_][A-Za-z0-9_-]{9,}$/;
+
+function takesValue(arg: string, options: Options): boolean {
+  if (arg.startsWith('--')) return !arg.includes('=') && options[arg.slice(2)]?.type === 'string';
+  return arg.length === 2 && Object.values(options).some((option) => option.short === arg[1] && option.type === 'string');
+}
+
+/**
+ * Moves every positional, and every id that starts with `-`, behind `--`, and joins a string
+ * option with a dashed value (`--client -Xy…` → `--client=-Xy…`), so parseArgs never reads an id as
+ * an option.
+ */
+function separateDashedIds(args: string[], options: Options): string[] {
+  const flags: string[] = [];
+  const positionals: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--') {
+      positionals.push(...args.slice(i + 1));
+      break;
+    }
+    const next = args[i + 1];
+    if (takesValue(arg, options) && next !== undefined && (!next.startsWith('-') || DASHED_ID.test(next))) {
+      flags.push(...(arg.startsWith('--') ? [`${arg}=${next}`] : [arg, next]));
+      i++;
+    } else if (!arg.startsWith('-') || arg === '-' || DASHED_ID.test(arg)) {
+      positionals.push(arg);
+    } else {
+      flags.push(arg);
+    }
+  }
+  return positionals.length ? [...flags, '--', ...positionals] : flags;
+}
+
+export function parseCommandLine(name: string, given: string[], options: Options) {
   const all: Options = { ...COMMON_OPTIONS, ...options };
+  const args = separateDashedIds(given, all);
   for (const arg of args) {
     if (arg === '--') break;
     if (!arg.startsWith('-') || arg === '-') continue;
