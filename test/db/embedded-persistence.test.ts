@@ -1,22 +1,14 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync, existsSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { eq } from 'drizzle-orm';
 import { openDatabase } from '../../src/db/database.js';
 import { DataDirLockedError } from '../../src/db/data-dir-lock.js';
 import { sellers } from '../../src/db/schema.js';
+import { temporaryDirectories } from '../support/temp-dirs.js';
 
 describe('embedded database on disk', () => {
-  const dirs: string[] = [];
-  const newDir = () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'fieldgate-data-'));
-    dirs.push(dir);
-    return dir;
-  };
-  afterEach(() => {
-    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-  });
+  const newDir = temporaryDirectories('fieldgate-data-');
 
   it('keeps data across a close and reopen', async () => {
     const dataDir = newDir();

@@ -1,10 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { openDatabase, type Database } from '../../../src/db/database.js';
 import { initializeDataDir } from '../../../src/db/performance/pglite-memory.js';
+import { temporaryDirectories } from '../../support/temp-dirs.js';
 
 async function setting(database: Database, name: 'shared_buffers'): Promise<string> {
   const result = await database.db.execute(sql.raw(`show ${name}`));
@@ -12,15 +12,7 @@ async function setting(database: Database, name: 'shared_buffers'): Promise<stri
 }
 
 describe('the embedded database’s memory', () => {
-  const dirs: string[] = [];
-  const newDir = () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'fieldgate-memory-'));
-    dirs.push(dir);
-    return dir;
-  };
-  afterEach(() => {
-    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-  });
+  const newDir = temporaryDirectories('fieldgate-memory-');
 
   it('runs with a small buffer pool, in memory and on disk, first start and restart alike', async () => {
     const dataDir = newDir();
