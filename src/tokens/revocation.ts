@@ -22,10 +22,9 @@ export class Revocations {
   }
 
   async isRevoked(grantId: string, jti: string): Promise<boolean> {
-    const key = `${grantId} ${jti}`;
-    const cached = this.cache.get(key);
-    const now = Date.now();
-    if (cached && now - cached.checkedAt < REVOCATION_CACHE_MS) return cached.revoked;
+    const cached = this.cachedAnswer(grantId, jti);
+    if (cached !== undefined) return cached;
+    const checkedAt = Date.now();
     const [row] = await queryRows<{ revoked: boolean }>(this.db, sql`
       select (
         not exists(select 1 from ${grants} where ${grants.id} = ${grantId} and ${grants.revokedAt} is null)
@@ -33,7 +32,7 @@ export class Revocations {
       ) as revoked`);
     const revoked = Boolean(row?.revoked);
     if (this.cache.size >= MAX_CACHE_ENTRIES) this.cache.clear();
-    this.cache.set(key, { revoked, checkedAt: now });
+    this.cache.set(`${grantId} ${jti}`, { revoked, checkedAt });
     return revoked;
   }
 
