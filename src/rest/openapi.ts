@@ -26,6 +26,7 @@ import { MAX_PAGE_TOKEN_LENGTH } from '../api/page-token.js';
 import { BAD_REQUEST_TYPE, ERROR_DOMAIN, ERROR_INFO_TYPE } from './errors.js';
 import { allowedFields, rootFieldType } from './selection.js';
 import { fieldScopes } from '../graphql/scopes.js';
+import { DPOP_ALGORITHMS } from '../tokens/dpop.js';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -225,7 +226,10 @@ const HEADERS: Record<string, JsonSchema> = {
   Link: { description: 'RFC 8288 link to the next page (`rel="next"`), present only when there is one; it keeps the other query parameters.', schema: { type: 'string' } },
   'Next-Page-Token': { description: 'The `page_token` of the next page (AIP-158), present only when there is one.', schema: { type: 'string' } },
   Location: { description: 'The URL of the new order.', schema: { type: 'string', format: 'uri' } },
-  'WWW-Authenticate': { description: 'RFC 6750 Bearer challenge.', schema: { type: 'string' } },
+  'WWW-Authenticate': {
+    description: 'RFC 6750 Bearer challenge with `resource_metadata` (RFC 9728); without a token, a DPoP challenge beside it (RFC 9449 §7.1); a refused DPoP token gets a DPoP challenge.',
+    schema: { type: 'string' },
+  },
 };
 
 function referencedSchemas(schema: unknown): string[] {
@@ -270,7 +274,7 @@ export function openApiDocument(runtime: Runtime, schema: GraphQLSchema, routes:
       operationId: route.operationId,
       summary: route.summary,
       ...(route.description ? { description: route.description } : {}),
-      security: [{ oauth2: [route.scope] }],
+      security: [{ oauth2: [route.scope] }, { dpop: [route.scope] }],
       parameters,
       ...(route.requestBody
         ? { requestBody: { required: true, description: route.requestBody.description, content: { 'application/json': { schema: route.requestBody.schema } } } }
@@ -394,6 +398,13 @@ export function openApiDocument(runtime: Runtime, schema: GraphQLSchema, routes:
               scopes: { ...SCOPES },
             },
           },
+        },
+        dpop: {
+          type: 'http',
+          scheme: 'DPoP',
+          description:
+            'The same access tokens bound to a key (RFC 9449): sent as `Authorization: DPoP …` with a `DPoP` proof header signed by that key ' +
+            `(${DPOP_ALGORITHMS.join(', ')}); the token endpoint may first answer \`use_dpop_nonce\` with a \`DPoP-Nonce\`.`,
         },
       },
     },

@@ -99,11 +99,19 @@ function quoted(value: string): string {
   return `"${value.replace(/[\\"]/g, '\\$&').replace(/[^\x20-\x7e]/g, '')}"`;
 }
 
-/** RFC 9728 §5.1: the challenge names the resource's metadata, so a client knowing only the API URL finds the server. */
+/** RFC 9449 §7.1: a request with no token is told that both schemes are accepted, and which proof algorithms. */
+const DPOP_OFFER = `DPoP realm=${quoted(REALM)}, algs=${quoted(DPOP_ALGORITHMS.join(' '))}`;
+
+/**
+ * RFC 9728 §5.1: the challenge names the resource's metadata, so a client knowing only the API URL finds the server.
+ * It goes into the Bearer challenge, which comes first: clients such as the MCP SDK read only the first scheme.
+ */
 export function withResourceMetadata(challenge: string, metadataUrl: string): string {
   if (!/^Bearer\b/.test(challenge) || challenge.includes('resource_metadata=')) return challenge;
-  const separator = challenge === 'Bearer' ? ' ' : ', ';
-  return `${challenge}${separator}resource_metadata=${quoted(metadataUrl)}`;
+  const offer = `, ${DPOP_OFFER}`;
+  const bearer = challenge.endsWith(offer) ? challenge.slice(0, -offer.length) : challenge;
+  const separator = bearer === 'Bearer' ? ' ' : ', ';
+  return `${bearer}${separator}resource_metadata=${quoted(metadataUrl)}${challenge.slice(bearer.length)}`;
 }
 
 export function wwwAuthenticate(error: OAuthError): string {
@@ -121,7 +129,9 @@ export function wwwAuthenticate(error: OAuthError): string {
   return `Bearer ${params.join(', ')}`;
 }
 
+/** The resource faces' refusal headers; they accept DPoP tokens, so a request without a token is offered both schemes. */
 export function challengeHeaders(error: OAuthError): Record<string, string> {
   const nonce = error instanceof InvalidToken ? error.dpop?.nonce : undefined;
-  return { 'WWW-Authenticate': wwwAuthenticate(error), ...(nonce === undefined ? {} : { 'DPoP-Nonce': nonce }) };
+  const challenge = error instanceof InvalidToken && error.missing ? `${wwwAuthenticate(error)}, ${DPOP_OFFER}` : wwwAuthenticate(error);
+  return { 'WWW-Authenticate': challenge, ...(nonce === undefined ? {} : { 'DPoP-Nonce': nonce }) };
 }

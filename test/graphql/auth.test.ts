@@ -10,6 +10,8 @@ import { AccessTokens } from '../../src/tokens/access-token.js';
 import { createGraphQL } from '../../src/graphql/index.js';
 
 const CHALLENGE = 'Bearer realm="fieldgate"';
+/** RFC 9449 §7.1: a request without a token is offered DPoP too. */
+const DPOP_OFFER = 'DPoP realm="fieldgate", algs="ES256 EdDSA Ed25519 RS256"';
 /** RFC 9728 §5.1: every challenge of the GraphQL face ends by naming its resource metadata. */
 const METADATA = 'resource_metadata="http://localhost:3000/.well-known/oauth-protected-resource/graphql"';
 
@@ -27,10 +29,10 @@ describeEachDatabase('GraphQL authentication and authorization', (context) => {
   });
 
   describe('401 without a valid token', () => {
-    it('answers a request without credentials with 401, a bare challenge and UNAUTHENTICATED', async () => {
+    it('answers a request without credentials with 401, both challenges and UNAUTHENTICATED', async () => {
       const res = await postGraphQL(context().app, undefined, '{ products { id } }');
       expect(res.status).toBe(401);
-      expect(res.headers['www-authenticate']).toBe(`${CHALLENGE}, ${METADATA}`);
+      expect(res.headers['www-authenticate']).toBe(`${CHALLENGE}, ${METADATA}, ${DPOP_OFFER}`);
       expect(res.body.data).toBeUndefined();
       expect(res.body.errors).toHaveLength(1);
       expect(res.body.errors![0]!.message).toBe('an access token is required');
@@ -44,7 +46,7 @@ describeEachDatabase('GraphQL authentication and authorization', (context) => {
         .set('Authorization', 'Basic dXNlcjpwYXNz')
         .send({ query: '{ products { id } }' });
       expect(res.status).toBe(401);
-      expect(res.headers['www-authenticate']).toBe(`${CHALLENGE}, ${METADATA}`);
+      expect(res.headers['www-authenticate']).toBe(`${CHALLENGE}, ${METADATA}, ${DPOP_OFFER}`);
     });
 
     it.each([

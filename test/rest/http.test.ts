@@ -115,11 +115,13 @@ describeEachDatabase('REST requests', (context) => {
       return 'body' in operation ? test.send(operation.body) : test;
     };
 
-    it('no token: 401 with a bare Bearer challenge and the REST error body', async () => {
+    it('no token: 401 with a bare Bearer challenge, the DPoP offer and the REST error body', async () => {
       for (const operation of OPERATIONS(orderId, product.id)) {
         const res = await call(operation);
         expect(res.status, operation.path).toBe(401);
-        expect(res.headers['www-authenticate']).toBe('Bearer realm="fieldgate", resource_metadata="http://localhost:3000/.well-known/oauth-protected-resource"');
+        expect(res.headers['www-authenticate']).toBe(
+          'Bearer realm="fieldgate", resource_metadata="http://localhost:3000/.well-known/oauth-protected-resource", DPoP realm="fieldgate", algs="ES256 EdDSA Ed25519 RS256"',
+        );
         expect(res.body).toStrictEqual({
           error: { code: 401, status: 'UNAUTHENTICATED', message: 'an access token is required', details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', domain: 'fieldgate.dev', reason: 'MISSING_TOKEN', metadata: {} }] },
         });

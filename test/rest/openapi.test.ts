@@ -181,6 +181,18 @@ describeEachDatabase('GET /openapi.json', (context) => {
     }
   });
 
+  it('documents DPoP as the other way to send the same tokens, and a request without one is offered both schemes', async () => {
+    expect(doc.components.securitySchemes.dpop).toMatchObject({ type: 'http', scheme: 'DPoP' });
+    for (const { path, method, operation } of operations()) {
+      const [scope] = operation.security[0].oauth2 as string[];
+      expect(operation.security, `${method} ${path}`).toEqual([{ oauth2: [scope] }, { dpop: [scope] }]);
+      const res = await exampleRequest(path, method, operation, undefined);
+      expect(res.status, `${method} ${path}`).toBe(401);
+      const schemes = [...(res.headers['www-authenticate'] as string).matchAll(/(?:^|, )(Bearer|DPoP) realm=/g)].map((m) => m[1]);
+      expect(schemes).toEqual(['Bearer', 'DPoP']);
+    }
+  });
+
   it('methods it does not document are 405, and Allow lists exactly the documented ones', async () => {
     for (const [path, method] of [['/products', 'post'], ['/products/1', 'delete'], ['/orders/1', 'delete'], ['/orders/1', 'put'], ['/orders', 'patch']] as const) {
       const res = await request(context().app)[method](path).set('Authorization', owner.authorization);
