@@ -116,7 +116,17 @@ export async function authenticateClient(
     return { client, method: 'none' };
   }
   if (credentials.secret === undefined || !clients.verifySecret(client, credentials.secret)) throw fail();
+  if (!allowsSecretMethod(client, credentials.method)) throw fail();
   return { client, method: credentials.method };
+}
+
+/**
+ * RFC 7591 §2: a self-registered client chose its secret method, so the other one is refused, as a stolen secret sent
+ * another way would be. Clients an operator created (`fieldgate client create`) may use either.
+ */
+function allowsSecretMethod(client: Client, method: ClientAuthMethod): boolean {
+  const registered = client.registrationType === 'dynamic' ? client.registrationMetadata?.token_endpoint_auth_method : undefined;
+  return registered !== 'client_secret_basic' && registered !== 'client_secret_post' ? true : registered === method;
 }
 
 export interface ClientAuthenticationOptions {

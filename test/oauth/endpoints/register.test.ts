@@ -62,6 +62,32 @@ describeEachDatabase(
     });
 
     it.each([
+      ['client_secret_post', 'client_secret_basic'],
+      ['client_secret_basic', 'client_secret_post'],
+      [undefined, 'client_secret_post'],
+    ] as const)('a client registered for %s is refused with the other secret method (%s): the same invalid_client', async (registered, other) => {
+      const res = await register({ redirect_uris: ['https://app.example/cb'], ...(registered ? { token_endpoint_auth_method: registered } : {}) });
+      expect(res.status).toBe(201);
+      expect(res.body.token_endpoint_auth_method).toBe(registered ?? 'client_secret_basic');
+      const { client_id: id, client_secret: secret } = res.body as { client_id: string; client_secret: string };
+      const send = (method: string, withSecret = secret) => {
+        const form = { grant_type: 'refresh_token', refresh_token: 'nope' };
+        const test = request(context().app).post('/token').type('form');
+        return method === 'client_secret_basic'
+          ? test.auth(encodeURIComponent(id), encodeURIComponent(withSecret)).send(form)
+          : test.send({ ...form, client_id: id, client_secret: withSecret });
+      };
+      const refused = await send(other);
+      expect(refused.body).toMatchObject({ error: 'invalid_client', error_description: 'client authentication failed' });
+      // Indistinguishable from a wrong secret sent the same way (401 with a Basic challenge via the header, else 400).
+      const wrongSecret = await send(other, 'wrong');
+      expect([refused.status, refused.headers['www-authenticate'], refused.body]).toEqual([wrongSecret.status, wrongSecret.headers['www-authenticate'], wrongSecret.body]);
+      // The registered method authenticates, then the grant is what is refused.
+      const accepted = await send(registered ?? 'client_secret_basic');
+      expect(accepted.body.error).toBe('unauthorized_client');
+    });
+
+    it.each([
       ['javascript: URI', { redirect_uris: ['javascript:alert(1)'] }, 'invalid_redirect_uri'],
       ['data: URI', { redirect_uris: ['data:text/html,hi'] }, 'invalid_redirect_uri'],
       ['fragment', { redirect_uris: ['https://app.example/cb#x'] }, 'invalid_redirect_uri'],
