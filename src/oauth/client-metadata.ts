@@ -5,9 +5,12 @@
 import { InvalidClientMetadata, InvalidRedirectUri } from './errors.js';
 import { ALL_SCOPES, isScope, parseScope } from './scopes.js';
 
-export type RegisteredAuthMethod = 'none' | 'client_secret_basic' | 'client_secret_post';
+export type RegisteredAuthMethod = 'none' | 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt';
 
-const AUTH_METHODS: readonly RegisteredAuthMethod[] = ['none', 'client_secret_basic', 'client_secret_post'];
+const AUTH_METHODS: readonly RegisteredAuthMethod[] = ['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'];
+const MAX_JWKS_KEYS = 10;
+/** Private members of a JWK: none may be registered (RFC 7517 §6.2, §6.3, §6.4). */
+const PRIVATE_JWK_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
 const GRANT_TYPES = ['authorization_code', 'refresh_token'] as const;
 const MAX_REDIRECT_URIS = 20;
 const MAX_URI_LENGTH = 2000;
@@ -23,6 +26,8 @@ export interface ClientMetadata {
   grantTypes: string[];
   responseTypes: string[];
   tokenEndpointAuthMethod: RegisteredAuthMethod;
+  /** A private_key_jwt client's keys (RFC 7591 §2): exactly one of a JWK Set by value or by reference. */
+  keys: { jwks: { keys: unknown[] } } | { jwksUri: string } | undefined;
   scopes: string[];
   clientUri: string | undefined;
   logoUri: string | undefined;
@@ -98,6 +103,35 @@ export function checkRedirectUri(raw: string): string {
   return raw;
 }
 
+/** Why `value` is not a set of asymmetric public keys, or undefined if it is one. */
+export function publicJwkSetProblem(value: unknown): string | undefined {
+  const keys = typeof value === 'object' && value !== null ? (value as { keys?: unknown }).keys : undefined;
+  if (!Array.isArray(keys) || keys.length === 0) return 'must be a JWK Set: {"keys": [ … ]} with at least one key';
+  if (keys.length > MAX_JWKS_KEYS) return `may hold at most ${MAX_JWKS_KEYS} keys`;
+  for (const key of keys as unknown[]) {
+    if (typeof key !== 'object' || key === null || !['RSA', 'EC', 'OKP'].includes(String((key as { kty?: unknown }).kty))) {
+      return 'may only hold RSA, EC or OKP public keys';
+    }
+    if (PRIVATE_JWK_MEMBERS.some((member) => member in key)) return 'must hold public keys only';
+  }
+  return undefined;
+}
+
+function readClientKeys(body: Record<string, unknown>, method: RegisteredAuthMethod): ClientMetadata['keys'] {
+  // Other clients' keys serve nothing here (no request objects, no encrypted responses), so they are not kept.
+  if (method !== 'private_key_jwt') return undefined;
+  const jwksUri = httpsUri(body, 'jwks_uri');
+  const jwks = body.jwks ?? undefined;
+  if ((jwks === undefined) === (jwksUri === undefined)) fail('jwks', 'or jwks_uri (exactly one) is required for private_key_jwt');
+  if (jwksUri !== undefined) {
+    if (jwksUri.includes('#')) fail('jwks_uri', 'must not contain a fragment');
+    return { jwksUri };
+  }
+  const problem = publicJwkSetProblem(jwks);
+  if (problem) fail('jwks', problem);
+  return { jwks: { keys: (jwks as { keys: unknown[] }).keys } };
+}
+
 export function readClientMetadata(input: unknown, options: { defaultAuthMethod: RegisteredAuthMethod }): ClientMetadata {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new InvalidClientMetadata('the client metadata must be a JSON object');
@@ -142,6 +176,7 @@ export function readClientMetadata(input: unknown, options: { defaultAuthMethod:
     grantTypes,
     responseTypes,
     tokenEndpointAuthMethod: method as RegisteredAuthMethod,
+    keys: readClientKeys(body, method as RegisteredAuthMethod),
     scopes,
     clientUri: httpsUri(body, 'client_uri'),
     logoUri: httpsUri(body, 'logo_uri'),

@@ -8,42 +8,12 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
+import { SignJWT } from 'jose';
 import { describeEachDatabase, TEST_ISSUER } from '../support/runtime.js';
+import { assertion, signingKey, type SigningKey } from '../support/client-assertions.js';
 import { buildClient, buildUser, issueCode, type TestClient } from '../support/oauth.js';
 import { CLIENT_ASSERTION_TYPE } from '../../src/oauth/client-assertion.js';
 import { fetchJwks, isPublicAddress, JWKS_MAX_BYTES } from '../../src/oauth/jwks-fetch.js';
-
-interface SigningKey {
-  privateKey: CryptoKey;
-  publicJwk: JWK;
-  alg: string;
-}
-
-async function signingKey(alg = 'ES256', kid: string = randomUUID()): Promise<SigningKey> {
-  const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true });
-  return { privateKey, publicJwk: { ...(await exportJWK(publicKey)), kid, alg }, alg };
-}
-
-interface AssertionOptions {
-  iss?: string;
-  sub?: string;
-  aud?: string;
-  exp?: number;
-  jti?: string | null;
-}
-
-async function assertion(clientId: string, key: SigningKey, options: AssertionOptions = {}): Promise<string> {
-  const now = Math.floor(Date.now() / 1000);
-  const jwt = new SignJWT(options.jti === null ? {} : { jti: options.jti ?? randomUUID() })
-    .setProtectedHeader({ alg: key.alg, kid: key.publicJwk.kid! })
-    .setIssuer(options.iss ?? clientId)
-    .setSubject(options.sub ?? clientId)
-    .setAudience(options.aud ?? TEST_ISSUER)
-    .setIssuedAt(now)
-    .setExpirationTime(options.exp ?? now + 60);
-  return jwt.sign(key.privateKey);
-}
 
 /** A local server publishing a JWK Set (or anything else) at /jwks. */
 async function jwksServer(): Promise<{ url: string; body: { value: unknown }; status: { value: number }; close(): Promise<void> }> {

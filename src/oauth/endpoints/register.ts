@@ -38,6 +38,8 @@ function clientInformation(oauth: OAuthContext, client: Client, secrets: { secre
     scope: client.scopes.join(' '),
     ...(client.clientUri === null ? {} : { client_uri: client.clientUri }),
     ...(client.logoUri === null ? {} : { logo_uri: client.logoUri }),
+    ...(client.jwks === null ? {} : { jwks: client.jwks }),
+    ...(client.jwksUri === null ? {} : { jwks_uri: client.jwksUri }),
     ...Object.fromEntries(Object.entries(registered).filter(([name]) => name !== 'response_types' && name !== 'token_endpoint_auth_method')),
   };
 }
@@ -140,6 +142,9 @@ function updateRegistration(oauth: OAuthContext): RequestHandler {
     const metadata = metadataOf(res);
     if ((metadata.tokenEndpointAuthMethod === 'none') !== client.isPublic) {
       throw new InvalidClientMetadata('token_endpoint_auth_method cannot change between none and a secret-based method; register a new client');
+    }
+    if ((metadata.tokenEndpointAuthMethod === 'private_key_jwt') !== (client.tokenEndpointAuthMethod === 'private_key_jwt')) {
+      throw new InvalidClientMetadata('token_endpoint_auth_method cannot change between private_key_jwt and a client secret; register a new client');
     }
     const updated = await oauth.registeredClients.replaceMetadata(client.id, metadata);
     if (!updated) throw new InvalidToken('the registration access token is not valid for this client');

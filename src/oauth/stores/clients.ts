@@ -5,7 +5,7 @@ import { clients } from '../../db/schema.js';
 import { ALL_SCOPES, isScope, parseScope } from '../scopes.js';
 import { constantTimeEqual, hmacSha256, randomIdentifier, randomToken } from '../../crypto/secrets.js';
 import { isSubjectType, sectorOf, type SubjectType } from '../oidc/subject.js';
-import type { ClientMetadata } from '../client-metadata.js';
+import { publicJwkSetProblem, type ClientMetadata } from '../client-metadata.js';
 
 export type Client = typeof clients.$inferSelect;
 
@@ -159,6 +159,9 @@ function metadataColumns(metadata: ClientMetadata, fallbackName: string) {
     scopes: metadata.scopes,
     grantTypes: metadata.grantTypes,
     isPublic: metadata.tokenEndpointAuthMethod === 'none',
+    tokenEndpointAuthMethod: metadata.keys === undefined ? null : ('private_key_jwt' as const),
+    jwks: metadata.keys && 'jwks' in metadata.keys ? metadata.keys.jwks : null,
+    jwksUri: metadata.keys && 'jwksUri' in metadata.keys ? metadata.keys.jwksUri : null,
     clientUri: metadata.clientUri ?? null,
     logoUri: metadata.logoUri ?? null,
     registrationMetadata: {
@@ -235,7 +238,7 @@ export class ClientStore {
 
   /** RFC 7591; the secret and the RFC 7592 registration access token are shown once, stored as HMACs. */
   async registerDynamic(metadata: ClientMetadata): Promise<{ client: Client; secret: string | undefined; registrationAccessToken: string }> {
-    const secret = metadata.tokenEndpointAuthMethod === 'none' ? undefined : randomToken(32);
+    const secret = metadata.tokenEndpointAuthMethod === 'none' || metadata.tokenEndpointAuthMethod === 'private_key_jwt' ? undefined : randomToken(32);
     const registrationAccessToken = randomToken(32);
     const [row] = await this.db
       .insert(clients)
@@ -355,9 +358,6 @@ export interface ClientChanges {
   oidc?: ClientOidcSettings;
 }
 
-/** Private members of a JWK: none may be registered (RFC 7517 §6.2, §6.3, §6.4). */
-const PRIVATE_JWK_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
-
 function validateClientKeys(input: NewClient): Pick<Client, 'tokenEndpointAuthMethod' | 'jwks' | 'jwksUri'> {
   if (input.tokenEndpointAuthMethod === undefined) {
     if (input.jwks !== undefined || input.jwksUri !== undefined) throw new ClientRegistrationError('jwks and jwks_uri are only for private_key_jwt clients');
@@ -379,17 +379,9 @@ function validateClientKeys(input: NewClient): Pick<Client, 'tokenEndpointAuthMe
     }
     return { tokenEndpointAuthMethod: 'private_key_jwt', jwks: null, jwksUri: uri.href };
   }
-  const jwks = input.jwks as { keys?: unknown } | null;
-  if (typeof jwks !== 'object' || jwks === null || !Array.isArray(jwks.keys) || jwks.keys.length === 0) {
-    throw new ClientRegistrationError('jwks must be a JWK Set: {"keys": [ … ]} with at least one key');
-  }
-  for (const key of jwks.keys as unknown[]) {
-    if (typeof key !== 'object' || key === null || !['RSA', 'EC', 'OKP'].includes(String((key as { kty?: unknown }).kty))) {
-      throw new ClientRegistrationError('every key in jwks must be an RSA, EC or OKP public key');
-    }
-    if (PRIVATE_JWK_MEMBERS.some((member) => member in key)) throw new ClientRegistrationError('jwks must hold public keys only');
-  }
-  return { tokenEndpointAuthMethod: 'private_key_jwt', jwks: { keys: jwks.keys }, jwksUri: null };
+  const problem = publicJwkSetProblem(input.jwks);
+  if (problem) throw new ClientRegistrationError(`jwks ${problem}`);
+  return { tokenEndpointAuthMethod: 'private_key_jwt', jwks: { keys: (input.jwks as { keys: unknown[] }).keys }, jwksUri: null };
 }
 
 function validateName(raw: string): string {

@@ -8,6 +8,8 @@ import { clients } from '../../../src/db/schema.js';
 import { RegistrationTokenStore } from '../../../src/oauth/stores/registration-tokens.js';
 import { janitorPolicy, sweep } from '../../../src/oauth/janitor.js';
 import { ConsentStore } from '../../../src/oauth/stores/consents.js';
+import { CLIENT_ASSERTION_TYPE } from '../../../src/oauth/client-assertion.js';
+import { assertion, signingKey } from '../../support/client-assertions.js';
 
 /** These tests open a database of their own, which is slow on a busy machine. */
 const OWN_DATABASE_TIMEOUT_MS = 180_000;
@@ -107,7 +109,14 @@ describeEachDatabase(
       ['grant_types without authorization_code', { ...NATIVE, grant_types: ['refresh_token'] }, 'invalid_client_metadata'],
       ['implicit response type', { ...NATIVE, response_types: ['token'] }, 'invalid_client_metadata'],
       ['grant_types null-ish string', { ...NATIVE, grant_types: 'authorization_code' }, 'invalid_client_metadata'],
-      ['unsupported auth method', { ...NATIVE, token_endpoint_auth_method: 'private_key_jwt' }, 'invalid_client_metadata'],
+      ['private_key_jwt without keys', { ...NATIVE, token_endpoint_auth_method: 'private_key_jwt' }, 'invalid_client_metadata'],
+      ['unsupported auth method', { ...NATIVE, token_endpoint_auth_method: 'tls_client_auth' }, 'invalid_client_metadata'],
+      ['private_key_jwt with a private key', { ...NATIVE, token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [{ kty: 'EC', crv: 'P-256', x: 'a', y: 'b', d: 'c' }] } }, 'invalid_client_metadata'],
+      ['private_key_jwt with a symmetric key', { ...NATIVE, token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [{ kty: 'oct', k: 'c2VjcmV0' }] } }, 'invalid_client_metadata'],
+      ['private_key_jwt with both jwks and jwks_uri', { ...NATIVE, token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [{ kty: 'OKP', crv: 'Ed25519', x: 'a' }] }, jwks_uri: 'https://app.example/jwks' }, 'invalid_client_metadata'],
+      ['private_key_jwt with an http jwks_uri', { ...NATIVE, token_endpoint_auth_method: 'private_key_jwt', jwks_uri: 'http://app.example/jwks' }, 'invalid_client_metadata'],
+      ['private_key_jwt with jwks not a set', { ...NATIVE, token_endpoint_auth_method: 'private_key_jwt', jwks: [{ kty: 'OKP', crv: 'Ed25519', x: 'a' }] }, 'invalid_client_metadata'],
+      ['private_key_jwt with eleven keys', { ...NATIVE, token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: Array.from({ length: 11 }, () => ({ kty: 'OKP', crv: 'Ed25519', x: 'a' })) } }, 'invalid_client_metadata'],
       ['auth method a number', { ...NATIVE, token_endpoint_auth_method: 1 }, 'invalid_client_metadata'],
       ['unknown scope', { ...NATIVE, scope: 'admin' }, 'invalid_client_metadata'],
       ['scope an array', { ...NATIVE, scope: ['products:read'] }, 'invalid_client_metadata'],
@@ -256,6 +265,54 @@ describeEachDatabase(
         const cli = await context().runtime.clients.create({ name: 'static', redirectUris: ['https://s.example/cb'] });
         const res = await request(context().app).get(path(cli.client_id)).set('Authorization', 'Bearer x');
         expect(res.status).toBe(401);
+      });
+    });
+
+    describe('private_key_jwt (RFC 7591 §2 jwks, RFC 7523)', () => {
+      const refreshForm = { grant_type: 'refresh_token', refresh_token: 'nope', client_assertion_type: CLIENT_ASSERTION_TYPE };
+
+      it('registers a client with its public keys and no secret; only an assertion signed by them authenticates it', async () => {
+        const key = await signingKey();
+        const res = await register({ redirect_uris: ['https://app.example/cb'], token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [key.publicJwk] } });
+        expect(res.status).toBe(201);
+        expect(res.body).toMatchObject({ token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [key.publicJwk] } });
+        expect(res.body.client_secret).toBeUndefined();
+        const id = res.body.client_id as string;
+        const signed = await request(context().app).post('/token').type('form').send({ ...refreshForm, client_assertion: await assertion(id, key) });
+        // Authenticated, then refused for a grant it did not register.
+        expect(signed.body.error).toBe('unauthorized_client');
+        const otherKey = await request(context().app).post('/token').type('form').send({ ...refreshForm, client_assertion: await assertion(id, await signingKey()) });
+        expect(otherKey.body).toMatchObject({ error: 'invalid_client', error_description: 'client authentication failed' });
+        const asPublic = await request(context().app).post('/token').type('form').send({ grant_type: 'refresh_token', refresh_token: 'nope', client_id: id });
+        expect(asPublic.body.error).toBe('invalid_client');
+      });
+
+      it('rotates its keys with PUT: the old key stops working, and it cannot switch to a secret', async () => {
+        const [oldKey, newKey] = [await signingKey(), await signingKey()];
+        const res = await register({ redirect_uris: ['https://app.example/cb'], token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [oldKey.publicJwk] } });
+        const { client_id: id, registration_access_token: token } = res.body as { client_id: string; registration_access_token: string };
+        const put = (body: Record<string, unknown>) =>
+          request(context().app).put(`/register/${encodeURIComponent(id)}`).set('Authorization', `Bearer ${token}`).set('Content-Type', 'application/json').send(JSON.stringify({ client_id: id, redirect_uris: ['https://app.example/cb'], ...body }));
+        expect((await put({ token_endpoint_auth_method: 'client_secret_basic' })).body.error).toBe('invalid_client_metadata');
+        expect((await put({ token_endpoint_auth_method: 'none' })).body.error).toBe('invalid_client_metadata');
+        const rotated = await put({ token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [newKey.publicJwk] } });
+        expect(rotated.status).toBe(200);
+        expect(rotated.body.jwks).toEqual({ keys: [newKey.publicJwk] });
+        const withOld = await request(context().app).post('/token').type('form').send({ ...refreshForm, client_assertion: await assertion(id, oldKey) });
+        expect(withOld.body.error).toBe('invalid_client');
+        const withNew = await request(context().app).post('/token').type('form').send({ ...refreshForm, client_assertion: await assertion(id, newKey) });
+        expect(withNew.body.error).toBe('unauthorized_client');
+      });
+
+      it('keeps a jwks_uri by reference, and no keys for a client using a secret', async () => {
+        const byReference = await register({ redirect_uris: ['https://app.example/cb'], token_endpoint_auth_method: 'private_key_jwt', jwks_uri: 'https://app.example/jwks.json' });
+        expect(byReference.status).toBe(201);
+        expect(byReference.body).toMatchObject({ jwks_uri: 'https://app.example/jwks.json' });
+        expect(byReference.body.jwks).toBeUndefined();
+        const secretClient = await register({ redirect_uris: ['https://app.example/cb'], jwks_uri: 'https://app.example/jwks.json' });
+        expect(secretClient.status).toBe(201);
+        expect(secretClient.body.jwks_uri).toBeUndefined();
+        expect((await context().runtime.clients.find(secretClient.body.client_id))?.jwksUri).toBeNull();
       });
     });
   },
