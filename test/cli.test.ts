@@ -151,6 +151,49 @@ for (const kind of DATABASE_KINDS) {
       expect(privateKey.stderr).toMatch(/public keys only/);
     });
 
+    it('client update replaces grants, a private_key_jwt client\'s keys and the DPoP requirement, and refuses what cannot change', async () => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'fieldgate-jwks-'));
+      const keyFile = async (name: string) => {
+        const file = path.join(dir, name);
+        writeFileSync(file, JSON.stringify({ keys: [await exportJWK((await generateKeyPair('ES256', { extractable: true })).publicKey)] }));
+        return file;
+      };
+      const [oldKeys, newKeys] = [await keyFile('old.json'), await keyFile('new.json')];
+      const created = json(
+        (await runCli(['client', 'create', '--name', 'Signer', '--grant', 'client_credentials', '--auth-method', 'private_key_jwt', '--jwks-file', oldKeys, '--json'], env)).stdout,
+      );
+      const id = created.client_id as string;
+      const rotated = await runCli(['client', 'update', id, '--jwks-file', newKeys, '--require-dpop', '--grant', 'client_credentials', '--grant', 'device_code', '--json'], env);
+      expect(rotated.stderr).toBe('');
+      expect(json(rotated.stdout)).toMatchObject({
+        token_endpoint_auth_method: 'private_key_jwt',
+        dpop_bound_access_tokens: true,
+        grant_types: ['client_credentials', 'urn:ietf:params:oauth:grant-type:device_code', 'refresh_token'],
+      });
+      await withDatabase(kind, env, async (runtime) => {
+        const stored = await runtime.clients.find(id);
+        expect(stored?.jwks).toEqual(JSON.parse((await import('node:fs')).readFileSync(newKeys, 'utf8')));
+        expect(stored?.jwksUri).toBeNull();
+      });
+      const byUri = json((await runCli(['client', 'update', id, '--jwks-uri', 'https://keys.example/jwks.json', '--no-require-dpop', '--json'], env)).stdout);
+      expect(byUri).toMatchObject({ jwks_uri: 'https://keys.example/jwks.json' });
+      expect(byUri.dpop_bound_access_tokens).toBeUndefined();
+
+      const secretClient = json((await runCli(['client', 'create', '--name', 'Secret', '--redirect-uri', 'https://s.example/cb', '--json'], env)).stdout);
+      const keysForSecret = await runCli(['client', 'update', secretClient.client_id as string, '--jwks-file', newKeys], env);
+      const noRedirect = await runCli(['client', 'update', id, '--grant', 'authorization_code'], env);
+      const both = await runCli(['client', 'update', id, '--jwks-file', newKeys, '--jwks-uri', 'https://keys.example/j'], env);
+      const ftpUri = await runCli(['client', 'update', id, '--jwks-uri', 'ftp://keys.example/j'], env);
+      expect([keysForSecret.code, keysForSecret.stderr]).toEqual([1, expect.stringMatching(/only a private_key_jwt client has keys/)]);
+      expect([noRedirect.code, noRedirect.stderr]).toEqual([1, expect.stringMatching(/needs at least one redirect URI/)]);
+      expect([both.code, both.stderr]).toEqual([2, expect.stringMatching(/not both/)]);
+      expect([ftpUri.code, ftpUri.stderr]).toEqual([1, expect.stringMatching(/must be an https URL/)]);
+      // Nothing refused changed the stored client.
+      expect(json((await runCli(['client', 'list', '--json'], env)).stdout).clients.find((c: { client_id: string }) => c.client_id === id)).toMatchObject({
+        jwks_uri: 'https://keys.example/jwks.json',
+      });
+    });
+
     it('client delete removes a client, and says so when there is none', async () => {
       const created = json((await runCli(['client', 'create', '--name', 'Temp', '--redirect-uri', 'https://t.example/cb', '--json'], env)).stdout);
       const deleted = await runCli(['client', 'delete', created.client_id as string, '--json'], env);

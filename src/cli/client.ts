@@ -166,13 +166,19 @@ const list = defineCommand({
 });
 
 const update = defineCommand({
-  summary: "change a client's name, redirect URIs or scopes",
-  synopsis: 'client update ID [--name NAME] [--redirect-uri URI …] [--add-redirect-uri URI …] [--remove-redirect-uri URI …] [--scope "…"]',
+  summary: "change a client's name, redirect URIs, scopes, grants, keys or DPoP requirement",
+  synopsis:
+    'client update ID [--name NAME] [--redirect-uri URI …] [--add-redirect-uri URI …] [--remove-redirect-uri URI …] [--scope "…"] ' +
+    '[--grant GRANT …] [--jwks-uri URL | --jwks-file FILE] [--require-dpop | --no-require-dpop]',
   takesArguments: true,
   details: [
     '--redirect-uri URI          replace every redirect URI with these (repeat for several)',
     '--add-redirect-uri URI      add one (repeatable)',
     '--remove-redirect-uri URI   remove one (repeatable); a client keeps at least one',
+    '--grant GRANT               replace the grants: authorization_code, client_credentials, device_code (repeatable)',
+    '--jwks-uri URL, --jwks-file FILE   replace a private_key_jwt client\'s keys (rotation: list old and new keys in the',
+    '                            file until the client signs with the new one)',
+    '--require-dpop, --no-require-dpop  make DPoP proofs mandatory at /token, or optional again',
     ...OIDC_DETAILS,
     'Running servers see the change within 5 seconds (their client cache).',
   ],
@@ -182,18 +188,32 @@ const update = defineCommand({
     'add-redirect-uri': { type: 'string', multiple: true },
     'remove-redirect-uri': { type: 'string', multiple: true },
     scope: { type: 'string' },
+    grant: { type: 'string', multiple: true },
+    'jwks-uri': { type: 'string' },
+    'jwks-file': { type: 'string' },
+    'require-dpop': { type: 'boolean' },
+    'no-require-dpop': { type: 'boolean' },
     ...OIDC_OPTIONS,
   },
   async run({ io, values, positionals, config }) {
     const id = onePositional('client update', 'client ID', positionals);
+    if (values['jwks-uri'] !== undefined && values['jwks-file'] !== undefined) throw new UsageError('client update: use --jwks-uri or --jwks-file, not both');
+    if (values['require-dpop'] && values['no-require-dpop']) throw new UsageError('client update: use --require-dpop or --no-require-dpop, not both');
+    const grantTypes = grantTypesOf(values.grant);
+    const keys =
+      values['jwks-file'] !== undefined ? { jwks: readJwksFile(values['jwks-file']) } : values['jwks-uri'] !== undefined ? { jwksUri: values['jwks-uri'] } : undefined;
+    const requireDpop = values['require-dpop'] ? true : values['no-require-dpop'] ? false : undefined;
     const adding = values['add-redirect-uri'] ?? [];
     const removing = values['remove-redirect-uri'] ?? [];
     if (values['redirect-uri'] && (adding.length || removing.length)) {
       throw new UsageError('client update: use --redirect-uri (replace all) or --add-/--remove-redirect-uri, not both');
     }
     const oidc = oidcSettings(values);
-    if (values.name === undefined && values.scope === undefined && !values['redirect-uri'] && !adding.length && !removing.length && !oidc) {
-      throw new UsageError('client update needs something to change: --name, --redirect-uri, --add-redirect-uri, --remove-redirect-uri or --scope');
+    const unchanged = values.name === undefined && values.scope === undefined && !values['redirect-uri'] && !adding.length && !removing.length;
+    if (unchanged && !oidc && !grantTypes && !keys && requireDpop === undefined) {
+      throw new UsageError(
+        'client update needs something to change: --name, --redirect-uri, --add-redirect-uri, --remove-redirect-uri, --scope, --grant, --jwks-uri, --jwks-file or --require-dpop',
+      );
     }
     await withRuntime(config(), async (runtime) => {
       const current = await runtime.clients.find(id);
@@ -209,6 +229,9 @@ const update = defineCommand({
         ...(values.scope === undefined ? {} : { scope: values.scope }),
         ...(redirectUris === undefined ? {} : { redirectUris }),
         ...(oidc === undefined ? {} : { oidc }),
+        ...(grantTypes === undefined ? {} : { grantTypes }),
+        ...(keys === undefined ? {} : { keys }),
+        ...(requireDpop === undefined ? {} : { dpopBoundAccessTokens: requireDpop }),
       });
       if (!updated) throw new CommandFailed(`no client with id ${id}`);
       print(io, values.json, updated, `Updated client ${id} (${updated.client_name}).\n${describe(updated)}`);

@@ -304,9 +304,20 @@ export class ClientStore {
       set.redirectUris = [...new Set(changes.redirectUris.map(validateRedirectUri))];
     }
     if (changes.scope !== undefined) set.scopes = validateScopes(changes.scope);
-    if (changes.oidc !== undefined) {
-      const redirectUris = set.redirectUris ?? (await this.find(id))?.redirectUris ?? [];
-      Object.assign(set, validateOidc(changes.oidc, redirectUris));
+    if (changes.dpopBoundAccessTokens !== undefined) set.dpopBoundAccessTokens = changes.dpopBoundAccessTokens;
+    const current = changes.oidc !== undefined || changes.grantTypes !== undefined || changes.keys !== undefined ? await this.find(id) : undefined;
+    if (changes.oidc !== undefined) Object.assign(set, validateOidc(changes.oidc, set.redirectUris ?? current?.redirectUris ?? []));
+    if (current && changes.grantTypes !== undefined) {
+      set.grantTypes = validateGrantTypes(changes.grantTypes, current.isPublic);
+      if (set.grantTypes.includes('authorization_code') && (set.redirectUris ?? current.redirectUris).length === 0) {
+        throw new ClientRegistrationError('authorization_code needs at least one redirect URI: add one with the grant');
+      }
+    }
+    if (current && changes.keys !== undefined) {
+      if (current.tokenEndpointAuthMethod !== 'private_key_jwt') {
+        throw new ClientRegistrationError(`client ${id} authenticates with ${current.isPublic ? 'no secret (public)' : 'a secret'}: only a private_key_jwt client has keys`);
+      }
+      Object.assign(set, validateClientKeys({ name: current.name, redirectUris: [], tokenEndpointAuthMethod: 'private_key_jwt', ...changes.keys }));
     }
     if (Object.keys(set).length === 0) {
       const row = await this.find(id);
@@ -356,6 +367,11 @@ export interface ClientChanges {
   redirectUris?: string[];
   scope?: string;
   oidc?: ClientOidcSettings;
+  /** Replaces the grant types; the same rules as at creation (redirect URIs for authorization_code, none for a public client's client_credentials). */
+  grantTypes?: readonly string[];
+  /** Replaces a private_key_jwt client's keys (one of the two); the method itself does not change. */
+  keys?: { jwks: unknown } | { jwksUri: string };
+  dpopBoundAccessTokens?: boolean;
 }
 
 function validateClientKeys(input: NewClient): Pick<Client, 'tokenEndpointAuthMethod' | 'jwks' | 'jwksUri'> {
