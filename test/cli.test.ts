@@ -189,7 +189,8 @@ for (const kind of DATABASE_KINDS) {
       expect([both.code, both.stderr]).toEqual([2, expect.stringMatching(/not both/)]);
       expect([ftpUri.code, ftpUri.stderr]).toEqual([1, expect.stringMatching(/must be an https URL/)]);
       // Nothing refused changed the stored client.
-      expect(json((await runCli(['client', 'list', '--json'], env)).stdout).clients.find((c: { client_id: string }) => c.client_id === id)).toMatchObject({
+      const listed = json((await runCli(['client', 'list', '--json'], env)).stdout).clients as { client_id: string }[];
+      expect(listed.find((c) => c.client_id === id)).toMatchObject({
         jwks_uri: 'https://keys.example/jwks.json',
       });
     });
