@@ -78,7 +78,7 @@ const p = sql.placeholder;
 
 /**
  * The two statements of every code flow, built once with placeholders: Drizzle then binds values
- * instead of assembling a 2 KB text per flow, and the prepared-statement policy sees the same
+ * instead of assembling a long text per flow, and the prepared-statement policy sees the same
  * string each time (its hash is computed once). The texts are those a per-call build produces.
  */
 function flowStatements(db: Db, ttlSeconds: number) {
@@ -169,9 +169,9 @@ export class AuthorizationCodeStore {
         authTime: input.authTime ?? null,
         resources: joinedText(input.resources),
         codeHash: sha256(code),
-        redirectUri: input.redirectUri,
-        codeChallenge: input.codeChallenge,
-        codeChallengeMethod: input.codeChallengeMethod,
+        redirectUri: input.redirectUri ?? null,
+        codeChallenge: input.codeChallenge ?? null,
+        codeChallengeMethod: input.codeChallengeMethod ?? null,
         dpopJkt: input.dpopJkt ?? null,
         nonce: input.nonce ?? null,
       })
