@@ -2,14 +2,15 @@
  * Authorization codes: only their SHA-256 is stored. Redeeming is one atomic UPDATE, so of any number of concurrent
  * redemptions exactly one gets the row.
  */
-import { and, eq, gt, isNull, sql, type SQL } from 'drizzle-orm';
+import { sql, type Placeholder, type SQL } from 'drizzle-orm';
+import type { PgAsyncRaw } from 'drizzle-orm/pg-core/async/raw';
 import type { Db } from '../../db/database.js';
 import { authorizationCodes, consents, grants, users } from '../../db/schema.js';
 import { consumeIfUnused } from './consumable.js';
 import { insertRefreshTokenFrom } from './refresh-tokens.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
 import { randomToken, sha256 } from '../../crypto/secrets.js';
-import { queryRows } from './rows.js';
+import { queryRows, rowsOf } from './rows.js';
 import { parseScope } from '../scopes.js';
 import type { SignedInUser } from './consents.js';
 
@@ -64,16 +65,75 @@ export function refreshTokenAllowed(scopes: readonly string[]): boolean {
 
 }
 
-/** A text[] parameter that both drivers bind the same way. */
-function textArray(values: readonly string[] | undefined): SQL {
-  return sql`string_to_array(${(values ?? []).join(' ')}, ' ')`;
+/** A text[] parameter that both drivers bind the same way: the values joined by spaces. */
+function textArray(joined: string | Placeholder): SQL {
+  return sql`string_to_array(${joined}, ' ')`;
+}
+
+function joinedText(values: readonly string[] | undefined): string {
+  return (values ?? []).join(' ');
+}
+
+const p = sql.placeholder;
+
+/**
+ * The two statements of every code flow, built once with placeholders: Drizzle then binds values
+ * instead of assembling a long text per flow, and the prepared-statement policy sees the same
+ * string each time (its hash is computed once). The texts are those a per-call build produces.
+ */
+function flowStatements(db: Db, ttlSeconds: number) {
+  const execute = (statement: SQL) => db.execute(statement) as PgAsyncRaw<unknown>;
+  const redeem = (withRefreshToken: boolean) =>
+    execute(sql`
+        with redeemed as (${consumeIfUnused({
+          table: authorizationCodes,
+          hashColumn: authorizationCodes.codeHash,
+          hash: p('codeHash'),
+          clientId: p('clientId'),
+          returning: sql.raw('grant_id, client_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method, dpop_jkt, nonce'),
+        })}), touched as (
+          update ${grants} set last_used_at = now() where id = (select grant_id from redeemed)
+          returning extract(epoch from auth_time)::float8 as auth_time, resources
+        )${withRefreshToken ? sql`, issued as (${insertRefreshTokenFrom(sql`(select * from redeemed where ${OFFLINE_CONDITION}) as offline`, { tokenHash: p('tokenHash'), ttlSeconds: p('tokenTtlSeconds'), dpopJkt: p('tokenDpopJkt') })})` : sql``}
+        select grant_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method, dpop_jkt, nonce,
+               (select auth_time from touched) as auth_time, (select resources from touched) as resources
+        from redeemed`);
+  return {
+    issueIfConsented: execute(sql`
+        with signed_in as (
+          select u.id, u.username, c.scope
+          from ${users} u left join ${consents} c on c.user_id = u.id and c.client_id = ${p('clientId')}
+          where u.id = ${p('userId')} and u.session_epoch = ${p('sessionEpoch')}
+        ), consented as (
+          select id from signed_in
+          where string_to_array(coalesce(scope, ''), ' ') @> string_to_array(${p('scope')}, ' ')
+        ), new_grant as (
+          insert into ${grants} (id, client_id, user_id, scope, auth_time, resources)
+          select ${p('grantId')}, ${p('clientId')}, id, ${p('scope')}, to_timestamp(${p('authTime')}::double precision), ${textArray(p('resources'))} from consented
+          returning id
+        ), new_code as (
+          insert into ${authorizationCodes}
+            (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, code_challenge_method, dpop_jkt, nonce, expires_at)
+          select ${p('codeHash')}, new_grant.id, ${p('clientId')}, ${p('userId')}, ${p('redirectUri')}, ${p('scope')},
+                 ${p('codeChallenge')}, ${p('codeChallengeMethod')}, ${p('dpopJkt')}, ${p('nonce')}, now() + make_interval(secs => ${ttlSeconds})
+          from new_grant
+          returning 1
+        )
+        select id, username, scope, exists(select 1 from consented) as issued from signed_in`),
+    redeem: redeem(false),
+    redeemIssuingRefreshToken: redeem(true),
+  };
 }
 
 export class AuthorizationCodeStore {
+  private readonly statements: ReturnType<typeof flowStatements>;
+
   constructor(
     private readonly db: Db,
     private readonly ttlSeconds: number,
-  ) {}
+  ) {
+    this.statements = flowStatements(db, ttlSeconds);
+  }
 
   async issue(input: NewAuthorizationCode): Promise<{ code: string; grantId: string }> {
     const code = randomToken(32);
@@ -81,7 +141,7 @@ export class AuthorizationCodeStore {
     await this.db.execute(sql`
       with new_grant as (
         insert into ${grants} (id, client_id, user_id, scope, auth_time, resources)
-        values (${grantId}, ${input.clientId}, ${input.userId}, ${input.scope}, to_timestamp(${input.authTime ?? null}::double precision), ${textArray(input.resources)})
+        values (${grantId}, ${input.clientId}, ${input.userId}, ${input.scope}, to_timestamp(${input.authTime ?? null}::double precision), ${textArray(joinedText(input.resources))})
         returning id
       )
       insert into ${authorizationCodes}
@@ -99,41 +159,45 @@ export class AuthorizationCodeStore {
   ): Promise<{ user?: SignedInUser; issued?: { code: string; grantId: string } }> {
     const code = randomToken(32);
     const grantId = randomToken(16);
-    const [row] = await queryRows<{ id: number; username: string; scope: string | null; issued: boolean }>(
-      this.db,
-      sql`
-        with signed_in as (
-          select u.id, u.username, c.scope
-          from ${users} u left join ${consents} c on c.user_id = u.id and c.client_id = ${input.clientId}
-          where u.id = ${input.userId} and u.session_epoch = ${sessionEpoch}
-        ), consented as (
-          select id from signed_in
-          where string_to_array(coalesce(scope, ''), ' ') @> string_to_array(${input.scope}, ' ')
-        ), new_grant as (
-          insert into ${grants} (id, client_id, user_id, scope, auth_time, resources)
-          select ${grantId}, ${input.clientId}, id, ${input.scope}, to_timestamp(${input.authTime ?? null}::double precision), ${textArray(input.resources)} from consented
-          returning id
-        ), new_code as (
-          insert into ${authorizationCodes}
-            (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, code_challenge_method, dpop_jkt, nonce, expires_at)
-          select ${sha256(code)}, new_grant.id, ${input.clientId}, ${input.userId}, ${input.redirectUri}, ${input.scope},
-                 ${input.codeChallenge}, ${input.codeChallengeMethod}, ${input.dpopJkt ?? null}, ${input.nonce ?? null}, now() + make_interval(secs => ${this.ttlSeconds})
-          from new_grant
-          returning 1
-        )
-        select id, username, scope, exists(select 1 from consented) as issued from signed_in`,
-    ).catch((error: unknown) => {
-      // The user (or client) was deleted while this ran: the session's account is gone.
-      if (isForeignKeyViolation(error)) return [];
-      throw error;
-    });
+    const result = this.statements.issueIfConsented
+      .execute({
+        clientId: input.clientId,
+        userId: input.userId,
+        sessionEpoch,
+        scope: input.scope,
+        grantId,
+        authTime: input.authTime ?? null,
+        resources: joinedText(input.resources),
+        codeHash: sha256(code),
+        redirectUri: input.redirectUri ?? null,
+        codeChallenge: input.codeChallenge ?? null,
+        codeChallengeMethod: input.codeChallengeMethod ?? null,
+        dpopJkt: input.dpopJkt ?? null,
+        nonce: input.nonce ?? null,
+      })
+      .then(rowsOf<{ id: number; username: string; scope: string | null; issued: boolean }>)
+      .catch((error: unknown) => {
+        // The user (or client) was deleted while this ran: the session's account is gone.
+        if (isForeignKeyViolation(error)) return [];
+        throw error;
+      });
+    const [row] = await result;
     if (!row) return {};
     const user = { userId: row.id, username: row.username, consentedScopes: new Set(parseScope(row.scope)) };
     return row.issued ? { user, issued: { code, grantId } } : { user };
   }
 
   async redeem(code: string, clientId: string, refreshToken?: NewRefreshToken): Promise<RedeemedCode | undefined> {
-    const [row] = await queryRows<{
+    const values = { codeHash: sha256(code), clientId };
+    const result = refreshToken
+      ? this.statements.redeemIssuingRefreshToken.execute({
+          ...values,
+          tokenHash: refreshToken.tokenHash,
+          tokenTtlSeconds: refreshToken.ttlSeconds,
+          tokenDpopJkt: refreshToken.dpopJkt,
+        })
+      : this.statements.redeem.execute(values);
+    const [row] = rowsOf<{
       grant_id: string;
       user_id: number;
       scope: string;
@@ -144,23 +208,7 @@ export class AuthorizationCodeStore {
       nonce: string | null;
       auth_time: number | null;
       resources: string[] | null;
-    }>(
-      this.db,
-      sql`
-        with redeemed as (${consumeIfUnused({
-          table: authorizationCodes,
-          hashColumn: authorizationCodes.codeHash,
-          hash: sha256(code),
-          clientId,
-          returning: sql.raw('grant_id, client_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method, dpop_jkt, nonce'),
-        })}), touched as (
-          update ${grants} set last_used_at = now() where id = (select grant_id from redeemed)
-          returning extract(epoch from auth_time)::float8 as auth_time, resources
-        )${refreshToken ? sql`, issued as (${insertRefreshTokenFrom(sql`(select * from redeemed where ${OFFLINE_CONDITION}) as offline`, refreshToken)})` : sql``}
-        select grant_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method, dpop_jkt, nonce,
-               (select auth_time from touched) as auth_time, (select resources from touched) as resources
-        from redeemed`,
-    );
+    }>(await result);
     if (!row) return undefined;
     return {
       grantId: row.grant_id,

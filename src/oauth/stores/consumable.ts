@@ -2,14 +2,14 @@
  * The one "consume if unused" UPDATE of codes and refresh tokens (node-oidc-provider's consumable): one statement,
  * so two concurrent redemptions cannot both succeed.
  */
-import { sql, type SQL } from 'drizzle-orm';
+import { sql, type Placeholder, type SQL } from 'drizzle-orm';
 import { authorizationCodes, grants, refreshTokens } from '../../db/schema.js';
 
 export interface Consumption {
   table: typeof authorizationCodes | typeof refreshTokens;
   hashColumn: typeof authorizationCodes.codeHash | typeof refreshTokens.tokenHash;
-  hash: string;
-  clientId: string;
+  hash: string | Placeholder;
+  clientId: string | Placeholder;
   /** Column list of the RETURNING clause (constant SQL, never user input). */
   returning: SQL;
   andAlso?: SQL;

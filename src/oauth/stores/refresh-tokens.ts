@@ -3,7 +3,7 @@
  * predecessor), so a retry within the grace window gets the same successor back instead of a second live branch;
  * without the key, a stolen retired token says nothing about its successor.
  */
-import { eq, sql, type SQL } from 'drizzle-orm';
+import { eq, sql, type Placeholder, type SQL } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { grants, refreshTokens } from '../../db/schema.js';
 import { hmacSha256, randomToken, sha256 } from '../../crypto/secrets.js';
@@ -41,7 +41,10 @@ export interface RefreshTokenRecord extends RefreshTokenFamily, DpopBinding {
 }
 
 /** A successor keeps its predecessor's binding; retiring the old credential and storing the new one is one statement. */
-export function insertRefreshTokenFrom(source: SQL, token: { tokenHash: string; ttlSeconds: number; dpopJkt?: string | null }): SQL {
+export function insertRefreshTokenFrom(
+  source: SQL,
+  token: { tokenHash: string | Placeholder; ttlSeconds: number | Placeholder; dpopJkt?: string | null | Placeholder },
+): SQL {
   const dpopJkt = token.dpopJkt === undefined ? sql`dpop_jkt` : sql`${token.dpopJkt}`;
   return sql`insert into ${refreshTokens} (token_hash, grant_id, client_id, user_id, scope, dpop_jkt, expires_at)
     select ${token.tokenHash}, grant_id, client_id, user_id, scope, ${dpopJkt}, now() + make_interval(secs => ${token.ttlSeconds})

@@ -3,7 +3,11 @@ import type { Db } from '../../db/database.js';
 
 /** PGlite answers `{ rows }`, postgres.js an array; raw SQL only where the builder cannot say it in one statement. */
 export async function queryRows<T>(db: Pick<Db, 'execute'>, statement: SQL): Promise<T[]> {
-  const result = await db.execute(statement);
+  return rowsOf<T>(await db.execute(statement));
+}
+
+/** The rows of a raw statement's result, on either driver. */
+export function rowsOf<T>(result: unknown): T[] {
   return ((result as { rows?: unknown }).rows ?? result) as T[];
 }
 

@@ -1,0 +1,103 @@
+/**
+ * How a fresh server's cost per code flow falls while V8 warms up — what the bench's cold round
+ * averages into one number (its `--quick` window of 2 s sees mostly the first seconds):
+ *
+ *   node bin/run-ts.js bench/cold-flows.ts [postgres|pglite] [SECONDS]
+ *
+ * Sets up a database and a bench user and client as `npm run bench` does, starts bench/server.ts
+ * afresh, signs in through the pages, then prints the server's CPU time of each of five single
+ * flows and, for SECONDS (default 6) of 16 concurrent undici flows, flows/s and server CPU µs per
+ * flow (user + system) for every second, and the total. Wrap it in `flock /tmp/fieldgate-bench.lock`.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Child } from './lib/child.js';
+import { signInAndConsent } from './lib/browser.js';
+import { runFlow, type OAuthTarget } from './lib/oauth-client.js';
+import { createBenchDatabase } from './lib/postgres.js';
+import { createUndiciAgent, undiciSender } from './lib/undici.js';
+import { freePort } from '../test/support/processes.js';
+
+const kind = process.argv[2] ?? 'postgres';
+const seconds = Number(process.argv[3] ?? 6);
+const concurrency = 16;
+
+let storage: Record<string, string | undefined>;
+let cleanup: () => Promise<void>;
+if (kind === 'postgres') {
+  const created = await createBenchDatabase();
+  if ('skipped' in created) throw new Error(created.skipped);
+  storage = { DATABASE_URL: created.url, DATA_DIR: undefined };
+  cleanup = created.drop;
+} else {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'fieldgate-cold-flows-'));
+  storage = { DATABASE_URL: undefined, DATA_DIR: dataDir };
+  cleanup = async () => rmSync(dataDir, { recursive: true, force: true });
+}
+
+const port = await freePort();
+const env = { PORT: String(port), HOST: '127.0.0.1', ISSUER: `http://127.0.0.1:${port}`, LOG_LEVEL: 'info', NODE_ENV: 'production', ...storage };
+const setup = Child.start({ entry: 'bench/server.ts', env: { ...env, BENCH_PHASE: 'setup' } });
+const credentials = (await setup.ready) as unknown as { username: string; password: string; clientId: string; clientSecret: string; redirectUri: string; scope: string };
+await setup.stop();
+
+const server = Child.start({ entry: 'bench/server.ts', env, stdoutFile: path.join(os.tmpdir(), 'fieldgate-cold-flows.log') });
+const agent = createUndiciAgent(concurrency);
+try {
+  const { url } = (await server.ready) as unknown as { url: string };
+  const base: Omit<OAuthTarget, 'cookie'> = {
+    label: `Fieldgate · ${kind}`,
+    baseUrl: url,
+    authorizePath: '/authorize',
+    tokenPath: '/token',
+    introspectPath: '/introspect',
+    clientId: credentials.clientId,
+    clientSecret: credentials.clientSecret,
+    redirectUri: credentials.redirectUri,
+    scope: credentials.scope,
+  };
+  const target: OAuthTarget = { ...base, cookie: (await signInAndConsent(base, credentials.username, credentials.password)).cookie };
+  const send = undiciSender(agent);
+  const cpu = () => server.call<NodeJS.CpuUsage>('cpu');
+
+  const singles: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    const before = await cpu();
+    await runFlow(target, send);
+    const after = await cpu();
+    singles.push(`${((after.user + after.system - before.user - before.system) / 1000).toFixed(1)} ms`);
+  }
+  console.log(`first five flows, one at a time (server CPU, IPC included): ${singles.join(', ')}`);
+
+  const end = Date.now() + seconds * 1000;
+  let done = 0;
+  const loops = Array.from({ length: concurrency }, async () => {
+    while (Date.now() < end) {
+      await runFlow(target, send);
+      done++;
+    }
+  });
+  let last = await cpu();
+  let lastDone = 0;
+  const total = { user: 0, system: 0, flows: 0 };
+  let second = 0;
+  while (Date.now() < end) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const now = await cpu();
+    const flows = done - lastDone;
+    const user = now.user - last.user;
+    const system = now.system - last.system;
+    second++;
+    console.log(`second ${second}: ${flows} flows/s, ${(user / flows).toFixed(0)} µs user + ${(system / flows).toFixed(0)} µs system per flow`);
+    Object.assign(total, { user: total.user + user, system: total.system + system, flows: total.flows + flows });
+    last = now;
+    lastDone = done;
+  }
+  await Promise.all(loops);
+  console.log(`total: ${total.flows} flows, ${((total.user + total.system) / total.flows).toFixed(0)} µs server CPU per flow (${(total.user / total.flows).toFixed(0)} user + ${(total.system / total.flows).toFixed(0)} system)`);
+} finally {
+  await agent.close();
+  await server.stop();
+  await cleanup();
+}

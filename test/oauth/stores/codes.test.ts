@@ -1,0 +1,54 @@
+/**
+ * The code flow's two statements (issue a code if consented, redeem it) are built once with
+ * placeholders: every flow must send the same text, whatever its values, and still get its own
+ * answers back.
+ */
+import { beforeAll, expect, it } from 'vitest';
+import { describeEachDatabase } from '../../support/runtime.js';
+import { captureSql } from '../../support/sql.js';
+import { authorizeParams, Browser, buildTokenCast, redirectParams, tokenRequest, type TestClient, type TestUser } from '../../support/oauth.js';
+
+describeEachDatabase('authorization code statements', (context) => {
+  let client: TestClient;
+  let user: TestUser;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    ({ client, user } = await buildTokenCast(context().runtime));
+    browser = new Browser(context().app);
+    // Sign in and consent once, so the flows below go straight through issueIfConsented.
+    await browser.authorize(authorizeParams(client, { scope: 'products:read orders:read' }), user);
+  });
+
+  /** One flow with an established session and consent; returns the statements it sent and its tokens. */
+  async function flow(scope: string, nonce?: string) {
+    const params = authorizeParams(client, { scope, ...(nonce ? { nonce } : {}) });
+    let tokens: { status: number; body: { scope?: string; refresh_token?: string } } | undefined;
+    const statements = await captureSql(context().runtime, async () => {
+      const res = await browser.open(`/authorize?${new URLSearchParams(params as Record<string, string>)}`);
+      expect(res.status).toBe(302);
+      const code = redirectParams(res).get('code')!;
+      tokens = await tokenRequest(context().app, { grant_type: 'authorization_code', code, redirect_uri: client.redirectUri, code_verifier: params.verifier }, client);
+    });
+    return { statements, tokens: tokens! };
+  }
+
+  it('sends the same statement texts for flows with different values, and answers each with its own', async () => {
+    const first = await flow('products:read');
+    const second = await flow('orders:read products:read', 'n-0S6_WzA2Mj');
+    expect(first.tokens.status).toBe(200);
+    expect(second.tokens.status).toBe(200);
+    expect(first.tokens.body.scope).toBe('products:read');
+    expect(second.tokens.body.scope).toBe('orders:read products:read');
+    expect(first.tokens.body.refresh_token).not.toBe(second.tokens.body.refresh_token);
+
+    const issue = (statements: string[]) => statements.filter((text) => text.includes('with signed_in as'));
+    const redeem = (statements: string[]) => statements.filter((text) => text.includes('with redeemed as'));
+    expect(issue(first.statements)).toHaveLength(1);
+    expect(redeem(first.statements)).toHaveLength(1);
+    expect(issue(second.statements)).toEqual(issue(first.statements));
+    expect(redeem(second.statements)).toEqual(redeem(first.statements));
+    // Values travel as parameters, never in the text.
+    expect(issue(first.statements)[0]).not.toContain('products:read');
+  });
+});
