@@ -114,12 +114,13 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     };
   }
 
-  const [{ PGlite }, { drizzle: drizzlePglite }, { migrate: migratePglite }, { EMBEDDED_START_PARAMS, initializeDataDir }] = await Promise.all([
+  const [{ PGlite }, { drizzle: drizzlePglite }, { migrate: migratePglite }, { EMBEDDED_START_PARAMS, initializeDataDir, limitWasmCompilation }] = await Promise.all([
     import('@electric-sql/pglite'),
     import('drizzle-orm/pglite'),
     import('drizzle-orm/pglite/migrator'),
     import('./performance/pglite-memory.js'),
   ]);
+  limitWasmCompilation();
   const dataDir = options.dataDir ?? 'memory://';
   const startParams = [...EMBEDDED_START_PARAMS];
   let lock: DataDirLock | undefined;

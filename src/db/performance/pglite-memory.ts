@@ -4,7 +4,9 @@
  * for Fieldgate's data rather than initdb's 128 MB default, which PostgreSQL touches entirely at
  * start, and (2) a new data directory is created (initdb runs a second PGlite and its own
  * WebAssembly program) by a short-lived child process: a worker thread would leave its malloc
- * arena and compiled code behind in this process.
+ * arena and compiled code behind in this process, and (3) V8 optimizes PostgreSQL's hot functions
+ * one at a time: each optimizing compile of a large function takes tens of MiB of scratch memory,
+ * and several at once raise the peak and leave the malloc arenas they used large.
  * Measured effect and removal condition: docs/PERFORMANCE.md.
  */
 import { existsSync } from 'node:fs';
@@ -12,10 +14,19 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import v8 from 'node:v8';
 import { PGlite } from '@electric-sql/pglite';
 
 /** Server settings given to every embedded start, after PGlite's own. */
 export const EMBEDDED_START_PARAMS: readonly string[] = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'];
+
+/** V8 reads it whenever it starts compiling a WebAssembly module's functions, so it must be set before PGlite starts. */
+export const EMBEDDED_WASM_FLAGS = '--wasm-num-compilation-tasks=1';
+
+/** Applies EMBEDDED_WASM_FLAGS to the whole process; PGlite's is the only large WebAssembly program in it. */
+export function limitWasmCompilation(): void {
+  v8.setFlagsFromString(EMBEDDED_WASM_FLAGS);
+}
 
 /** Run as `node -e INITDB PGLITE_ENTRY PGDATA START_PARAMS_JSON`. */
 const INITDB = `

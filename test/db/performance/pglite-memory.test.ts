@@ -1,9 +1,10 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import v8 from 'node:v8';
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { openDatabase, type Database } from '../../../src/db/database.js';
-import { initializeDataDir } from '../../../src/db/performance/pglite-memory.js';
+import { EMBEDDED_WASM_FLAGS, initializeDataDir } from '../../../src/db/performance/pglite-memory.js';
 import { temporaryDirectories } from '../../support/temp-dirs.js';
 
 async function setting(database: Database, name: 'shared_buffers'): Promise<string> {
@@ -23,6 +24,18 @@ describe('the embedded database’s memory', () => {
       } finally {
         await database.close();
       }
+    }
+  });
+
+  it('has V8 optimize one WebAssembly function at a time before PGlite compiles its program', async () => {
+    const setFlags = vi.spyOn(v8, 'setFlagsFromString');
+    try {
+      const database = await openDatabase({});
+      await database.close();
+      expect(setFlags).toHaveBeenCalledWith(EMBEDDED_WASM_FLAGS);
+      expect(EMBEDDED_WASM_FLAGS).toBe('--wasm-num-compilation-tasks=1');
+    } finally {
+      setFlags.mockRestore();
     }
   });
 
