@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { childEnv, FIELDGATE_BIN, runCli, startServerProcess, type ServerProcess } from './support/processes.js';
+import { Browser } from './support/oauth.js';
+import { DEMO_PASSWORD, DEMO_USERNAME } from '../src/demo/seed.js';
 
 describe('fieldgate serve on an embedded data directory', () => {
   const cleanups: (() => Promise<void> | void)[] = [];
@@ -38,6 +40,10 @@ describe('fieldgate serve on an embedded data directory', () => {
       redirect_uri: `${server.url}/demo/callback`,
       code_challenge_method: 'S256',
     });
+    // The demo user (its password hashed before the embedded database loaded) signs in through the printed link.
+    const landing = await new Browser(server.url).authorize(Object.fromEntries(authorize.searchParams), { id: 0, username: DEMO_USERNAME, password: DEMO_PASSWORD });
+    expect(landing.status).toBe(302);
+    expect(landing.headers.location!.startsWith(`${server.url}/demo/callback?code=`)).toBe(true);
   });
 
   it('keeps its data across a clean stop and across kill -9', async () => {

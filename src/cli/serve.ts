@@ -16,22 +16,26 @@ export async function describeDemo(config: Config, seeded: DemoSeedResult): Prom
 }
 
 async function serve(io: Io, config: Config): Promise<void> {
-  const [{ createLogger, flushLogger }, { openRuntime }, { reservePort, startServer }, { seedDemo, isEmptyDatabase }, { loadConfig }] = await Promise.all([
-    import('../logger.js'),
-    import('../runtime.js'),
-    import('../server.js'),
-    import('../demo/seed.js'),
-    import('../config.js'),
-  ]);
+  const [{ createLogger, flushLogger }, { openRuntime }, { reservePort, startServer }, { seedDemo, isEmptyDatabase, demoPasswordHash }, { loadConfig }, { isNewEmbeddedDataDir }] =
+    await Promise.all([
+      import('../logger.js'),
+      import('../runtime.js'),
+      import('../server.js'),
+      import('../demo/seed.js'),
+      import('../config.js'),
+      import('../db/database.js'),
+    ]);
   // PORT=0 picks a free port; tokens and links need to name it, so pick it before they are made.
   if (config.port === 0 && !io.env.ISSUER?.trim()) config = loadConfig({ ...io.env, PORT: String(await reservePort(config.host)) });
   const logger = createLogger(config.logLevel);
+  // Hashed before the embedded database loads, so the two never hold memory at once (the first start's peak).
+  const passwordHash = config.demo && !config.databaseUrl && isNewEmbeddedDataDir(config.dataDir) ? await demoPasswordHash() : undefined;
   const runtime = await openRuntime(config, logger);
   let demo: DemoSeedResult | undefined;
   try {
     // Demo data goes only into an embedded database, or wherever DEMO=true asks for it.
     if (config.demo && (runtime.database.kind === 'postgres' || (await isEmptyDatabase(runtime.db)) || (await runtime.clients.find('demo-client')))) {
-      demo = await seedDemo(runtime);
+      demo = await seedDemo(runtime, passwordHash === undefined ? {} : { passwordHash });
     }
   } catch (error) {
     await runtime.close();

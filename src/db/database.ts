@@ -4,7 +4,7 @@
  * schema and relations, so nothing outside this file knows which one it talks to.
  */
 import { fileURLToPath } from 'node:url';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
@@ -50,6 +50,11 @@ export interface Database {
   /** Subscribes to every SQL statement sent (used by tests to prove column-level loading). */
   onQuery(listener: QueryListener): () => void;
   close(): Promise<void>;
+}
+
+/** Whether `dataDir` holds no embedded database yet (memory:// never does). */
+export function isNewEmbeddedDataDir(dataDir: string): boolean {
+  return dataDir === 'memory://' || !existsSync(path.join(dataDir, 'pgdata', 'PG_VERSION'));
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {

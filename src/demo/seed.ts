@@ -4,6 +4,7 @@ import type { Runtime } from '../runtime.js';
 import { clients as clientRows, orderItems, orders, products, reviews, sellers, shippingPolicies, users } from '../db/schema.js';
 import { instanceSecret } from '../db/instance-secrets.js';
 import type { Db } from '../db/database.js';
+import { hashPassword } from '../crypto/passwords.js';
 
 export const DEMO_USERNAME = 'demo';
 export const DEMO_PASSWORD = 'demo';
@@ -92,14 +93,22 @@ async function seedDemoOrders(db: Db, userId: number): Promise<void> {
  * The demo client's secret is kept in `instance_secrets` (insert-if-absent), so restarts and every instance on one
  * database print and accept the same secret instead of rotating it under each other.
  */
-export async function seedDemo(runtime: Runtime): Promise<DemoSeedResult> {
+/**
+ * The demo user's password hash, for a first start to compute before the embedded database is loaded: scrypt holds
+ * 32 MiB while it runs, which would otherwise add to the embedded database's memory at the start's peak.
+ */
+export function demoPasswordHash(): Promise<string> {
+  return hashPassword(DEMO_PASSWORD);
+}
+
+export async function seedDemo(runtime: Runtime, options: { passwordHash?: string } = {}): Promise<DemoSeedResult> {
   const { db, users: userStore, clients } = runtime;
   const productsCreated = await seedCatalogue(db);
 
   let userCreated = false;
   const [existingUser] = await db.select({ id: users.id }).from(users).where(eq(users.username, DEMO_USERNAME));
   if (!existingUser) {
-    const user = await userStore.create(DEMO_USERNAME, DEMO_PASSWORD, { allowShortPassword: true });
+    const user = await userStore.create(DEMO_USERNAME, DEMO_PASSWORD, { allowShortPassword: true, ...options });
     await seedDemoOrders(db, user.id);
     userCreated = true;
   }

@@ -54,11 +54,14 @@ function validateProfile(profile: UserProfile): Partial<typeof users.$inferInser
 export class UserStore {
   constructor(private readonly db: Db) {}
 
-  /** `allowShortPassword` is for the demo account only, whose password is public by design. */
+  /**
+   * `allowShortPassword` is for the demo account only, whose password is public by design; so is `passwordHash`, the
+   * hash of `password` computed earlier by the caller (see `demoPasswordHash`).
+   */
   async create(
     username: string,
     password: string,
-    options: { allowShortPassword?: boolean; profile?: UserProfile } = {},
+    options: { allowShortPassword?: boolean; profile?: UserProfile; passwordHash?: string } = {},
   ): Promise<{ id: number; username: string }> {
     const name = username.trim();
     if (!/^[A-Za-z0-9._@-]{1,64}$/.test(name)) {
@@ -67,7 +70,7 @@ export class UserStore {
     checkPassword(password, options.allowShortPassword ? 1 : MIN_PASSWORD_LENGTH);
     const [row] = await this.db
       .insert(users)
-      .values({ username: name, passwordHash: await hashPassword(password), ...validateProfile(options.profile ?? {}) })
+      .values({ username: name, passwordHash: options.passwordHash ?? (await hashPassword(password)), ...validateProfile(options.profile ?? {}) })
       .onConflictDoNothing()
       .returning({ id: users.id, username: users.username });
     if (!row) throw new UserRegistrationError(`the username ${name} is taken`);
