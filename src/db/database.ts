@@ -119,13 +119,14 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     };
   }
 
-  const [{ PGlite }, { drizzle: drizzlePglite }, { migrate: migratePglite }, { EMBEDDED_START_PARAMS, initializeDataDir, limitWasmCompilation }] = await Promise.all([
+  const [{ PGlite }, { drizzle: drizzlePglite }, { migrate: migratePglite }, { EMBEDDED_START_PARAMS, initializeDataDir, limitHeapGrowth, limitWasmCompilation }] = await Promise.all([
     import('@electric-sql/pglite'),
     import('drizzle-orm/pglite'),
     import('drizzle-orm/pglite/migrator'),
     import('./performance/pglite-memory.js'),
   ]);
   limitWasmCompilation();
+  limitHeapGrowth();
   const dataDir = options.dataDir ?? 'memory://';
   const startParams = [...EMBEDDED_START_PARAMS];
   let lock: DataDirLock | undefined;

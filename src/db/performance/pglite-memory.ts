@@ -6,7 +6,11 @@
  * WebAssembly program) by a short-lived child process: a worker thread would leave its malloc
  * arena and compiled code behind in this process, and (3) V8 optimizes PostgreSQL's hot functions
  * one at a time: each optimizing compile of a large function takes tens of MiB of scratch memory,
- * and several at once raise the peak and leave the malloc arenas they used large.
+ * and several at once raise the peak and leave the malloc arenas they used large, and (4) the JS
+ * heap's old generation grows only a fifth past what survived the last full collection: under
+ * concurrent requests short-lived objects are promoted, and V8's default factor (up to 4×) let old
+ * space fill with tens of MiB of garbage that stays resident once the server goes idle, since V8
+ * only collects again when something allocates.
  * Measured effect and removal condition: docs/PERFORMANCE.md.
  */
 import { existsSync } from 'node:fs';
@@ -26,6 +30,14 @@ export const EMBEDDED_WASM_FLAGS = '--wasm-num-compilation-tasks=1';
 /** Applies EMBEDDED_WASM_FLAGS to the whole process; PGlite's is the only large WebAssembly program in it. */
 export function limitWasmCompilation(): void {
   v8.setFlagsFromString(EMBEDDED_WASM_FLAGS);
+}
+
+/** Read by V8 each time it sets the next full-collection limit, so it applies from the next collection on. */
+export const EMBEDDED_HEAP_FLAGS = '--heap-growing-percent=20';
+
+/** Applies EMBEDDED_HEAP_FLAGS to the whole process: the embedded server's live heap is small and steady. */
+export function limitHeapGrowth(): void {
+  v8.setFlagsFromString(EMBEDDED_HEAP_FLAGS);
 }
 
 /** Run as `node -e INITDB PGLITE_ENTRY PGDATA START_PARAMS_JSON`. */
