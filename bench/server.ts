@@ -14,6 +14,7 @@
  * user and a confidential client, reports them to the orchestrator over IPC, and exits.
  */
 import http from 'node:http';
+import v8 from 'node:v8';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { eq } from 'drizzle-orm';
@@ -21,7 +22,7 @@ import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
 import { openRuntime, type Runtime } from '../src/runtime.js';
 import { createApp } from '../src/app.js';
-import { applyConnectionBounds } from '../src/server.js';
+import { applyConnectionBounds, limitHeapGrowth } from '../src/server.js';
 import { seedDemo } from '../src/demo/seed.js';
 import { products } from '../src/db/schema.js';
 import { randomToken } from '../src/crypto/secrets.js';
@@ -94,14 +95,18 @@ async function setup(): Promise<void> {
 
 /**
  * What-if changes for profiling findings, applied here without touching src/ (BENCH_EXPERIMENTS,
- * from `--experiment=NAME`). None is defined at present: the last one, `token-cache`, landed in
- * src/tokens/access-token.ts.
+ * from `--experiment=NAME`):
+ *   default-heap-growth   V8's own old-generation growth instead of `limitHeapGrowth`'s (0 means
+ *                         V8's dynamic factor), to re-measure what that setting costs and saves
  */
-const EXPERIMENTS: Record<string, (runtime: Runtime) => void> = {};
+const EXPERIMENTS: Record<string, (runtime: Runtime) => void> = {
+  'default-heap-growth': () => v8.setFlagsFromString('--heap-growing-percent=0'),
+};
 
 /** Phase two: serve Fieldgate and the baselines until the orchestrator says stop. */
 async function serve(): Promise<void> {
   const config = loadConfig(process.env);
+  limitHeapGrowth();
   const runtime = await openRuntime(config, createLogger(config.logLevel));
   for (const name of (process.env.BENCH_EXPERIMENTS ?? '').split(',').filter(Boolean)) {
     const experiment = EXPERIMENTS[name];

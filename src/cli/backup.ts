@@ -3,6 +3,7 @@ import { existsSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config.js';
+import { clusterDirectory, hasCluster } from '../db/embedded-cluster.js';
 import { CommandFailed, defineCommand, print, UsageError, withRuntime } from './command.js';
 
 function embeddedDataDir(config: Config, command: string): string {
@@ -15,7 +16,7 @@ async function withLockedDataDir<T>(dataDir: string, fn: (pgdata: string) => Pro
   const { acquireDataDirLock } = await import('../db/data-dir-lock.js');
   const lock = acquireDataDirLock(dataDir);
   try {
-    return await fn(path.join(dataDir, 'pgdata'));
+    return await fn(clusterDirectory(dataDir));
   } finally {
     lock.release();
   }
@@ -31,7 +32,7 @@ const backup = defineCommand({
     const dataDir = embeddedDataDir(config(), 'backup');
     const output = path.resolve(values.output);
     if (existsSync(output) && !values.force) throw new CommandFailed(`${output} exists; pass --force to overwrite it`);
-    if (!existsSync(path.join(dataDir, 'pgdata'))) throw new CommandFailed(`there is no database in ${dataDir}`);
+    if (!hasCluster(clusterDirectory(dataDir))) throw new CommandFailed(`there is no database in ${dataDir}`);
     const bytes = await withLockedDataDir(dataDir, async (pgdata) => {
       const { PGlite } = await import('@electric-sql/pglite');
       const db = new PGlite(pgdata);

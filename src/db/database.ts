@@ -4,8 +4,7 @@
  * schema and relations, so nothing outside this file knows which one it talks to.
  */
 import { fileURLToPath } from 'node:url';
-import { existsSync, mkdirSync } from 'node:fs';
-import path from 'node:path';
+import { mkdirSync } from 'node:fs';
 import type { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
 import type { PgAsyncDatabase } from 'drizzle-orm/pg-core/async/db';
@@ -14,6 +13,7 @@ import { DEFAULT_PREPARED_STATEMENTS } from '../config.js';
 import { PreparedStatementPolicy, withPreparedStatements } from './performance/prepared-statements.js';
 import { withPgliteStatements } from './performance/pglite-statements.js';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.js';
+import { clusterDirectory, hasCluster } from './embedded-cluster.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Db = PgAsyncDatabase<any, Relations>;
@@ -54,7 +54,7 @@ export interface Database {
 
 /** Whether `dataDir` holds no embedded database yet (memory:// never does). */
 export function isNewEmbeddedDataDir(dataDir: string): boolean {
-  return dataDir === 'memory://' || !existsSync(path.join(dataDir, 'pgdata', 'PG_VERSION'));
+  return dataDir === 'memory://' || !hasCluster(clusterDirectory(dataDir));
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
@@ -119,14 +119,13 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     };
   }
 
-  const [{ PGlite }, { drizzle: drizzlePglite }, { migrate: migratePglite }, { EMBEDDED_START_PARAMS, initializeDataDir, limitHeapGrowth, limitWasmCompilation }] = await Promise.all([
+  const [{ PGlite }, { drizzle: drizzlePglite }, { migrate: migratePglite }, { EMBEDDED_START_PARAMS, initializeDataDir, limitWasmCompilation }] = await Promise.all([
     import('@electric-sql/pglite'),
     import('drizzle-orm/pglite'),
     import('drizzle-orm/pglite/migrator'),
     import('./performance/pglite-memory.js'),
   ]);
   limitWasmCompilation();
-  limitHeapGrowth();
   const dataDir = options.dataDir ?? 'memory://';
   const startParams = [...EMBEDDED_START_PARAMS];
   let lock: DataDirLock | undefined;
@@ -138,7 +137,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     mkdirSync(dataDir, { recursive: true });
     lock = acquireDataDirLock(dataDir);
     try {
-      const pgdata = path.join(dataDir, 'pgdata');
+      const pgdata = clusterDirectory(dataDir);
       await initializeDataDir(pgdata);
       client = new PGlite(pgdata, { startParams });
       await client.waitReady;

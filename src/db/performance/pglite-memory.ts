@@ -6,20 +6,15 @@
  * WebAssembly program) by a short-lived child process: a worker thread would leave its malloc
  * arena and compiled code behind in this process, and (3) V8 optimizes PostgreSQL's hot functions
  * one at a time: each optimizing compile of a large function takes tens of MiB of scratch memory,
- * and several at once raise the peak and leave the malloc arenas they used large, and (4) the JS
- * heap's old generation grows only a fifth past what survived the last full collection: under
- * concurrent requests short-lived objects are promoted, and V8's default factor (up to 4×) let old
- * space fill with tens of MiB of garbage that stays resident once the server goes idle, since V8
- * only collects again when something allocates.
+ * and several at once raise the peak and leave the malloc arenas they used large.
  * Measured effect and removal condition: docs/PERFORMANCE.md.
  */
-import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import v8 from 'node:v8';
 import { PGlite } from '@electric-sql/pglite';
+import { hasCluster } from '../embedded-cluster.js';
 
 /** Server settings given to every embedded start, after PGlite's own. */
 export const EMBEDDED_START_PARAMS: readonly string[] = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'];
@@ -32,14 +27,6 @@ export function limitWasmCompilation(): void {
   v8.setFlagsFromString(EMBEDDED_WASM_FLAGS);
 }
 
-/** Read by V8 each time it sets the next full-collection limit, so it applies from the next collection on. */
-export const EMBEDDED_HEAP_FLAGS = '--heap-growing-percent=20';
-
-/** Applies EMBEDDED_HEAP_FLAGS to the whole process: the embedded server's live heap is small and steady. */
-export function limitHeapGrowth(): void {
-  v8.setFlagsFromString(EMBEDDED_HEAP_FLAGS);
-}
-
 /** Run as `node -e INITDB PGLITE_ENTRY PGDATA START_PARAMS_JSON`. */
 const INITDB = `
 const [pglite, pgdata, startParams] = process.argv.slice(1);
@@ -50,7 +37,7 @@ pg.waitReady.then(() => pg.close()).catch((error) => { console.error(error); pro
 
 /** Creates the PostgreSQL cluster in `pgdata` if there is none yet, in a process of its own. */
 export async function initializeDataDir(pgdata: string): Promise<void> {
-  if (existsSync(path.join(pgdata, 'PG_VERSION'))) return;
+  if (hasCluster(pgdata)) return;
   const pglite = createRequire(import.meta.url).resolve('@electric-sql/pglite');
   try {
     await promisify(execFile)(process.execPath, ['-e', INITDB, pglite, pgdata, JSON.stringify(EMBEDDED_START_PARAMS)]);
@@ -58,5 +45,5 @@ export async function initializeDataDir(pgdata: string): Promise<void> {
     const stderr = (error as { stderr?: string }).stderr?.trim();
     throw new Error(`could not create the embedded database in ${pgdata}${stderr ? `: ${stderr}` : ''}`, { cause: error });
   }
-  if (!existsSync(path.join(pgdata, 'PG_VERSION'))) throw new Error(`creating the embedded database in ${pgdata} left no PG_VERSION`);
+  if (!hasCluster(pgdata)) throw new Error(`creating the embedded database in ${pgdata} left no PG_VERSION`);
 }

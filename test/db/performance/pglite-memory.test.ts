@@ -4,7 +4,7 @@ import { existsSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { openDatabase, type Database } from '../../../src/db/database.js';
-import { EMBEDDED_HEAP_FLAGS, EMBEDDED_WASM_FLAGS, initializeDataDir } from '../../../src/db/performance/pglite-memory.js';
+import { EMBEDDED_WASM_FLAGS, initializeDataDir } from '../../../src/db/performance/pglite-memory.js';
 import { temporaryDirectories } from '../../support/temp-dirs.js';
 
 async function setting(database: Database, name: 'shared_buffers'): Promise<string> {
@@ -34,18 +34,6 @@ describe('the embedded database’s memory', () => {
       await database.close();
       expect(setFlags).toHaveBeenCalledWith(EMBEDDED_WASM_FLAGS);
       expect(EMBEDDED_WASM_FLAGS).toBe('--wasm-num-compilation-tasks=1');
-    } finally {
-      setFlags.mockRestore();
-    }
-  });
-
-  it('has V8 grow the old generation by a fifth past what survived the last full collection', async () => {
-    const setFlags = vi.spyOn(v8, 'setFlagsFromString');
-    try {
-      const database = await openDatabase({});
-      await database.close();
-      expect(setFlags).toHaveBeenCalledWith(EMBEDDED_HEAP_FLAGS);
-      expect(EMBEDDED_HEAP_FLAGS).toBe('--heap-growing-percent=20');
     } finally {
       setFlags.mockRestore();
     }
