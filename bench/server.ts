@@ -14,7 +14,6 @@
  * user and a confidential client, reports them to the orchestrator over IPC, and exits.
  */
 import http from 'node:http';
-import v8 from 'node:v8';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { eq } from 'drizzle-orm';
@@ -22,7 +21,8 @@ import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
 import { openRuntime, type Runtime } from '../src/runtime.js';
 import { createApp } from '../src/app.js';
-import { applyConnectionBounds, limitHeapGrowth } from '../src/server.js';
+import { applyConnectionBounds } from '../src/server.js';
+import { startIdleCollection } from '../src/idle-collection.js';
 import { seedDemo } from '../src/demo/seed.js';
 import { products } from '../src/db/schema.js';
 import { randomToken } from '../src/crypto/secrets.js';
@@ -95,18 +95,14 @@ async function setup(): Promise<void> {
 
 /**
  * What-if changes for profiling findings, applied here without touching src/ (BENCH_EXPERIMENTS,
- * from `--experiment=NAME`):
- *   default-heap-growth   V8's own old-generation growth instead of `limitHeapGrowth`'s (0 means
- *                         V8's dynamic factor), to re-measure what that setting costs and saves
+ * from `--experiment=NAME`). None is defined at present: the last one, `token-cache`, landed in
+ * src/tokens/access-token.ts.
  */
-const EXPERIMENTS: Record<string, (runtime: Runtime) => void> = {
-  'default-heap-growth': () => v8.setFlagsFromString('--heap-growing-percent=0'),
-};
+const EXPERIMENTS: Record<string, (runtime: Runtime) => void> = {};
 
 /** Phase two: serve Fieldgate and the baselines until the orchestrator says stop. */
 async function serve(): Promise<void> {
   const config = loadConfig(process.env);
-  limitHeapGrowth();
   const runtime = await openRuntime(config, createLogger(config.logLevel));
   for (const name of (process.env.BENCH_EXPERIMENTS ?? '').split(',').filter(Boolean)) {
     const experiment = EXPERIMENTS[name];
@@ -119,6 +115,8 @@ async function serve(): Promise<void> {
 
   const server = http.createServer(app);
   applyConnectionBounds(server);
+  // As `fieldgate serve` does (startServer), so the measured process holds what a real one holds.
+  startIdleCollection({ idleSeconds: config.idleCollectionAfter });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());

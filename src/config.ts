@@ -105,6 +105,8 @@ export interface Config {
   /** Seconds expired codes and refresh tokens, and revoked grants, are kept (never less than the access-token TTL). */
   janitorRetention: number;
   janitorBatchSize: number;
+  /** Seconds of quiet before the server collects garbage once (0: never; see idle-collection.ts). */
+  idleCollectionAfter: number;
   dpopProofMaxAge: number;
   /** Where DPoP proofs must carry a server nonce: `token` endpoint only, `all` (resources too), or `off` (DPOP_NONCE). */
   dpopNonce: DpopNoncePolicy;
@@ -330,6 +332,7 @@ export function loadConfig(env: Env = process.env): Config {
     janitorInterval: setting(env, POLICY.janitorInterval),
     janitorRetention: setting(env, POLICY.janitorRetention),
     janitorBatchSize: setting(env, POLICY.janitorBatchSize),
+    idleCollectionAfter: setting(env, POLICY.idleCollectionAfter),
     dpopProofMaxAge: integer(env, 'DPOP_PROOF_MAX_AGE', 60, 1, 300),
     dpopNonce: dpopNonce(env),
     clientJwksAllowPrivate: flag(env, 'CLIENT_JWKS_ALLOW_PRIVATE', false),

@@ -202,6 +202,15 @@ export const POLICY = {
     max: 100_000,
   },
 
+  idleCollectionAfter: {
+    description:
+      "Seconds the server's event loop must be quiet before it runs one full garbage collection, handing garbage left by a burst of requests back to the OS (0: leave it to V8).",
+    default: 10,
+    env: 'IDLE_COLLECTION_AFTER',
+    min: 0,
+    max: HOUR,
+  },
+
   databasePoolSize: {
     description: 'Connections in the PostgreSQL pool.',
     default: 10,

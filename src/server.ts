@@ -1,12 +1,12 @@
 /** Graceful shutdown: stop accepting, let in-flight requests finish (bounded), then close the database. */
 import http from 'node:http';
-import v8 from 'node:v8';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
 import type { Runtime } from './runtime.js';
 import { answerClientErrors } from './http/client-error.js';
 import { janitorPolicy, sweep, sweptRows } from './oauth/janitor.js';
 import { startMetricsServer } from './http/metrics.js';
+import { startIdleCollection } from './idle-collection.js';
 
 export const SHUTDOWN_TIMEOUT_MS = 10_000;
 
@@ -23,20 +23,6 @@ export function applyConnectionBounds(server: http.Server): void {
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
   server.keepAliveTimeout = 5_000;
-}
-
-/** Read by V8 each time it sets the next full-collection limit, so it applies from the next collection on. */
-export const SERVER_HEAP_FLAGS = '--heap-growing-percent=20';
-
-/**
- * Lets the server's old generation grow only a fifth past what survived the last full collection.
- * Under concurrent requests short-lived objects get promoted, and V8's default factor (up to 4×)
- * lets old space fill with tens of MiB of garbage that stays resident once the server goes idle,
- * since V8 collects again only when something allocates. The live heap of a server is small and
- * steady, so the tighter limit costs few extra collections. Measured: docs/PERFORMANCE.md.
- */
-export function limitHeapGrowth(): void {
-  v8.setFlagsFromString(SERVER_HEAP_FLAGS);
 }
 
 /** Sweeps expired rows every JANITOR_INTERVAL seconds; the returned function stops it and waits for a sweep under way. */
@@ -88,6 +74,7 @@ export async function startServer(runtime: Runtime): Promise<RunningServer> {
     });
   });
   const stopJanitor = startJanitor(runtime);
+  const stopIdleCollection = startIdleCollection({ idleSeconds: runtime.config.idleCollectionAfter });
   const { port } = server.address() as AddressInfo;
   const metrics = runtime.config.metricsPort === undefined ? undefined : await startMetricsServer(runtime.config.metricsPort, runtime.config.host);
   const host = runtime.config.host.includes(':') ? `[${runtime.config.host}]` : runtime.config.host;
@@ -109,6 +96,7 @@ export async function startServer(runtime: Runtime): Promise<RunningServer> {
       await Promise.race([drained, timedOut]);
       clearTimeout(timer);
       await stopJanitor();
+      stopIdleCollection();
       await metrics?.close();
       await runtime.close();
     })());

@@ -1,5 +1,4 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
-import v8 from 'node:v8';
+import { afterEach, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -7,7 +6,6 @@ import { spawn } from 'node:child_process';
 import { childEnv, FIELDGATE_BIN, runCli, startServerProcess, type ServerProcess } from './support/processes.js';
 import { Browser } from './support/oauth.js';
 import { DEMO_PASSWORD, DEMO_USERNAME } from '../src/demo/seed.js';
-import { limitHeapGrowth, SERVER_HEAP_FLAGS } from '../src/server.js';
 
 describe('fieldgate serve on an embedded data directory', () => {
   const cleanups: (() => Promise<void> | void)[] = [];
@@ -115,18 +113,5 @@ describe('fieldgate serve on an embedded data directory', () => {
     const result = await runCli(['serve'], { DATA_DIR: 'memory://', PORT: 'abc' });
     expect(result.code).toBe(1);
     expect(result.stderr.trim()).toBe('fieldgate: PORT: must be a whole number from 0 to 65535, got "abc"');
-  });
-});
-
-describe('the server process’s heap', () => {
-  it('grows the old generation by a fifth past what survived the last full collection', () => {
-    const setFlags = vi.spyOn(v8, 'setFlagsFromString').mockImplementation(() => {});
-    try {
-      limitHeapGrowth();
-      expect(setFlags).toHaveBeenCalledWith('--heap-growing-percent=20');
-      expect(SERVER_HEAP_FLAGS).toBe('--heap-growing-percent=20');
-    } finally {
-      setFlags.mockRestore();
-    }
   });
 });

@@ -16,7 +16,7 @@ export async function describeDemo(config: Config, seeded: DemoSeedResult): Prom
 }
 
 async function serve(io: Io, config: Config): Promise<void> {
-  const [{ createLogger, flushLogger }, { openRuntime }, { limitHeapGrowth, reservePort, startServer }, { seedDemo, isEmptyDatabase, demoPasswordHash }, { loadConfig }, { isNewEmbeddedDataDir }] =
+  const [{ createLogger, flushLogger }, { openRuntime }, { reservePort, startServer }, { seedDemo, isEmptyDatabase, demoPasswordHash }, { loadConfig }, { isNewEmbeddedDataDir }] =
     await Promise.all([
       import('../logger.js'),
       import('../runtime.js'),
@@ -28,7 +28,6 @@ async function serve(io: Io, config: Config): Promise<void> {
   // PORT=0 picks a free port; tokens and links need to name it, so pick it before they are made.
   if (config.port === 0 && !io.env.ISSUER?.trim()) config = loadConfig({ ...io.env, PORT: String(await reservePort(config.host)) });
   const logger = createLogger(config.logLevel);
-  limitHeapGrowth();
   // Hashed before the embedded database loads, so the two never hold memory at once (the first start's peak).
   const passwordHash = config.demo && !config.databaseUrl && isNewEmbeddedDataDir(config.dataDir) ? await demoPasswordHash() : undefined;
   const runtime = await openRuntime(config, logger);
