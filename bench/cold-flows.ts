@@ -9,13 +9,12 @@
  * flows and, for SECONDS (default 6) of 16 concurrent undici flows, flows/s and server CPU µs per
  * flow (user + system) for every second, and the total. Wrap it in `flock /tmp/fieldgate-bench.lock`.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Child } from './lib/child.js';
 import { signInAndConsent } from './lib/browser.js';
 import { runFlow, type OAuthTarget } from './lib/oauth-client.js';
-import { createBenchDatabase } from './lib/postgres.js';
+import { createBenchStorage } from './lib/storage.js';
 import { createUndiciAgent, undiciSender } from './lib/undici.js';
 import { freePort } from '../test/support/processes.js';
 
@@ -23,18 +22,9 @@ const kind = process.argv[2] ?? 'postgres';
 const seconds = Number(process.argv[3] ?? 6);
 const concurrency = 16;
 
-let storage: Record<string, string | undefined>;
-let cleanup: () => Promise<void>;
-if (kind === 'postgres') {
-  const created = await createBenchDatabase();
-  if ('skipped' in created) throw new Error(created.skipped);
-  storage = { DATABASE_URL: created.url, DATA_DIR: undefined };
-  cleanup = created.drop;
-} else {
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'fieldgate-cold-flows-'));
-  storage = { DATABASE_URL: undefined, DATA_DIR: dataDir };
-  cleanup = async () => rmSync(dataDir, { recursive: true, force: true });
-}
+const created = await createBenchStorage(kind === 'postgres' ? 'postgres' : 'pglite');
+if ('skipped' in created) throw new Error(created.skipped);
+const { env: storage, drop: cleanup } = created;
 
 const port = await freePort();
 const env = { PORT: String(port), HOST: '127.0.0.1', ISSUER: `http://127.0.0.1:${port}`, LOG_LEVEL: 'info', NODE_ENV: 'production', ...storage };

@@ -22,7 +22,7 @@ import { basicAuth, formBody, request } from './lib/http.js';
 import { machineInfo } from './lib/machine.js';
 import { introspect, refresh, runFlow, type OAuthTarget } from './lib/oauth-client.js';
 import { freePort } from '../test/support/processes.js';
-import { createBenchDatabase } from './lib/postgres.js';
+import { createBenchStorage } from './lib/storage.js';
 import { writeReport } from './lib/report.js';
 import { formatSummary, summarize, type CpuProfile } from './lib/profile.js';
 import { ROUND_IDS, type RoundId, type RoundResult, type RunResults, type ScenarioResult, type ServerResult, type StartupResults, type Timing } from './lib/results.js';
@@ -580,23 +580,14 @@ async function benchStartupPostgres(startup: StartupResults, databaseUrl: string
 async function benchFieldgate(database: 'pglite' | 'postgres', load: Child, results: RunResults): Promise<ServerResult> {
   const label = `Fieldgate · ${database === 'pglite' ? 'PGlite' : 'PostgreSQL'}`;
   const result: ServerResult = { label, kind: 'fieldgate', database, memory: {}, read: {}, oauth: {}, setup: [], profiles: [] };
-  let env: Record<string, string | undefined>;
-  let cleanup: () => Promise<void>;
-  if (database === 'postgres') {
-    const created = await createBenchDatabase();
-    if ('skipped' in created) {
-      result.skipped = created.skipped;
-      log(`${label}: skipped — ${created.skipped}`);
-      return result;
-    }
-    results.postgresVersion = created.serverVersion;
-    env = { DATABASE_URL: created.url, DATA_DIR: undefined };
-    cleanup = created.drop;
-  } else {
-    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'fieldgate-bench-'));
-    env = { DATABASE_URL: undefined, DATA_DIR: dataDir };
-    cleanup = async () => rmSync(dataDir, { recursive: true, force: true });
+  const storage = await createBenchStorage(database);
+  if ('skipped' in storage) {
+    result.skipped = storage.skipped;
+    log(`${label}: skipped — ${storage.skipped}`);
+    return result;
   }
+  if (storage.serverVersion) results.postgresVersion = storage.serverVersion;
+  const { env, drop: cleanup } = storage;
 
   let server: Child | undefined;
   try {

@@ -19,7 +19,7 @@ export interface IdleCollectionOptions {
   /** How often the event loop's utilization is sampled. */
   sampleMs?: number;
   /** V8's full collection and heap size unless a caller brings its own. */
-  collect?: () => void;
+  collect?: () => Promise<void>;
   heapUsed?: () => number;
 }
 
@@ -54,16 +54,23 @@ export class IdleCollectionPolicy {
 }
 
 /**
- * V8's `gc`, taken from a context created while `--expose-gc` was briefly on: the main context and
- * every later one stay without it.
+ * V8's `gc`, taken from a context created while `--expose-gc` was briefly on (the main context and
+ * every later one stay without it). From V8 12 (Node 22) on it runs as a `last-resort` collection,
+ * which also compacts and hands the freed pages back to the OS, as a task of its own with no
+ * JavaScript on the stack. V8 11 (Node 20) has no such option (it reads unknown options as a young
+ * generation collection), so there it is a plain full collection: the garbage is freed, but most
+ * pages stay committed.
  */
-export function fullCollection(): () => void {
+export function fullCollection(): () => Promise<void> {
   v8.setFlagsFromString('--expose-gc');
+  let gc: (options?: { type: 'major'; execution: 'async'; flavor: 'last-resort' }) => Promise<void> | void;
   try {
-    return vm.runInNewContext('gc') as () => void;
+    gc = vm.runInNewContext('gc');
   } finally {
     v8.setFlagsFromString('--no-expose-gc');
   }
+  if (Number(process.versions.v8.split('.')[0]) >= 12) return async () => gc({ type: 'major', execution: 'async', flavor: 'last-resort' });
+  return async () => void gc();
 }
 
 /** Starts sampling; the returned function stops it. The timer never keeps the process alive. */
@@ -75,15 +82,18 @@ export function startIdleCollection(options: IdleCollectionOptions): () => void 
   const policy = new IdleCollectionPolicy(options.idleSeconds * 1000, options.minGrowthBytes ?? 16 * 1024 * 1024, heapUsed());
   let last = performance.eventLoopUtilization();
   let lastAt = performance.now();
+  let collecting = false;
   const timer = setInterval(() => {
     const now = performance.now();
     const sample = performance.eventLoopUtilization(last);
     last = performance.eventLoopUtilization();
-    if (policy.shouldCollect(now - lastAt, sample.utilization, heapUsed())) {
-      collect();
-      policy.collected(heapUsed());
-    }
+    const elapsedMs = now - lastAt;
     lastAt = now;
+    if (collecting || !policy.shouldCollect(elapsedMs, sample.utilization, heapUsed())) return;
+    collecting = true;
+    collect()
+      .then(() => policy.collected(heapUsed()))
+      .finally(() => (collecting = false));
   }, sampleMs);
   timer.unref();
   return () => clearInterval(timer);
