@@ -22,7 +22,7 @@ import { createLogger } from '../src/logger.js';
 import { openRuntime, type Runtime } from '../src/runtime.js';
 import { createApp } from '../src/app.js';
 import { applyConnectionBounds } from '../src/server.js';
-import { startIdleCollection } from '../src/idle-collection.js';
+import { startMemoryUpkeep } from '../src/server-memory.js';
 import { seedDemo } from '../src/demo/seed.js';
 import { products } from '../src/db/schema.js';
 import { randomToken } from '../src/crypto/secrets.js';
@@ -116,7 +116,7 @@ async function serve(): Promise<void> {
   const server = http.createServer(app);
   applyConnectionBounds(server);
   // As `fieldgate serve` does (startServer), so the measured process holds what a real one holds.
-  startIdleCollection({ idleSeconds: config.idleCollectionAfter });
+  startMemoryUpkeep(runtime.database.kind, config.idleCollectionAfter);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
