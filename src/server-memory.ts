@@ -6,8 +6,9 @@
  * collection; once requests stop nothing allocates, so V8 never collects again and tens of MiB of
  * garbage stay resident for as long as the server stays idle (V8's memory reducer did not run
  * within 20 s). One full collection once the event loop has been quiet for a while costs nothing
- * under load; where V8 cannot also give the freed pages back (Node 20), the embedded server, whose
- * WebAssembly database already holds most of its memory, also keeps its old generation small.
+ * under load. Since V8 11 (Node 20) cannot also give the freed pages back, the embedded server,
+ * whose requests cost enough that more frequent collections do not show, keeps its old generation
+ * small too.
  * Measured effect: docs/PERFORMANCE.md.
  */
 import { performance } from 'node:perf_hooks';
