@@ -1,15 +1,14 @@
 /**
  * How the server process keeps its resident memory near what it needs.
  *
- * Idle collection hands an idle server's garbage back to the OS. Under concurrent requests V8 promotes short-lived
- * objects into the old generation and lets it grow up to 4× past what survived the last full
- * collection; once requests stop nothing allocates, so V8 never collects again and tens of MiB of
- * garbage stay resident for as long as the server stays idle (V8's memory reducer did not run
- * within 20 s). One full collection once the event loop has been quiet for a while costs nothing
- * under load. Since V8 11 (Node 20) cannot also give the freed pages back, the embedded server,
- * whose requests cost enough that more frequent collections do not show, keeps its old generation
- * small too.
- * Measured effect: docs/PERFORMANCE.md.
+ * Idle collection hands an idle server's garbage back to the OS. Under concurrent requests V8
+ * promotes short-lived objects into the old generation and lets it grow up to 4× past what
+ * survived the last full collection; once requests stop nothing allocates, so V8 never collects
+ * again and tens of MiB of garbage stay resident while the server idles (V8's memory reducer often
+ * does not run within 20 s). One full collection once the event loop has been quiet for a while
+ * costs nothing under load. Since V8 11 (Node 20) cannot also give the freed pages back, the
+ * embedded server, whose requests cost enough that more frequent collections do not show, keeps
+ * its old generation small too. Measured effect: docs/PERFORMANCE.md.
  */
 import { performance } from 'node:perf_hooks';
 import v8 from 'node:v8';
