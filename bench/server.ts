@@ -14,6 +14,7 @@
  * user and a confidential client, reports them to the orchestrator over IPC, and exits.
  */
 import http from 'node:http';
+import v8 from 'node:v8';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { eq } from 'drizzle-orm';
@@ -95,15 +96,20 @@ async function setup(): Promise<void> {
 
 /**
  * What-if changes for profiling findings, applied here without touching src/ (BENCH_EXPERIMENTS,
- * from `--experiment=NAME`). None is defined at present: the last one, `token-cache`, landed in
- * src/tokens/access-token.ts.
+ * from `--experiment=NAME`):
+ *   default-heap-growth   V8's own old-generation growth on the embedded database too (0 means
+ *                         V8's dynamic factor), to re-measure what `startMemoryUpkeep`'s costs
  */
-const EXPERIMENTS: Record<string, (runtime: Runtime) => void> = {};
+const EXPERIMENTS: Record<string, (runtime: Runtime) => void> = {
+  'default-heap-growth': () => v8.setFlagsFromString('--heap-growing-percent=0'),
+};
 
 /** Phase two: serve Fieldgate and the baselines until the orchestrator says stop. */
 async function serve(): Promise<void> {
   const config = loadConfig(process.env);
   const runtime = await openRuntime(config, createLogger(config.logLevel));
+  // As `fieldgate serve` does (startServer), so the measured process holds what a real one holds.
+  startMemoryUpkeep(runtime.database.kind, config.idleCollectionAfter);
   for (const name of (process.env.BENCH_EXPERIMENTS ?? '').split(',').filter(Boolean)) {
     const experiment = EXPERIMENTS[name];
     if (!experiment) throw new Error(`unknown experiment "${name}"; defined: ${Object.keys(EXPERIMENTS).join(', ') || 'none'}`);
@@ -115,8 +121,6 @@ async function serve(): Promise<void> {
 
   const server = http.createServer(app);
   applyConnectionBounds(server);
-  // As `fieldgate serve` does (startServer), so the measured process holds what a real one holds.
-  startMemoryUpkeep(runtime.database.kind, config.idleCollectionAfter);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());
