@@ -101,7 +101,7 @@ for (const kind of DATABASE_KINDS) {
       });
     }
 
-    it('gives a pairwise client a per-sector subject in the ID Token and at userinfo alike', async () => {
+    it('gives a pairwise client a per-sector subject in the ID Token, the access token and at userinfo alike', async () => {
       const registered = await buildClient(server.context.runtime, { redirectUris: ['http://127.0.0.1:9/pairwise'], oidc: { subjectType: 'pairwise' } });
       const config = await configure(registered);
       const { callback, verifier, state, nonce } = await signIn(config, registered, new Browser(server.baseUrl));
@@ -111,6 +111,8 @@ for (const kind of DATABASE_KINDS) {
       expect(sub).toMatch(/^[A-Za-z0-9_-]{43}$/);
       const info = await client.fetchUserInfo(config, tokens.access_token, sub);
       expect(info.sub).toBe(sub);
+      // The client can decode its access token (RFC 9068): it names the user by the same pairwise sub.
+      expect(decodeJwt(tokens.access_token).sub).toBe(sub);
     });
   });
 }
