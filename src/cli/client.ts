@@ -7,12 +7,14 @@ const OIDC_DETAILS = [
   '--subject-type public|pairwise          OpenID `sub`: the user id (default) or per redirect host',
   '--post-logout-redirect-uri URI          where /logout may return to (repeat; replaces the list)',
   '--backchannel-logout-uri URI            receives Back-Channel Logout tokens ("" removes it)',
+  '--userinfo-signed-response-alg ES256    /userinfo answers with a signed JWT ("" for plain JSON)',
   '--policy-uri URI, --tos-uri URI          linked from the consent page ("" removes it)',
 ];
 const OIDC_OPTIONS = {
   'subject-type': { type: 'string' },
   'post-logout-redirect-uri': { type: 'string', multiple: true },
   'backchannel-logout-uri': { type: 'string' },
+  'userinfo-signed-response-alg': { type: 'string' },
   'policy-uri': { type: 'string' },
   'tos-uri': { type: 'string' },
 } as const;
@@ -21,6 +23,7 @@ function oidcSettings(values: {
   'subject-type'?: string | undefined;
   'post-logout-redirect-uri'?: string[] | undefined;
   'backchannel-logout-uri'?: string | undefined;
+  'userinfo-signed-response-alg'?: string | undefined;
   'policy-uri'?: string | undefined;
   'tos-uri'?: string | undefined;
 }): ClientOidcSettings | undefined {
@@ -28,6 +31,7 @@ function oidcSettings(values: {
     ...(values['subject-type'] === undefined ? {} : { subjectType: values['subject-type'] as SubjectType }),
     ...(values['post-logout-redirect-uri'] === undefined ? {} : { postLogoutRedirectUris: values['post-logout-redirect-uri'] }),
     ...(values['backchannel-logout-uri'] === undefined ? {} : { backchannelLogoutUri: values['backchannel-logout-uri'] }),
+    ...(values['userinfo-signed-response-alg'] === undefined ? {} : { userinfoSignedResponseAlg: values['userinfo-signed-response-alg'] }),
     ...(values['policy-uri'] === undefined ? {} : { policyUri: values['policy-uri'] }),
     ...(values['tos-uri'] === undefined ? {} : { tosUri: values['tos-uri'] }),
   };

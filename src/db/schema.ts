@@ -52,6 +52,8 @@ export const clients = pgTable('clients', {
   /** Where RP-Initiated Logout may send the browser afterwards (exact match). */
   postLogoutRedirectUris: text('post_logout_redirect_uris').array().notNull().default(sql`'{}'::text[]`),
   backchannelLogoutUri: text('backchannel_logout_uri'),
+  /** OIDC Core §5.3.2: `ES256` when /userinfo answers this client with a signed JWT; null: plain JSON. */
+  userinfoSignedResponseAlg: text('userinfo_signed_response_alg'),
   policyUri: text('policy_uri'),
   tosUri: text('tos_uri'),
   // -- Self-registration (RFC 7591/7592 and client ID metadata documents)

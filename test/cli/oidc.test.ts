@@ -43,4 +43,17 @@ describe('fieldgate user and client OpenID options', () => {
     const insecure = await runCli(['client', 'create', '--name', 'RP3', '--redirect-uri', 'https://c.example/cb', '--backchannel-logout-uri', 'http://c.example/bc'], env);
     expect(insecure.code).not.toBe(0);
   });
+
+  it('client create and update set userinfo_signed_response_alg to ES256 or back to JSON, and refuse other algorithms', async () => {
+    const created = await runCli(['client', 'create', '--name', 'Signed', '--redirect-uri', 'https://signed.example/cb', '--userinfo-signed-response-alg', 'ES256', '--json'], env);
+    expect(created.code).toBe(0);
+    const { client_id: id, userinfo_signed_response_alg: alg } = JSON.parse(created.stdout);
+    expect(alg).toBe('ES256');
+    const refused = await runCli(['client', 'update', id, '--userinfo-signed-response-alg', 'RS256'], env);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('ES256');
+    const cleared = await runCli(['client', 'update', id, '--userinfo-signed-response-alg', '', '--json'], env);
+    expect(cleared.code).toBe(0);
+    expect(JSON.parse(cleared.stdout).userinfo_signed_response_alg).toBeUndefined();
+  });
 });

@@ -6,6 +6,7 @@ import { ALL_SCOPES, isScope, parseScope } from '../scopes.js';
 import { constantTimeEqual, hmacSha256, randomIdentifier, randomToken } from '../../crypto/secrets.js';
 import { isSubjectType, sectorOf, type SubjectType } from '../oidc/subject.js';
 import { publicJwkSetProblem, type ClientMetadata } from '../client-metadata.js';
+import { isUserinfoSigningAlg, USERINFO_SIGNING_ALGS } from '../oidc/signed-userinfo.js';
 
 export type Client = typeof clients.$inferSelect;
 
@@ -40,6 +41,8 @@ export interface ClientOidcSettings {
   subjectType?: SubjectType;
   postLogoutRedirectUris?: string[];
   backchannelLogoutUri?: string | null;
+  /** `ES256`, or null / "" for plain JSON at /userinfo. */
+  userinfoSignedResponseAlg?: string | null;
   policyUri?: string | null;
   tosUri?: string | null;
 }
@@ -73,6 +76,13 @@ function validateOidc(settings: ClientOidcSettings, redirectUris: readonly strin
   const optional = (value: string | null | undefined, what: string) => (value === undefined ? undefined : value === null || value === '' ? null : httpsUri(value, what));
   const backchannel = optional(settings.backchannelLogoutUri, 'back-channel logout URI');
   if (backchannel !== undefined) set.backchannelLogoutUri = backchannel;
+  if (settings.userinfoSignedResponseAlg !== undefined) {
+    const alg = settings.userinfoSignedResponseAlg;
+    if (alg !== null && alg !== '' && !isUserinfoSigningAlg(alg)) {
+      throw new ClientRegistrationError(`the userinfo signing algorithm is ${USERINFO_SIGNING_ALGS.join(' or ')} (the ID Token algorithm), or "" for plain JSON`);
+    }
+    set.userinfoSignedResponseAlg = alg || null;
+  }
   const policy = optional(settings.policyUri, 'policy URI');
   if (policy !== undefined) set.policyUri = policy;
   const tos = optional(settings.tosUri, 'terms of service URI');
@@ -93,6 +103,7 @@ export interface RegisteredClient {
   subject_type?: string;
   post_logout_redirect_uris?: string[];
   backchannel_logout_uri?: string;
+  userinfo_signed_response_alg?: string;
   policy_uri?: string;
   tos_uri?: string;
   registration_type?: RegistrationType;
@@ -164,6 +175,7 @@ function metadataColumns(metadata: ClientMetadata, fallbackName: string) {
     jwksUri: metadata.keys && 'jwksUri' in metadata.keys ? metadata.keys.jwksUri : null,
     clientUri: metadata.clientUri ?? null,
     logoUri: metadata.logoUri ?? null,
+    userinfoSignedResponseAlg: metadata.userinfoSignedResponseAlg ?? null,
     registrationMetadata: {
       token_endpoint_auth_method: metadata.tokenEndpointAuthMethod,
       response_types: metadata.responseTypes,
@@ -442,6 +454,7 @@ export function describeClient(row: Client, secret?: string): RegisteredClient {
     ...(row.subjectType === 'public' ? {} : { subject_type: row.subjectType }),
     ...(row.postLogoutRedirectUris.length ? { post_logout_redirect_uris: row.postLogoutRedirectUris } : {}),
     ...(row.backchannelLogoutUri ? { backchannel_logout_uri: row.backchannelLogoutUri } : {}),
+    ...(row.userinfoSignedResponseAlg ? { userinfo_signed_response_alg: row.userinfoSignedResponseAlg } : {}),
     ...(row.policyUri ? { policy_uri: row.policyUri } : {}),
     ...(row.tosUri ? { tos_uri: row.tosUri } : {}),
     ...(row.registrationType === 'static' ? {} : { registration_type: row.registrationType }),
