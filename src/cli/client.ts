@@ -7,6 +7,7 @@ const OIDC_DETAILS = [
   '--subject-type public|pairwise          OpenID `sub`: the user id (default) or per redirect host',
   '--post-logout-redirect-uri URI          where /logout may return to (repeat; replaces the list)',
   '--backchannel-logout-uri URI            receives Back-Channel Logout tokens ("" removes it)',
+  '--backchannel-logout-session-required, --no-backchannel-logout-session-required   logout tokens carry sid, or not',
   '--userinfo-signed-response-alg ES256    /userinfo answers with a signed JWT ("" for plain JSON)',
   '--policy-uri URI, --tos-uri URI          linked from the consent page ("" removes it)',
 ];
@@ -15,6 +16,8 @@ const OIDC_OPTIONS = {
   'post-logout-redirect-uri': { type: 'string', multiple: true },
   'backchannel-logout-uri': { type: 'string' },
   'userinfo-signed-response-alg': { type: 'string' },
+  'backchannel-logout-session-required': { type: 'boolean' },
+  'no-backchannel-logout-session-required': { type: 'boolean' },
   'policy-uri': { type: 'string' },
   'tos-uri': { type: 'string' },
 } as const;
@@ -24,10 +27,17 @@ function oidcSettings(values: {
   'post-logout-redirect-uri'?: string[] | undefined;
   'backchannel-logout-uri'?: string | undefined;
   'userinfo-signed-response-alg'?: string | undefined;
+  'backchannel-logout-session-required'?: boolean | undefined;
+  'no-backchannel-logout-session-required'?: boolean | undefined;
   'policy-uri'?: string | undefined;
   'tos-uri'?: string | undefined;
 }): ClientOidcSettings | undefined {
+  if (values['backchannel-logout-session-required'] && values['no-backchannel-logout-session-required']) {
+    throw new UsageError('use --backchannel-logout-session-required or --no-backchannel-logout-session-required, not both');
+  }
+  const sessionRequired = values['backchannel-logout-session-required'] ? true : values['no-backchannel-logout-session-required'] ? false : undefined;
   const settings: ClientOidcSettings = {
+    ...(sessionRequired === undefined ? {} : { backchannelLogoutSessionRequired: sessionRequired }),
     ...(values['subject-type'] === undefined ? {} : { subjectType: values['subject-type'] as SubjectType }),
     ...(values['post-logout-redirect-uri'] === undefined ? {} : { postLogoutRedirectUris: values['post-logout-redirect-uri'] }),
     ...(values['backchannel-logout-uri'] === undefined ? {} : { backchannelLogoutUri: values['backchannel-logout-uri'] }),

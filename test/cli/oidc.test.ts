@@ -56,4 +56,16 @@ describe('fieldgate user and client OpenID options', () => {
     expect(cleared.code).toBe(0);
     expect(JSON.parse(cleared.stdout).userinfo_signed_response_alg).toBeUndefined();
   });
+
+  it('client create and update turn backchannel_logout_session_required on and off, not both at once', async () => {
+    const created = await runCli(['client', 'create', '--name', 'Sid', '--redirect-uri', 'https://sid.example/cb', '--backchannel-logout-uri', 'https://sid.example/bc', '--backchannel-logout-session-required', '--json'], env);
+    expect(created.code).toBe(0);
+    const { client_id: id, backchannel_logout_session_required: required } = JSON.parse(created.stdout);
+    expect(required).toBe(true);
+    const both = await runCli(['client', 'update', id, '--backchannel-logout-session-required', '--no-backchannel-logout-session-required'], env);
+    expect(both.code).not.toBe(0);
+    const off = await runCli(['client', 'update', id, '--no-backchannel-logout-session-required', '--json'], env);
+    expect(off.code).toBe(0);
+    expect(JSON.parse(off.stdout).backchannel_logout_session_required).toBeUndefined();
+  });
 });

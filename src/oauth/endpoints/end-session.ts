@@ -98,11 +98,11 @@ function confirmSignOut(browser: BrowserContext) {
       sendPage(res, signedOutPage(false, oauth.issuer));
       return;
     }
-    const userId = browser.sessions.current(req)?.userId;
+    const ended = browser.sessions.current(req);
     browser.sessions.signOut(req, res);
-    if (userId !== undefined) {
-      oauth.events(req, 'logout', { clientId: logout.client?.id, userId });
-      void notifyBackchannelLogout(oauth, userId);
+    if (ended?.userId !== undefined) {
+      oauth.events(req, 'logout', { clientId: logout.client?.id, userId: ended.userId });
+      void notifyBackchannelLogout(oauth, ended.userId, ended.sid);
     }
     finish(oauth, res, logout, true);
   };

@@ -29,6 +29,8 @@ export interface IdTokenContext {
   authTime: number | null;
   /** Only on the code exchange; a refreshed ID Token carries none (OIDC Core §12.2). */
   nonce: string | null;
+  /** The browser session's `sid` for this client, kept on the grant; null for grants made before it was stored. */
+  sid: string | null;
 }
 
 export interface Grant {

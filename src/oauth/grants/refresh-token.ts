@@ -51,7 +51,7 @@ async function refuse(
     const successor = record.withinGrace ? await oauth.refreshTokens.liveSuccessor(refreshToken) : undefined;
     if (successor !== undefined) {
       oauth.events(req, 'refresh_token_reuse_within_grace', fields);
-      return tokenResponse(oauth, client, { ...record, scope: scope ?? record.scope, audience: audience ?? record.resources }, successor, dpop, { authTime: record.authTime, nonce: null });
+      return tokenResponse(oauth, client, { ...record, scope: scope ?? record.scope, audience: audience ?? record.resources }, successor, dpop, { authTime: record.authTime, nonce: null, sid: record.sid });
     }
     await oauth.revocations.revokeGrant(record.grantId);
     oauth.events(req, 'refresh_token_reuse_detected', fields);
@@ -72,5 +72,6 @@ export async function handler(request: GrantRequest): Promise<TokenResponse> {
   return tokenResponse(oauth, client, { ...rotated, scope: wanted.scope ?? rotated.scope, audience }, rotated.refreshToken, dpop, {
     authTime: rotated.authTime,
     nonce: null,
+    sid: rotated.sid,
   });
 }

@@ -41,6 +41,8 @@ export interface ClientOidcSettings {
   subjectType?: SubjectType;
   postLogoutRedirectUris?: string[];
   backchannelLogoutUri?: string | null;
+  /** Back-Channel Logout §2.2: logout tokens carry `sid`. */
+  backchannelLogoutSessionRequired?: boolean;
   /** `ES256`, or null / "" for plain JSON at /userinfo. */
   userinfoSignedResponseAlg?: string | null;
   policyUri?: string | null;
@@ -76,6 +78,7 @@ function validateOidc(settings: ClientOidcSettings, redirectUris: readonly strin
   const optional = (value: string | null | undefined, what: string) => (value === undefined ? undefined : value === null || value === '' ? null : httpsUri(value, what));
   const backchannel = optional(settings.backchannelLogoutUri, 'back-channel logout URI');
   if (backchannel !== undefined) set.backchannelLogoutUri = backchannel;
+  if (settings.backchannelLogoutSessionRequired !== undefined) set.backchannelLogoutSessionRequired = settings.backchannelLogoutSessionRequired;
   if (settings.userinfoSignedResponseAlg !== undefined) {
     const alg = settings.userinfoSignedResponseAlg;
     if (alg !== null && alg !== '' && !isUserinfoSigningAlg(alg)) {
@@ -103,6 +106,7 @@ export interface RegisteredClient {
   subject_type?: string;
   post_logout_redirect_uris?: string[];
   backchannel_logout_uri?: string;
+  backchannel_logout_session_required?: true;
   userinfo_signed_response_alg?: string;
   policy_uri?: string;
   tos_uri?: string;
@@ -454,6 +458,7 @@ export function describeClient(row: Client, secret?: string): RegisteredClient {
     ...(row.subjectType === 'public' ? {} : { subject_type: row.subjectType }),
     ...(row.postLogoutRedirectUris.length ? { post_logout_redirect_uris: row.postLogoutRedirectUris } : {}),
     ...(row.backchannelLogoutUri ? { backchannel_logout_uri: row.backchannelLogoutUri } : {}),
+    ...(row.backchannelLogoutSessionRequired ? { backchannel_logout_session_required: true as const } : {}),
     ...(row.userinfoSignedResponseAlg ? { userinfo_signed_response_alg: row.userinfoSignedResponseAlg } : {}),
     ...(row.policyUri ? { policy_uri: row.policyUri } : {}),
     ...(row.tosUri ? { tos_uri: row.tosUri } : {}),

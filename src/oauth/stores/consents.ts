@@ -16,9 +16,9 @@ export class ConsentStore {
   constructor(private readonly db: Db) {}
 
   backchannelLogoutTargets(userId: number) {
-    return queryRows<{ id: string; subject_type: string; redirect_uris: string[]; backchannel_logout_uri: string }>(
+    return queryRows<{ id: string; subject_type: string; redirect_uris: string[]; backchannel_logout_uri: string; backchannel_logout_session_required: boolean }>(
       this.db,
-      sql`select cl.id, cl.subject_type, cl.redirect_uris, cl.backchannel_logout_uri
+      sql`select cl.id, cl.subject_type, cl.redirect_uris, cl.backchannel_logout_uri, cl.backchannel_logout_session_required
           from ${consents} c join ${clients} cl on cl.id = c.client_id
           where c.user_id = ${userId} and cl.backchannel_logout_uri is not null`,
     );
