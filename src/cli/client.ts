@@ -8,6 +8,8 @@ const OIDC_DETAILS = [
   '--post-logout-redirect-uri URI          where /logout may return to (repeat; replaces the list)',
   '--backchannel-logout-uri URI            receives Back-Channel Logout tokens ("" removes it)',
   '--backchannel-logout-session-required, --no-backchannel-logout-session-required   logout tokens carry sid, or not',
+  '--frontchannel-logout-uri URI           loaded in an iframe when the user signs out ("" removes it)',
+  '--frontchannel-logout-session-required, --no-frontchannel-logout-session-required   that URI gets iss and sid, or not',
   '--userinfo-signed-response-alg ES256    /userinfo answers with a signed JWT ("" for plain JSON)',
   '--policy-uri URI, --tos-uri URI          linked from the consent page ("" removes it)',
 ];
@@ -18,9 +20,18 @@ const OIDC_OPTIONS = {
   'userinfo-signed-response-alg': { type: 'string' },
   'backchannel-logout-session-required': { type: 'boolean' },
   'no-backchannel-logout-session-required': { type: 'boolean' },
+  'frontchannel-logout-uri': { type: 'string' },
+  'frontchannel-logout-session-required': { type: 'boolean' },
+  'no-frontchannel-logout-session-required': { type: 'boolean' },
   'policy-uri': { type: 'string' },
   'tos-uri': { type: 'string' },
 } as const;
+
+/** `--name` and `--no-name`: true, false, or undefined for neither. */
+function onOff(on: boolean | undefined, off: boolean | undefined, name: string): boolean | undefined {
+  if (on && off) throw new UsageError(`use --${name} or --no-${name}, not both`);
+  return on ? true : off ? false : undefined;
+}
 
 function oidcSettings(values: {
   'subject-type'?: string | undefined;
@@ -29,15 +40,18 @@ function oidcSettings(values: {
   'userinfo-signed-response-alg'?: string | undefined;
   'backchannel-logout-session-required'?: boolean | undefined;
   'no-backchannel-logout-session-required'?: boolean | undefined;
+  'frontchannel-logout-uri'?: string | undefined;
+  'frontchannel-logout-session-required'?: boolean | undefined;
+  'no-frontchannel-logout-session-required'?: boolean | undefined;
   'policy-uri'?: string | undefined;
   'tos-uri'?: string | undefined;
 }): ClientOidcSettings | undefined {
-  if (values['backchannel-logout-session-required'] && values['no-backchannel-logout-session-required']) {
-    throw new UsageError('use --backchannel-logout-session-required or --no-backchannel-logout-session-required, not both');
-  }
-  const sessionRequired = values['backchannel-logout-session-required'] ? true : values['no-backchannel-logout-session-required'] ? false : undefined;
+  const backchannelSession = onOff(values['backchannel-logout-session-required'], values['no-backchannel-logout-session-required'], 'backchannel-logout-session-required');
+  const frontchannelSession = onOff(values['frontchannel-logout-session-required'], values['no-frontchannel-logout-session-required'], 'frontchannel-logout-session-required');
   const settings: ClientOidcSettings = {
-    ...(sessionRequired === undefined ? {} : { backchannelLogoutSessionRequired: sessionRequired }),
+    ...(backchannelSession === undefined ? {} : { backchannelLogoutSessionRequired: backchannelSession }),
+    ...(frontchannelSession === undefined ? {} : { frontchannelLogoutSessionRequired: frontchannelSession }),
+    ...(values['frontchannel-logout-uri'] === undefined ? {} : { frontchannelLogoutUri: values['frontchannel-logout-uri'] }),
     ...(values['subject-type'] === undefined ? {} : { subjectType: values['subject-type'] as SubjectType }),
     ...(values['post-logout-redirect-uri'] === undefined ? {} : { postLogoutRedirectUris: values['post-logout-redirect-uri'] }),
     ...(values['backchannel-logout-uri'] === undefined ? {} : { backchannelLogoutUri: values['backchannel-logout-uri'] }),

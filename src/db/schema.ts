@@ -54,6 +54,10 @@ export const clients = pgTable('clients', {
   backchannelLogoutUri: text('backchannel_logout_uri'),
   /** Back-Channel Logout §2.2: its logout tokens must carry `sid`. */
   backchannelLogoutSessionRequired: boolean('backchannel_logout_session_required').notNull().default(false),
+  /** Front-Channel Logout 1.0: loaded in an iframe of our signed-out page. */
+  frontchannelLogoutUri: text('frontchannel_logout_uri'),
+  /** Front-Channel Logout §2: the iframe URL carries `iss` and `sid`. */
+  frontchannelLogoutSessionRequired: boolean('frontchannel_logout_session_required').notNull().default(false),
   /** OIDC Core §5.3.2: `ES256` when /userinfo answers this client with a signed JWT; null: plain JSON. */
   userinfoSignedResponseAlg: text('userinfo_signed_response_alg'),
   policyUri: text('policy_uri'),

@@ -68,4 +68,17 @@ describe('fieldgate user and client OpenID options', () => {
     expect(off.code).toBe(0);
     expect(JSON.parse(off.stdout).backchannel_logout_session_required).toBeUndefined();
   });
+
+  it('client create and update set a front-channel logout URI with or without iss and sid, and refuse plain http', async () => {
+    const created = await runCli(['client', 'create', '--name', 'Front', '--redirect-uri', 'https://front.example/cb', '--frontchannel-logout-uri', 'https://front.example/fc', '--frontchannel-logout-session-required', '--json'], env);
+    expect(created.code).toBe(0);
+    const registered = JSON.parse(created.stdout);
+    expect(registered).toMatchObject({ frontchannel_logout_uri: 'https://front.example/fc', frontchannel_logout_session_required: true });
+    const insecure = await runCli(['client', 'update', registered.client_id, '--frontchannel-logout-uri', 'http://front.example/fc'], env);
+    expect(insecure.code).not.toBe(0);
+    const cleared = await runCli(['client', 'update', registered.client_id, '--frontchannel-logout-uri', '', '--no-frontchannel-logout-session-required', '--json'], env);
+    expect(cleared.code).toBe(0);
+    expect(JSON.parse(cleared.stdout).frontchannel_logout_uri).toBeUndefined();
+    expect(JSON.parse(cleared.stdout).frontchannel_logout_session_required).toBeUndefined();
+  });
 });

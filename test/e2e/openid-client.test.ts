@@ -65,6 +65,8 @@ for (const kind of DATABASE_KINDS) {
       expect(metadata.subject_types_supported).toEqual(['public', 'pairwise']);
       expect(metadata.userinfo_signing_alg_values_supported).toEqual(['ES256']);
       expect(metadata.backchannel_logout_session_supported).toBe(true);
+      expect(metadata.frontchannel_logout_supported).toBe(true);
+      expect(metadata.frontchannel_logout_session_supported).toBe(true);
       const oauthDocument = await (await fetch(`${server.baseUrl}/.well-known/oauth-authorization-server`)).json();
       expect(oauthDocument).toEqual(JSON.parse(JSON.stringify(metadata)));
     });

@@ -64,6 +64,8 @@ export function authorizationServerMetadata(issuer: string, options: MetadataOpt
     request_uri_parameter_supported: false,
     backchannel_logout_supported: true,
     backchannel_logout_session_supported: true,
+    frontchannel_logout_supported: true,
+    frontchannel_logout_session_supported: true,
     ...(options.registration ? { registration_endpoint: `${issuer}/register` } : {}),
     client_id_metadata_document_supported: options.clientIdMetadataDocuments ?? false,
   };

@@ -43,6 +43,10 @@ export interface ClientOidcSettings {
   backchannelLogoutUri?: string | null;
   /** Back-Channel Logout §2.2: logout tokens carry `sid`. */
   backchannelLogoutSessionRequired?: boolean;
+  /** Front-Channel Logout 1.0: loaded in an iframe when the user signs out ("" or null removes it). */
+  frontchannelLogoutUri?: string | null;
+  /** Front-Channel Logout §2: that URL gets `iss` and `sid`. */
+  frontchannelLogoutSessionRequired?: boolean;
   /** `ES256`, or null / "" for plain JSON at /userinfo. */
   userinfoSignedResponseAlg?: string | null;
   policyUri?: string | null;
@@ -79,6 +83,9 @@ function validateOidc(settings: ClientOidcSettings, redirectUris: readonly strin
   const backchannel = optional(settings.backchannelLogoutUri, 'back-channel logout URI');
   if (backchannel !== undefined) set.backchannelLogoutUri = backchannel;
   if (settings.backchannelLogoutSessionRequired !== undefined) set.backchannelLogoutSessionRequired = settings.backchannelLogoutSessionRequired;
+  const frontchannel = optional(settings.frontchannelLogoutUri, 'front-channel logout URI');
+  if (frontchannel !== undefined) set.frontchannelLogoutUri = frontchannel;
+  if (settings.frontchannelLogoutSessionRequired !== undefined) set.frontchannelLogoutSessionRequired = settings.frontchannelLogoutSessionRequired;
   if (settings.userinfoSignedResponseAlg !== undefined) {
     const alg = settings.userinfoSignedResponseAlg;
     if (alg !== null && alg !== '' && !isUserinfoSigningAlg(alg)) {
@@ -107,6 +114,8 @@ export interface RegisteredClient {
   post_logout_redirect_uris?: string[];
   backchannel_logout_uri?: string;
   backchannel_logout_session_required?: true;
+  frontchannel_logout_uri?: string;
+  frontchannel_logout_session_required?: true;
   userinfo_signed_response_alg?: string;
   policy_uri?: string;
   tos_uri?: string;
@@ -459,6 +468,8 @@ export function describeClient(row: Client, secret?: string): RegisteredClient {
     ...(row.postLogoutRedirectUris.length ? { post_logout_redirect_uris: row.postLogoutRedirectUris } : {}),
     ...(row.backchannelLogoutUri ? { backchannel_logout_uri: row.backchannelLogoutUri } : {}),
     ...(row.backchannelLogoutSessionRequired ? { backchannel_logout_session_required: true as const } : {}),
+    ...(row.frontchannelLogoutUri ? { frontchannel_logout_uri: row.frontchannelLogoutUri } : {}),
+    ...(row.frontchannelLogoutSessionRequired ? { frontchannel_logout_session_required: true as const } : {}),
     ...(row.userinfoSignedResponseAlg ? { userinfo_signed_response_alg: row.userinfoSignedResponseAlg } : {}),
     ...(row.policyUri ? { policy_uri: row.policyUri } : {}),
     ...(row.tosUri ? { tos_uri: row.tosUri } : {}),

@@ -24,6 +24,17 @@ export class ConsentStore {
     );
   }
 
+  /** The allowed clients that asked to be told in the browser (Front-Channel Logout 1.0). */
+  frontchannelLogoutTargets(userId: number) {
+    return queryRows<{ id: string; frontchannel_logout_uri: string; frontchannel_logout_session_required: boolean }>(
+      this.db,
+      sql`select cl.id, cl.frontchannel_logout_uri, cl.frontchannel_logout_session_required
+          from ${consents} c join ${clients} cl on cl.id = c.client_id
+          where c.user_id = ${userId} and cl.frontchannel_logout_uri is not null
+          order by cl.id`,
+    );
+  }
+
   /** One query; a session outliving its account reads as signed out. */
   async lookup(userId: number, clientId: string, sessionEpoch = 0): Promise<SignedInUser | undefined> {
     const [row] = await queryRows<{ id: number; username: string; scope: string | null }>(
