@@ -128,11 +128,12 @@ export class AccessTokens {
     }
     const key = await this.keys.verificationKey(kid);
     if (!key) throw new InvalidToken('the access token was not signed by a key of this server');
-    const principal = await this.verifyClaims(token, key);
+    const { userId, ...claims } = await this.verifyClaims(token, key);
     // Outside the claim checks, so a database failure is a server error and not a refused token.
-    return principal.userId === undefined ? { ...principal, userId: await this.pairwiseUser(principal.grantId, principal.clientId) } : (principal as Principal);
+    return { ...claims, userId: userId === undefined ? await this.pairwiseUser(claims.grantId, claims.clientId) : userId };
   }
 
+  /** `userId` is undefined for a pairwise `sub`: only the grant knows that user. */
   private async verifyClaims(token: string, key: CryptoKey): Promise<Omit<Principal, 'userId'> & { userId: number | null | undefined }> {
     try {
       const { payload } = await jwtVerify(token, key, {
