@@ -7,6 +7,7 @@ import { AccessTokens } from './tokens/access-token.js';
 import { ClientStore } from './oauth/stores/clients.js';
 import { ensureSigningKey, KeyStore } from './tokens/signing-keys.js';
 import { Revocations } from './tokens/revocation.js';
+import { GrantOwners } from './tokens/grant-owners.js';
 import { UserStore } from './oauth/stores/users.js';
 import { DpopVerifier } from './tokens/dpop.js';
 import { JtiReplayStore } from './tokens/jti-replay.js';
@@ -59,7 +60,7 @@ async function wireRuntime(config: Config, logger: Logger, database: Database): 
     issuer: config.issuer,
     audience: resources.defaults,
     ttlSeconds: config.accessTokenTtl,
-  });
+  }, new GrantOwners(db));
   const [clientSecretKey, sessionSecret, refreshTokenSecret, pageTokenSecret, dpopNonceKey, pairwiseSecret] = await Promise.all([
     instanceSecret(db, 'client-secret-hmac'),
     instanceSecret(db, 'session-cookie'),

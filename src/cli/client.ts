@@ -7,27 +7,55 @@ const OIDC_DETAILS = [
   '--subject-type public|pairwise          OpenID `sub`: the user id (default) or per redirect host',
   '--post-logout-redirect-uri URI          where /logout may return to (repeat; replaces the list)',
   '--backchannel-logout-uri URI            receives Back-Channel Logout tokens ("" removes it)',
+  '--backchannel-logout-session-required, --no-backchannel-logout-session-required   logout tokens carry sid, or not',
+  '--frontchannel-logout-uri URI           loaded in an iframe when the user signs out ("" removes it)',
+  '--frontchannel-logout-session-required, --no-frontchannel-logout-session-required   that URI gets iss and sid, or not',
+  '--userinfo-signed-response-alg ES256    /userinfo answers with a signed JWT ("" for plain JSON)',
   '--policy-uri URI, --tos-uri URI          linked from the consent page ("" removes it)',
 ];
 const OIDC_OPTIONS = {
   'subject-type': { type: 'string' },
   'post-logout-redirect-uri': { type: 'string', multiple: true },
   'backchannel-logout-uri': { type: 'string' },
+  'userinfo-signed-response-alg': { type: 'string' },
+  'backchannel-logout-session-required': { type: 'boolean' },
+  'no-backchannel-logout-session-required': { type: 'boolean' },
+  'frontchannel-logout-uri': { type: 'string' },
+  'frontchannel-logout-session-required': { type: 'boolean' },
+  'no-frontchannel-logout-session-required': { type: 'boolean' },
   'policy-uri': { type: 'string' },
   'tos-uri': { type: 'string' },
 } as const;
+
+/** `--name` and `--no-name`: true, false, or undefined for neither. */
+function onOff(on: boolean | undefined, off: boolean | undefined, name: string): boolean | undefined {
+  if (on && off) throw new UsageError(`use --${name} or --no-${name}, not both`);
+  return on ? true : off ? false : undefined;
+}
 
 function oidcSettings(values: {
   'subject-type'?: string | undefined;
   'post-logout-redirect-uri'?: string[] | undefined;
   'backchannel-logout-uri'?: string | undefined;
+  'userinfo-signed-response-alg'?: string | undefined;
+  'backchannel-logout-session-required'?: boolean | undefined;
+  'no-backchannel-logout-session-required'?: boolean | undefined;
+  'frontchannel-logout-uri'?: string | undefined;
+  'frontchannel-logout-session-required'?: boolean | undefined;
+  'no-frontchannel-logout-session-required'?: boolean | undefined;
   'policy-uri'?: string | undefined;
   'tos-uri'?: string | undefined;
 }): ClientOidcSettings | undefined {
+  const backchannelSession = onOff(values['backchannel-logout-session-required'], values['no-backchannel-logout-session-required'], 'backchannel-logout-session-required');
+  const frontchannelSession = onOff(values['frontchannel-logout-session-required'], values['no-frontchannel-logout-session-required'], 'frontchannel-logout-session-required');
   const settings: ClientOidcSettings = {
+    ...(backchannelSession === undefined ? {} : { backchannelLogoutSessionRequired: backchannelSession }),
+    ...(frontchannelSession === undefined ? {} : { frontchannelLogoutSessionRequired: frontchannelSession }),
+    ...(values['frontchannel-logout-uri'] === undefined ? {} : { frontchannelLogoutUri: values['frontchannel-logout-uri'] }),
     ...(values['subject-type'] === undefined ? {} : { subjectType: values['subject-type'] as SubjectType }),
     ...(values['post-logout-redirect-uri'] === undefined ? {} : { postLogoutRedirectUris: values['post-logout-redirect-uri'] }),
     ...(values['backchannel-logout-uri'] === undefined ? {} : { backchannelLogoutUri: values['backchannel-logout-uri'] }),
+    ...(values['userinfo-signed-response-alg'] === undefined ? {} : { userinfoSignedResponseAlg: values['userinfo-signed-response-alg'] }),
     ...(values['policy-uri'] === undefined ? {} : { policyUri: values['policy-uri'] }),
     ...(values['tos-uri'] === undefined ? {} : { tosUri: values['tos-uri'] }),
   };

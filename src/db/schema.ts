@@ -52,6 +52,14 @@ export const clients = pgTable('clients', {
   /** Where RP-Initiated Logout may send the browser afterwards (exact match). */
   postLogoutRedirectUris: text('post_logout_redirect_uris').array().notNull().default(sql`'{}'::text[]`),
   backchannelLogoutUri: text('backchannel_logout_uri'),
+  /** Back-Channel Logout §2.2: its logout tokens must carry `sid`. */
+  backchannelLogoutSessionRequired: boolean('backchannel_logout_session_required').notNull().default(false),
+  /** Front-Channel Logout 1.0: loaded in an iframe of our signed-out page. */
+  frontchannelLogoutUri: text('frontchannel_logout_uri'),
+  /** Front-Channel Logout §2: the iframe URL carries `iss` and `sid`. */
+  frontchannelLogoutSessionRequired: boolean('frontchannel_logout_session_required').notNull().default(false),
+  /** OIDC Core §5.3.2: `ES256` when /userinfo answers this client with a signed JWT; null: plain JSON. */
+  userinfoSignedResponseAlg: text('userinfo_signed_response_alg'),
   policyUri: text('policy_uri'),
   tosUri: text('tos_uri'),
   // -- Self-registration (RFC 7591/7592 and client ID metadata documents)
@@ -107,6 +115,8 @@ export const grants = pgTable(
     revokedAt: timestamp('revoked_at', { withTimezone: true }),
     /** When the user signed in for the authorization behind this grant (OIDC `auth_time`). */
     authTime: timestamp('auth_time', { withTimezone: true }),
+    /** The ID Tokens' `sid`: this client's identifier of the browser session that authorized the grant. */
+    sid: text('sid'),
     /** Last code redemption or refresh, for the user's "Connected apps" page. */
     lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
     /** RFC 8707 resources the grant was authorized for (the `aud` of its tokens); empty: the default. */

@@ -7,6 +7,8 @@ export interface PageSecurityOptions {
   formActionOrigins?: readonly string[];
   selfScripts?: boolean;
   imageOrigins?: readonly string[];
+  /** Origins the page may load in iframes (front-channel logout); none otherwise. */
+  frameOrigins?: readonly string[];
 }
 
 /** Only plain scheme://host[:port] values may reach the header (no `;` or `,` injection). */
@@ -16,12 +18,13 @@ export function setPageSecurityHeaders(res: Response, options: PageSecurityOptio
   const styles = options.styleHashes?.length ? options.styleHashes.map((hash) => `'${hash}'`).join(' ') : "'none'";
   const formActions = ["'self'", ...(options.formActionOrigins ?? []).filter((origin) => ORIGIN.test(origin))];
   const images = (options.imageOrigins ?? []).filter((origin) => ORIGIN.test(origin));
+  const frames = [...new Set((options.frameOrigins ?? []).filter((origin) => ORIGIN.test(origin)))];
   res.setHeader('Cache-Control', 'no-store');
   res.setHeader('Pragma', 'no-cache');
   res.setHeader('X-Frame-Options', 'DENY');
   res.setHeader(
     'Content-Security-Policy',
-    `default-src 'none'; ${options.selfScripts ? "script-src 'self'; " : ''}style-src ${styles}; ${images.length ? `img-src ${images.join(' ')}; ` : ''}form-action ${formActions.join(' ')}; frame-ancestors 'none'; base-uri 'none'`,
+    `default-src 'none'; ${options.selfScripts ? "script-src 'self'; " : ''}style-src ${styles}; ${images.length ? `img-src ${images.join(' ')}; ` : ''}${frames.length ? `frame-src ${frames.join(' ')}; ` : ''}form-action ${formActions.join(' ')}; frame-ancestors 'none'; base-uri 'none'`,
   );
   res.setHeader('Referrer-Policy', 'no-referrer');
   res.setHeader('X-Content-Type-Options', 'nosniff');

@@ -4,6 +4,7 @@
  */
 import { InvalidClientMetadata, InvalidRedirectUri } from './errors.js';
 import { ALL_SCOPES, isScope, parseScope } from './scopes.js';
+import { isUserinfoSigningAlg, USERINFO_SIGNING_ALGS, type UserinfoSigningAlg } from './oidc/signed-userinfo.js';
 
 export type RegisteredAuthMethod = 'none' | 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt';
 
@@ -31,6 +32,8 @@ export interface ClientMetadata {
   scopes: string[];
   clientUri: string | undefined;
   logoUri: string | undefined;
+  /** OIDC Registration §2: /userinfo answers with a JWT signed with this algorithm; undefined: plain JSON. */
+  userinfoSignedResponseAlg: UserinfoSigningAlg | undefined;
   extra: Record<string, unknown>;
 }
 
@@ -180,8 +183,16 @@ export function readClientMetadata(input: unknown, options: { defaultAuthMethod:
     scopes,
     clientUri: httpsUri(body, 'client_uri'),
     logoUri: httpsUri(body, 'logo_uri'),
+    userinfoSignedResponseAlg: userinfoSigningAlg(body),
     extra,
   };
+}
+
+function userinfoSigningAlg(body: Record<string, unknown>): UserinfoSigningAlg | undefined {
+  const value = body.userinfo_signed_response_alg;
+  if (value === undefined || value === null) return undefined;
+  if (!isUserinfoSigningAlg(value)) fail('userinfo_signed_response_alg', `must be ${USERINFO_SIGNING_ALGS.join(' or ')} (the ID Token algorithm)`);
+  return value;
 }
 
 function optionalEntry(name: string, value: string | undefined): Record<string, string> {

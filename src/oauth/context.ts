@@ -19,6 +19,7 @@ import type { DpopVerifier } from '../tokens/dpop.js';
 import type { Config } from '../config.js';
 import { ClientMetadataDocuments } from './client-metadata-documents.js';
 import type { Resources } from '../tokens/resources.js';
+import { SessionIds } from './oidc/session-id.js';
 
 export interface OAuthContextOptions {
   clientMetadataCa?: string;
@@ -42,6 +43,8 @@ export interface OAuthContext {
   accessTokens: AccessTokens;
   revocations: Revocations;
   sessionSecret: string;
+  /** The OpenID `sid` of a browser session for one client. */
+  sessionIds: SessionIds;
   /** Seconds a rotated refresh token may come back (a lost response) before it counts as reuse. */
   refreshTokenReuseGrace: number;
   dpop: DpopVerifier;
@@ -77,6 +80,7 @@ export function createOAuthContext(runtime: Runtime, options: OAuthContextOption
     accessTokens: runtime.accessTokens,
     revocations: runtime.revocations,
     sessionSecret: runtime.sessionSecret,
+    sessionIds: new SessionIds(runtime.sessionSecret),
     refreshTokenReuseGrace: config.refreshTokenReuseGrace,
     dpop: runtime.dpop,
     dpopNonce: config.dpopNonce,

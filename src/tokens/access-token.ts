@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { KeyStore } from './signing-keys.js';
 import type { Revocations } from './revocation.js';
+import type { GrantOwners } from './grant-owners.js';
 import { InvalidToken } from '../oauth/errors.js';
 import { parseScope } from '../oauth/scopes.js';
 import { POLICY } from '../policy.js';
@@ -16,6 +17,11 @@ export interface AccessTokenGrant {
   clientId: string;
   scope: string;
   grantId: string;
+  /**
+   * The `sub` when it is not the user id: a pairwise client's identifier for the user (OIDC Core §8.1), so the client
+   * cannot read the real id from its token. The resource side finds the user through the grant.
+   */
+  subject?: string;
   /** RFC 9449 §6.1: thumbprint of the DPoP key the token is bound to (`cnf.jkt`). */
   jkt?: string;
   audience?: readonly string[];
@@ -48,14 +54,17 @@ export interface AccessTokenOptions {
   ttlSeconds: number;
 }
 
-/** Client ids are never decimal (see ClientStore), so a client_credentials `sub` cannot be read as a user id. */
-function subjectUser(sub: string, clientId: string): number | null {
+/**
+ * Client ids are never decimal (see ClientStore), so a client_credentials `sub` cannot be read as a user id; any other
+ * `sub` is a pairwise identifier, whose user only the grant knows (undefined here).
+ */
+function subjectUser(sub: string, clientId: string): number | null | undefined {
   if (/^[1-9][0-9]{0,15}$/.test(sub)) {
     const userId = Number(sub);
     if (Number.isSafeInteger(userId)) return userId;
   }
   if (sub === clientId) return null;
-  throw new InvalidToken('the access token has malformed claims');
+  return undefined;
 }
 
 const VERIFIED_CACHE_SIZE = POLICY.verifiedTokenCacheEntries.value;
@@ -71,6 +80,7 @@ export class AccessTokens {
     private readonly keys: KeyStore,
     private readonly revocations: Revocations,
     private readonly options: AccessTokenOptions,
+    private readonly owners: GrantOwners,
   ) {}
 
   async issue(grant: AccessTokenGrant): Promise<IssuedAccessToken> {
@@ -82,7 +92,7 @@ export class AccessTokens {
     const token = key.sign(
       {
         iss: this.options.issuer,
-        sub: grant.userId === null ? grant.clientId : String(grant.userId),
+        sub: grant.userId === null ? grant.clientId : (grant.subject ?? String(grant.userId)),
         aud: audience.length === 1 ? audience[0] : [...audience],
         jti,
         iat: now,
@@ -118,6 +128,13 @@ export class AccessTokens {
     }
     const key = await this.keys.verificationKey(kid);
     if (!key) throw new InvalidToken('the access token was not signed by a key of this server');
+    const { userId, ...claims } = await this.verifyClaims(token, key);
+    // Outside the claim checks, so a database failure is a server error and not a refused token.
+    return { ...claims, userId: userId === undefined ? await this.pairwiseUser(claims.grantId, claims.clientId) : userId };
+  }
+
+  /** `userId` is undefined for a pairwise `sub`: only the grant knows that user. */
+  private async verifyClaims(token: string, key: CryptoKey): Promise<Omit<Principal, 'userId'> & { userId: number | null | undefined }> {
     try {
       const { payload } = await jwtVerify(token, key, {
         issuer: this.options.issuer,
@@ -153,6 +170,14 @@ export class AccessTokens {
       }
       throw new InvalidToken('the access token is invalid', { cause: error });
     }
+  }
+
+  /** The user of a pairwise token's grant: one read per grant and instance, never for a public-subject token. */
+  private async pairwiseUser(grantId: string, clientId: string): Promise<number> {
+    const owner = await this.owners.find(grantId);
+    if (!owner) throw new InvalidToken('the access token has been revoked');
+    if (owner.clientId !== clientId || owner.userId === null) throw new InvalidToken('the access token has malformed claims');
+    return owner.userId;
   }
 
   /** Undefined whenever `verify` has to run (and give any refusal). */

@@ -43,4 +43,42 @@ describe('fieldgate user and client OpenID options', () => {
     const insecure = await runCli(['client', 'create', '--name', 'RP3', '--redirect-uri', 'https://c.example/cb', '--backchannel-logout-uri', 'http://c.example/bc'], env);
     expect(insecure.code).not.toBe(0);
   });
+
+  it('client create and update set userinfo_signed_response_alg to ES256 or back to JSON, and refuse other algorithms', async () => {
+    const created = await runCli(['client', 'create', '--name', 'Signed', '--redirect-uri', 'https://signed.example/cb', '--userinfo-signed-response-alg', 'ES256', '--json'], env);
+    expect(created.code).toBe(0);
+    const { client_id: id, userinfo_signed_response_alg: alg } = JSON.parse(created.stdout);
+    expect(alg).toBe('ES256');
+    const refused = await runCli(['client', 'update', id, '--userinfo-signed-response-alg', 'RS256'], env);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('ES256');
+    const cleared = await runCli(['client', 'update', id, '--userinfo-signed-response-alg', '', '--json'], env);
+    expect(cleared.code).toBe(0);
+    expect(JSON.parse(cleared.stdout).userinfo_signed_response_alg).toBeUndefined();
+  });
+
+  it('client create and update turn backchannel_logout_session_required on and off, not both at once', async () => {
+    const created = await runCli(['client', 'create', '--name', 'Sid', '--redirect-uri', 'https://sid.example/cb', '--backchannel-logout-uri', 'https://sid.example/bc', '--backchannel-logout-session-required', '--json'], env);
+    expect(created.code).toBe(0);
+    const { client_id: id, backchannel_logout_session_required: required } = JSON.parse(created.stdout);
+    expect(required).toBe(true);
+    const both = await runCli(['client', 'update', id, '--backchannel-logout-session-required', '--no-backchannel-logout-session-required'], env);
+    expect(both.code).not.toBe(0);
+    const off = await runCli(['client', 'update', id, '--no-backchannel-logout-session-required', '--json'], env);
+    expect(off.code).toBe(0);
+    expect(JSON.parse(off.stdout).backchannel_logout_session_required).toBeUndefined();
+  });
+
+  it('client create and update set a front-channel logout URI with or without iss and sid, and refuse plain http', async () => {
+    const created = await runCli(['client', 'create', '--name', 'Front', '--redirect-uri', 'https://front.example/cb', '--frontchannel-logout-uri', 'https://front.example/fc', '--frontchannel-logout-session-required', '--json'], env);
+    expect(created.code).toBe(0);
+    const registered = JSON.parse(created.stdout);
+    expect(registered).toMatchObject({ frontchannel_logout_uri: 'https://front.example/fc', frontchannel_logout_session_required: true });
+    const insecure = await runCli(['client', 'update', registered.client_id, '--frontchannel-logout-uri', 'http://front.example/fc'], env);
+    expect(insecure.code).not.toBe(0);
+    const cleared = await runCli(['client', 'update', registered.client_id, '--frontchannel-logout-uri', '', '--no-frontchannel-logout-session-required', '--json'], env);
+    expect(cleared.code).toBe(0);
+    expect(JSON.parse(cleared.stdout).frontchannel_logout_uri).toBeUndefined();
+    expect(JSON.parse(cleared.stdout).frontchannel_logout_session_required).toBeUndefined();
+  });
 });

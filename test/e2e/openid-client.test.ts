@@ -26,11 +26,11 @@ for (const kind of DATABASE_KINDS) {
       await server?.close();
     });
 
-    async function configure(registered: TestClient): Promise<client.Configuration> {
+    async function configure(registered: TestClient, metadata: Partial<client.ClientMetadata> = {}): Promise<client.Configuration> {
       const config = await client.discovery(
         new URL(server.baseUrl),
         registered.id,
-        { id_token_signed_response_alg: 'ES256', redirect_uris: [registered.redirectUri] },
+        { id_token_signed_response_alg: 'ES256', redirect_uris: [registered.redirectUri], ...metadata },
         registered.isPublic ? client.None() : client.ClientSecretBasic(registered.secret!),
         { execute: [client.allowInsecureRequests] },
       );
@@ -63,6 +63,10 @@ for (const kind of DATABASE_KINDS) {
       expect(metadata.userinfo_endpoint).toBe(`${server.baseUrl}/userinfo`);
       expect(metadata.id_token_signing_alg_values_supported).toEqual(['ES256']);
       expect(metadata.subject_types_supported).toEqual(['public', 'pairwise']);
+      expect(metadata.userinfo_signing_alg_values_supported).toEqual(['ES256']);
+      expect(metadata.backchannel_logout_session_supported).toBe(true);
+      expect(metadata.frontchannel_logout_supported).toBe(true);
+      expect(metadata.frontchannel_logout_session_supported).toBe(true);
       const oauthDocument = await (await fetch(`${server.baseUrl}/.well-known/oauth-authorization-server`)).json();
       expect(oauthDocument).toEqual(JSON.parse(JSON.stringify(metadata)));
     });
@@ -101,7 +105,7 @@ for (const kind of DATABASE_KINDS) {
       });
     }
 
-    it('gives a pairwise client a per-sector subject in the ID Token and at userinfo alike', async () => {
+    it('gives a pairwise client a per-sector subject in the ID Token, the access token and at userinfo alike', async () => {
       const registered = await buildClient(server.context.runtime, { redirectUris: ['http://127.0.0.1:9/pairwise'], oidc: { subjectType: 'pairwise' } });
       const config = await configure(registered);
       const { callback, verifier, state, nonce } = await signIn(config, registered, new Browser(server.baseUrl));
@@ -111,6 +115,20 @@ for (const kind of DATABASE_KINDS) {
       expect(sub).toMatch(/^[A-Za-z0-9_-]{43}$/);
       const info = await client.fetchUserInfo(config, tokens.access_token, sub);
       expect(info.sub).toBe(sub);
+      // The client can decode its access token (RFC 9068): it names the user by the same pairwise sub.
+      expect(decodeJwt(tokens.access_token).sub).toBe(sub);
+    });
+
+    it('reads a signed UserInfo response (application/jwt) as a client that registered userinfo_signed_response_alg', async () => {
+      const registered = await buildClient(server.context.runtime, { redirectUris: ['http://127.0.0.1:9/signed'], oidc: { userinfoSignedResponseAlg: 'ES256' } });
+      const config = await configure(registered, { userinfo_signed_response_alg: 'ES256' });
+      const { callback, verifier, state, nonce } = await signIn(config, registered, new Browser(server.baseUrl));
+      const tokens = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce });
+      const info = await client.fetchUserInfo(config, tokens.access_token, tokens.claims()!.sub);
+      expect(info).toMatchObject({ sub: String(user.id), name: 'Ada Lovelace', iss: server.baseUrl, aud: registered.id });
+      // iss and aud exist only in the signed form; the raw answer is a JWT too.
+      const raw = await fetch(`${server.baseUrl}/userinfo`, { headers: { Authorization: `Bearer ${tokens.access_token}` } });
+      expect(raw.headers.get('content-type')).toBe('application/jwt');
     });
   });
 }

@@ -7,6 +7,7 @@ import { buildOrder, buildProduct } from '../support/factories.js';
 import { executeGraphQL, postGraphQL } from '../support/graphql.js';
 import { captureSql } from '../support/sql.js';
 import { AccessTokens } from '../../src/tokens/access-token.js';
+import { GrantOwners } from '../../src/tokens/grant-owners.js';
 import { createGraphQL } from '../../src/graphql/index.js';
 
 const CHALLENGE = 'Bearer realm="fieldgate"';
@@ -66,7 +67,7 @@ describeEachDatabase('GraphQL authentication and authorization', (context) => {
         { issuer: 'https://elsewhere.example', audience: config.issuer },
         { issuer: config.issuer, audience: 'https://elsewhere.example' },
       ]) {
-        const foreign = new AccessTokens(runtime.keys, runtime.revocations, { ...options, ttlSeconds: 600 });
+        const foreign = new AccessTokens(runtime.keys, runtime.revocations, { ...options, ttlSeconds: 600 }, new GrantOwners(runtime.db));
         const { token } = await foreign.issue({ userId: everything.userId, clientId: everything.clientId, scope: 'products:read', grantId: everything.grantId });
         const res = await postGraphQL(context().app, token, '{ products { id } }');
         expect(res.status).toBe(401);

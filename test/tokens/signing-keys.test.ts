@@ -4,6 +4,7 @@ import { describeEachDatabase } from '../support/runtime.js';
 import { issueTestToken } from '../support/tokens.js';
 import { KeyStore, rotateSigningKey } from '../../src/tokens/signing-keys.js';
 import { AccessTokens } from '../../src/tokens/access-token.js';
+import { GrantOwners } from '../../src/tokens/grant-owners.js';
 import { InvalidToken } from '../../src/oauth/errors.js';
 
 describeEachDatabase('signing keys', (context) => {
@@ -29,7 +30,7 @@ describeEachDatabase('signing keys', (context) => {
 
     // Another instance, which already knows the new key, signs with it.
     const otherKeys = new KeyStore(runtime.db, config.accessTokenTtl);
-    const other = new AccessTokens(otherKeys, runtime.revocations, { issuer: config.issuer, audience: config.issuer, ttlSeconds: 60 });
+    const other = new AccessTokens(otherKeys, runtime.revocations, { issuer: config.issuer, audience: config.issuer, ttlSeconds: 60 }, new GrantOwners(runtime.db));
     const fresh = await other.issue(live);
     expect(decodeProtectedHeader(fresh.token).kid).toBe(kid);
 

@@ -35,7 +35,7 @@ export function consentHandler(browser: BrowserContext) {
       if (isSelfRegistered(request.client)) {
         // /authorize would ask again (it never relies on a stored consent for such clients),
         // so this very decision issues the code.
-        const issued = await oauth.codes.issue(codeRequest(request, { ...session!, userId: user.userId }));
+        const issued = await oauth.codes.issue(codeRequest(request, { ...session!, userId: user.userId }, oauth.sessionIds));
         oauth.events(req, 'code_issued', { clientId, userId: user.userId, grantId: issued.grantId });
         redirectWithCode(res, oauth.issuer, request.redirectUri, issued.code, request.state, 303);
         return;

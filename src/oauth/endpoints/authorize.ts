@@ -9,12 +9,13 @@ import type { NewAuthorizationCode } from '../stores/codes.js';
 import { isSelfRegistered } from '../stores/clients.js';
 import { ConsentRequired, LoginRequired, OAuthError } from '../errors.js';
 import type { BrowserSession } from '../browser/session.js';
+import type { SessionIds } from '../oidc/session-id.js';
 import { loginHandler } from '../browser/login.js';
 import { formBody, queryParameters } from '../params.js';
 import { errorPage, pageMethodNotAllowed, sendErrorPage } from '../browser/pages/error.js';
 import { sendPage } from '../browser/pages/layout.js';
 
-export function codeRequest(request: AuthorizationRequest, session: BrowserSession & { userId: number }): NewAuthorizationCode {
+export function codeRequest(request: AuthorizationRequest, session: BrowserSession & { userId: number }, sessionIds: SessionIds): NewAuthorizationCode {
   return {
     clientId: request.client.id,
     userId: session.userId,
@@ -26,6 +27,7 @@ export function codeRequest(request: AuthorizationRequest, session: BrowserSessi
     dpopJkt: request.dpopJkt,
     nonce: request.nonce,
     authTime: session.authTime ?? null,
+    sid: sessionIds.forClient(request.client.id, session.sid),
   };
 }
 
@@ -69,7 +71,7 @@ function authorizeHandler(browser: BrowserContext) {
       return;
     }
     // One statement: the user, their consent and — when it covers the request — the code.
-    const { user, issued } = await browser.oauth.codes.issueIfConsented(codeRequest(request, signedIn), session.epoch ?? 0);
+    const { user, issued } = await browser.oauth.codes.issueIfConsented(codeRequest(request, signedIn, browser.oauth.sessionIds), session.epoch ?? 0);
     if (!user) return signIn();
     if (!issued) {
       if (silent) throw toClient(request, new ConsentRequired('the user has not allowed this application these scopes'));

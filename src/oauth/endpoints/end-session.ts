@@ -14,6 +14,7 @@ import { redirectTo, authorizationResponseLocation } from '../authorize-response
 import { bodyParameters, formBody, queryParameters, type Parameters } from '../params.js';
 import { readIdTokenHint } from '../oidc/id-token.js';
 import { notifyBackchannelLogout } from '../oidc/backchannel.js';
+import { frontchannelLogoutFrames, type FrontchannelFrame } from '../oidc/frontchannel.js';
 import { END_SESSION_PATH } from '../oidc/paths.js';
 import type { Client } from '../stores/clients.js';
 import { OAuthError } from '../errors.js';
@@ -55,12 +56,16 @@ async function readLogoutRequest(oauth: OAuthContext, params: Parameters): Promi
   return { client, postLogoutRedirectUri: uri, state: values.state };
 }
 
-function finish(oauth: OAuthContext, res: Response, logout: LogoutRequest, signedOut: boolean): void {
-  if (logout.postLogoutRedirectUri !== undefined) {
-    redirectTo(res, authorizationResponseLocation(logout.postLogoutRedirectUri, { state: logout.state }), 303);
+/** With front-channel frames, the signed-out page loads them first and then moves on by itself. */
+function finish(oauth: OAuthContext, res: Response, logout: LogoutRequest, signedOut: boolean, frames: readonly FrontchannelFrame[] = []): void {
+  const continueTo = logout.postLogoutRedirectUri === undefined ? undefined : authorizationResponseLocation(logout.postLogoutRedirectUri, { state: logout.state });
+  if (continueTo !== undefined && frames.length === 0) {
+    redirectTo(res, continueTo, 303);
     return;
   }
-  sendPage(res, signedOutPage(signedOut, oauth.issuer));
+  sendPage(res, signedOutPage(signedOut, oauth.issuer, { frames, ...(continueTo === undefined ? {} : { continueTo }) }), {
+    frameOrigins: frames.map((frame) => frame.origin),
+  });
 }
 
 function formFieldsOf(logout: LogoutRequest): Record<string, string> {
@@ -98,13 +103,15 @@ function confirmSignOut(browser: BrowserContext) {
       sendPage(res, signedOutPage(false, oauth.issuer));
       return;
     }
-    const userId = browser.sessions.current(req)?.userId;
+    const ended = browser.sessions.current(req);
     browser.sessions.signOut(req, res);
-    if (userId !== undefined) {
-      oauth.events(req, 'logout', { clientId: logout.client?.id, userId });
-      void notifyBackchannelLogout(oauth, userId);
+    let frames: FrontchannelFrame[] = [];
+    if (ended?.userId !== undefined) {
+      oauth.events(req, 'logout', { clientId: logout.client?.id, userId: ended.userId });
+      void notifyBackchannelLogout(oauth, ended.userId, ended.sid);
+      frames = await frontchannelLogoutFrames(oauth, ended.userId, ended.sid);
     }
-    finish(oauth, res, logout, true);
+    finish(oauth, res, logout, true, frames);
   };
 }
 

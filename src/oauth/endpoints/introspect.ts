@@ -13,6 +13,7 @@ import { bodyParameters } from '../params.js';
 import { addPostEndpoint } from './post-endpoint.js';
 import { looksLikeJwt, REVOKE_PARAMETERS } from './revoke.js';
 import { formatScope } from '../scopes.js';
+import { subjectFor } from '../oidc/subject.js';
 
 type Introspection = { active: false } | ({ active: true } & Record<string, unknown>);
 
@@ -28,7 +29,8 @@ async function introspectAccessToken(oauth: OAuthContext, client: Client, token:
       active: true,
       scope: formatScope(principal.scopes),
       client_id: principal.clientId,
-      sub: principal.userId === null ? principal.clientId : String(principal.userId),
+      // The token's own client is the caller, so a pairwise client sees its pairwise `sub` here too.
+      sub: principal.userId === null ? principal.clientId : subjectFor(client, principal.userId, oauth.pairwiseSecret),
       exp: seconds(principal.expiresAt),
       iat: seconds(principal.issuedAt),
       iss: oauth.issuer,
@@ -51,7 +53,7 @@ async function introspectRefreshToken(oauth: OAuthContext, client: Client, token
     active: true,
     scope: record.scope,
     client_id: record.clientId,
-    sub: String(record.userId),
+    sub: subjectFor(client, record.userId, oauth.pairwiseSecret),
     exp: seconds(record.expiresAt),
     iat: seconds(record.createdAt),
     iss: oauth.issuer,

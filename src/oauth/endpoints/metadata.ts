@@ -15,6 +15,7 @@ import { PROMPT_VALUES } from '../authorization-request.js';
 import { PROFILE_CLAIMS } from '../oidc/claims.js';
 import { SUBJECT_TYPES } from '../oidc/subject.js';
 import { SIGNING_ALG } from '../../tokens/signing-keys.js';
+import { USERINFO_SIGNING_ALGS } from '../oidc/signed-userinfo.js';
 import { END_SESSION_PATH, USERINFO_PATH } from '../oidc/paths.js';
 import { DEVICE_AUTHORIZATION_PATH } from './device-authorization.js';
 
@@ -55,13 +56,16 @@ export function authorizationServerMetadata(issuer: string, options: MetadataOpt
     end_session_endpoint: `${issuer}${END_SESSION_PATH}`,
     subject_types_supported: SUBJECT_TYPES,
     id_token_signing_alg_values_supported: [SIGNING_ALG],
-    claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', ...PROFILE_CLAIMS],
+    userinfo_signing_alg_values_supported: USERINFO_SIGNING_ALGS,
+    claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'sid', ...PROFILE_CLAIMS],
     prompt_values_supported: PROMPT_VALUES,
     claims_parameter_supported: false,
     request_parameter_supported: false,
     request_uri_parameter_supported: false,
     backchannel_logout_supported: true,
-    backchannel_logout_session_supported: false,
+    backchannel_logout_session_supported: true,
+    frontchannel_logout_supported: true,
+    frontchannel_logout_session_supported: true,
     ...(options.registration ? { registration_endpoint: `${issuer}/register` } : {}),
     client_id_metadata_document_supported: options.clientIdMetadataDocuments ?? false,
   };

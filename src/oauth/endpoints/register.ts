@@ -40,6 +40,7 @@ function clientInformation(oauth: OAuthContext, client: Client, secrets: { secre
     ...(client.logoUri === null ? {} : { logo_uri: client.logoUri }),
     ...(client.jwks === null ? {} : { jwks: client.jwks }),
     ...(client.jwksUri === null ? {} : { jwks_uri: client.jwksUri }),
+    ...(client.userinfoSignedResponseAlg === null ? {} : { userinfo_signed_response_alg: client.userinfoSignedResponseAlg }),
     ...Object.fromEntries(Object.entries(registered).filter(([name]) => name !== 'response_types' && name !== 'token_endpoint_auth_method')),
   };
 }

@@ -1,4 +1,7 @@
-/** The UserInfo endpoint, `GET|POST /userinfo` (OIDC Core §5.3); errors are RFC 6750 challenges with the §5.2 JSON body. */
+/**
+ * The UserInfo endpoint, `GET|POST /userinfo` (OIDC Core §5.3): JSON, or a signed JWT for a client that registered
+ * `userinfo_signed_response_alg` (§5.3.2). Errors are RFC 6750 challenges with the §5.2 JSON body.
+ */
 import type express from 'express';
 import type { Request, RequestHandler, Response } from 'express';
 import type { OAuthContext } from '../context.js';
@@ -7,6 +10,7 @@ import { noStore, sendJson, sendJsonError } from '../json-response.js';
 import { userClaims } from '../oidc/claims.js';
 import { USERINFO_PATH } from '../oidc/paths.js';
 import { subjectFor } from '../oidc/subject.js';
+import { signUserinfo, USERINFO_JWT_CONTENT_TYPE } from '../oidc/signed-userinfo.js';
 import { authenticateBearer, requireScope, wwwAuthenticate } from '../../tokens/bearer.js';
 import type { Principal } from '../../tokens/access-token.js';
 
@@ -24,7 +28,10 @@ function userinfoHandler(oauth: OAuthContext): RequestHandler {
       if (principal.userId === null) throw new InvalidToken('this access token speaks for no user');
       const [user, client] = await Promise.all([oauth.users.find(principal.userId), oauth.clients.find(principal.clientId)]);
       if (!user || !client) throw new InvalidToken('the access token no longer speaks for an account');
-      sendJson(res, 200, { sub: subjectFor(client, user.id, oauth.pairwiseSecret), ...userClaims(user, principal.scopes) });
+      const claims = { sub: subjectFor(client, user.id, oauth.pairwiseSecret), ...userClaims(user, principal.scopes) };
+      if (client.userinfoSignedResponseAlg === null) return sendJson(res, 200, claims);
+      const jwt = await signUserinfo(oauth, client.id, claims);
+      res.status(200).setHeader('Content-Type', USERINFO_JWT_CONTENT_TYPE).end(jwt);
     } catch (error) {
       const oauthError = error instanceof OAuthError ? error : new ServerError('userinfo failed', { cause: error });
       if (!oauthError.expose) oauth.logger.error({ err: error, reqId: req.id }, 'userinfo failed');

@@ -83,9 +83,9 @@ export async function handler(request: GrantRequest): Promise<TokenResponse> {
     throw error;
   }
 
-  const grant = { grantId: redeemed.grantId, userId: redeemed.userId, clientId: client.id, scope: redeemed.scope, audience };
+  const grant = { grantId: redeemed.grantId, userId: redeemed.userId, scope: redeemed.scope, audience };
   oauth.events(req, 'code_redeemed', { clientId: client.id, userId: redeemed.userId, grantId: redeemed.grantId });
   // The redeeming statement stored the refresh token only when §11 allows one (see refreshTokenAllowed).
   const issuedRefreshToken = refreshToken && refreshTokenAllowed(parseScope(redeemed.scope)) ? refreshToken.token : undefined;
-  return tokenResponse(oauth, grant, issuedRefreshToken, dpop, { client, authTime: redeemed.authTime, nonce: redeemed.nonce });
+  return tokenResponse(oauth, client, grant, issuedRefreshToken, dpop, { authTime: redeemed.authTime, nonce: redeemed.nonce, sid: redeemed.sid });
 }

@@ -36,5 +36,5 @@ export async function handler({ oauth, client, params, req, dpop }: GrantRequest
   // The client was deleted after authenticating (the client cache is a few seconds behind).
   if (grantId === undefined) throw new InvalidClient('client authentication failed');
   oauth.events(req, 'client_credentials_issued', { clientId: client.id, grantId });
-  return tokenResponse(oauth, { grantId, userId: null, clientId: client.id, scope }, undefined, dpop);
+  return tokenResponse(oauth, client, { grantId, userId: null, scope }, undefined, dpop);
 }

@@ -39,7 +39,7 @@ export async function handler(request: GrantRequest): Promise<TokenResponse> {
   const refreshToken = issuesRefreshTokens(client) ? oauth.refreshTokens.mint() : undefined;
   const redeemed = await oauth.deviceCodes.redeem(deviceCode, client.id, refreshToken);
   if (!redeemed) return refuse(request, deviceCode);
-  const grant = { grantId: redeemed.grantId, userId: redeemed.userId, clientId: client.id, scope: redeemed.scope };
+  const grant = { grantId: redeemed.grantId, userId: redeemed.userId, scope: redeemed.scope };
   oauth.events(req, 'device_code_redeemed', { clientId: client.id, userId: redeemed.userId, grantId: redeemed.grantId });
-  return tokenResponse(oauth, grant, refreshToken?.token, request.dpop);
+  return tokenResponse(oauth, client, grant, refreshToken?.token, request.dpop);
 }

@@ -5,6 +5,7 @@ import type { OAuthContext } from '../context.js';
 import type { Parameters } from '../params.js';
 import type { DpopProof } from '../../tokens/dpop.js';
 import { issueIdToken } from '../oidc/id-token.js';
+import { pairwiseSubject } from '../oidc/subject.js';
 import { parseScope } from '../scopes.js';
 
 export interface GrantRequest {
@@ -25,10 +26,11 @@ export interface TokenResponse {
 }
 
 export interface IdTokenContext {
-  client: Client;
   authTime: number | null;
   /** Only on the code exchange; a refreshed ID Token carries none (OIDC Core §12.2). */
   nonce: string | null;
+  /** The browser session's `sid` for this client, kept on the grant; null for grants made before it was stored. */
+  sid: string | null;
 }
 
 export interface Grant {
@@ -37,17 +39,25 @@ export interface Grant {
   handler(request: GrantRequest): Promise<TokenResponse>;
 }
 
+/** Every token of a pairwise client names the user by the pairwise `sub`, the access token too (see oidc/subject.ts). */
 export async function tokenResponse(
   oauth: OAuthContext,
-  grant: { grantId: string; userId: number | null; clientId: string; scope: string; audience?: readonly string[] },
+  client: Client,
+  grant: { grantId: string; userId: number | null; scope: string; audience?: readonly string[] },
   refreshToken: string | undefined,
   dpop: DpopProof | undefined,
   oidc?: IdTokenContext,
 ): Promise<TokenResponse> {
-  const accessToken = await oauth.accessTokens.issue({ ...grant, ...(dpop && { jkt: dpop.jkt }) });
+  const subject = grant.userId === null ? undefined : pairwiseSubject(client, grant.userId, oauth.pairwiseSecret);
+  const accessToken = await oauth.accessTokens.issue({
+    ...grant,
+    clientId: client.id,
+    ...(subject === undefined ? {} : { subject }),
+    ...(dpop && { jkt: dpop.jkt }),
+  });
   const idToken =
     oidc && grant.userId !== null && parseScope(grant.scope).includes('openid')
-      ? await issueIdToken(oauth, { ...oidc, userId: grant.userId, scope: grant.scope, accessToken: accessToken.token })
+      ? await issueIdToken(oauth, { ...oidc, client, userId: grant.userId, scope: grant.scope, accessToken: accessToken.token })
       : undefined;
   return {
     access_token: accessToken.token,

@@ -51,7 +51,7 @@ async function refuse(
     const successor = record.withinGrace ? await oauth.refreshTokens.liveSuccessor(refreshToken) : undefined;
     if (successor !== undefined) {
       oauth.events(req, 'refresh_token_reuse_within_grace', fields);
-      return tokenResponse(oauth, { ...record, scope: scope ?? record.scope, audience: audience ?? record.resources }, successor, dpop, { client, authTime: record.authTime, nonce: null });
+      return tokenResponse(oauth, client, { ...record, scope: scope ?? record.scope, audience: audience ?? record.resources }, successor, dpop, { authTime: record.authTime, nonce: null, sid: record.sid });
     }
     await oauth.revocations.revokeGrant(record.grantId);
     oauth.events(req, 'refresh_token_reuse_detected', fields);
@@ -69,9 +69,9 @@ export async function handler(request: GrantRequest): Promise<TokenResponse> {
   if (!rotated) return refuse(request, refreshToken, wanted);
   oauth.events(req, 'refresh_token_rotated', { clientId: client.id, userId: rotated.userId, grantId: rotated.grantId });
   const audience = wanted.audience ?? rotated.resources;
-  return tokenResponse(oauth, { ...rotated, scope: wanted.scope ?? rotated.scope, audience }, rotated.refreshToken, dpop, {
-    client,
+  return tokenResponse(oauth, client, { ...rotated, scope: wanted.scope ?? rotated.scope, audience }, rotated.refreshToken, dpop, {
     authTime: rotated.authTime,
     nonce: null,
+    sid: rotated.sid,
   });
 }

@@ -85,8 +85,16 @@ export function postLogoutToken(uri: string, logoutToken: string, allowPrivate: 
   });
 }
 
-/** Signs the Logout Token for one client (§2.4): iss, aud, iat, exp, jti, sub, events; never a nonce. */
-export async function logoutToken(oauth: OAuthContext, client: { id: string; subjectType: string; redirectUris: string[] }, userId: number): Promise<string> {
+/**
+ * Signs the Logout Token for one client (§2.4): iss, aud, iat, exp, jti, sub, events, and `sid` (the one its ID Tokens
+ * of that session carry) when the client registered backchannel_logout_session_required; never a nonce.
+ */
+export async function logoutToken(
+  oauth: OAuthContext,
+  client: { id: string; subjectType: string; redirectUris: string[]; backchannelLogoutSessionRequired?: boolean },
+  userId: number,
+  browserSessionId?: string,
+): Promise<string> {
   const key = await oauth.keys.signingKey();
   const now = Math.floor(Date.now() / 1000);
   return key.sign(
@@ -97,20 +105,30 @@ export async function logoutToken(oauth: OAuthContext, client: { id: string; sub
       exp: now + 120,
       jti: randomUUID(),
       sub: subjectFor(client, userId, oauth.pairwiseSecret),
+      ...(client.backchannelLogoutSessionRequired && browserSessionId !== undefined ? { sid: oauth.sessionIds.forClient(client.id, browserSessionId) } : {}),
       events: { [BACKCHANNEL_LOGOUT_EVENT]: {} },
     },
     LOGOUT_TOKEN_TYP,
   );
 }
 
-/** Notifies every allowed client with a back-channel logout URI; returns at once, the POSTs happen in the background. */
-export function notifyBackchannelLogout(oauth: OAuthContext, userId: number): Promise<void> {
+/**
+ * Notifies every allowed client with a back-channel logout URI that the browser session `browserSessionId` ended;
+ * returns at once, the POSTs happen in the background.
+ */
+export function notifyBackchannelLogout(oauth: OAuthContext, userId: number, browserSessionId?: string): Promise<void> {
   const done = (async () => {
     const targets = await oauth.consents.backchannelLogoutTargets(userId);
     await Promise.all(
       targets.map(async (target) => {
         try {
-          const token = await logoutToken(oauth, { id: target.id, subjectType: target.subject_type, redirectUris: target.redirect_uris }, userId);
+          const client = {
+            id: target.id,
+            subjectType: target.subject_type,
+            redirectUris: target.redirect_uris,
+            backchannelLogoutSessionRequired: target.backchannel_logout_session_required,
+          };
+          const token = await logoutToken(oauth, client, userId, browserSessionId);
           const status = await postLogoutToken(target.backchannel_logout_uri, token, oauth.backchannelLogoutAllowPrivate);
           if (status !== 200 && status !== 204) throw new Error(`answered HTTP ${status}`);
         } catch (error) {

@@ -24,6 +24,8 @@ export interface IdTokenRequest {
   /** Seconds since the epoch; falls back to now for grants made before auth_time was stored. */
   authTime: number | null;
   nonce: string | null;
+  /** Front-/Back-Channel Logout `sid` (see session-id.ts). */
+  sid: string | null;
   accessToken: string;
 }
 
@@ -41,6 +43,7 @@ export async function issueIdToken(oauth: OAuthContext, request: IdTokenRequest)
     iat: now,
     auth_time: request.authTime ?? now,
     ...(request.nonce === null ? {} : { nonce: request.nonce }),
+    ...(request.sid === null ? {} : { sid: request.sid }),
     at_hash: atHash(request.accessToken),
     ...userClaims(user, new Set(parseScope(request.scope))),
   };

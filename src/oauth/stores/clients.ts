@@ -6,6 +6,7 @@ import { ALL_SCOPES, isScope, parseScope } from '../scopes.js';
 import { constantTimeEqual, hmacSha256, randomIdentifier, randomToken } from '../../crypto/secrets.js';
 import { isSubjectType, sectorOf, type SubjectType } from '../oidc/subject.js';
 import { publicJwkSetProblem, type ClientMetadata } from '../client-metadata.js';
+import { isUserinfoSigningAlg, USERINFO_SIGNING_ALGS } from '../oidc/signed-userinfo.js';
 
 export type Client = typeof clients.$inferSelect;
 
@@ -40,6 +41,14 @@ export interface ClientOidcSettings {
   subjectType?: SubjectType;
   postLogoutRedirectUris?: string[];
   backchannelLogoutUri?: string | null;
+  /** Back-Channel Logout §2.2: logout tokens carry `sid`. */
+  backchannelLogoutSessionRequired?: boolean;
+  /** Front-Channel Logout 1.0: loaded in an iframe when the user signs out ("" or null removes it). */
+  frontchannelLogoutUri?: string | null;
+  /** Front-Channel Logout §2: that URL gets `iss` and `sid`. */
+  frontchannelLogoutSessionRequired?: boolean;
+  /** `ES256`, or null / "" for plain JSON at /userinfo. */
+  userinfoSignedResponseAlg?: string | null;
   policyUri?: string | null;
   tosUri?: string | null;
 }
@@ -73,6 +82,17 @@ function validateOidc(settings: ClientOidcSettings, redirectUris: readonly strin
   const optional = (value: string | null | undefined, what: string) => (value === undefined ? undefined : value === null || value === '' ? null : httpsUri(value, what));
   const backchannel = optional(settings.backchannelLogoutUri, 'back-channel logout URI');
   if (backchannel !== undefined) set.backchannelLogoutUri = backchannel;
+  if (settings.backchannelLogoutSessionRequired !== undefined) set.backchannelLogoutSessionRequired = settings.backchannelLogoutSessionRequired;
+  const frontchannel = optional(settings.frontchannelLogoutUri, 'front-channel logout URI');
+  if (frontchannel !== undefined) set.frontchannelLogoutUri = frontchannel;
+  if (settings.frontchannelLogoutSessionRequired !== undefined) set.frontchannelLogoutSessionRequired = settings.frontchannelLogoutSessionRequired;
+  if (settings.userinfoSignedResponseAlg !== undefined) {
+    const alg = settings.userinfoSignedResponseAlg;
+    if (alg !== null && alg !== '' && !isUserinfoSigningAlg(alg)) {
+      throw new ClientRegistrationError(`the userinfo signing algorithm is ${USERINFO_SIGNING_ALGS.join(' or ')} (the ID Token algorithm), or "" for plain JSON`);
+    }
+    set.userinfoSignedResponseAlg = alg || null;
+  }
   const policy = optional(settings.policyUri, 'policy URI');
   if (policy !== undefined) set.policyUri = policy;
   const tos = optional(settings.tosUri, 'terms of service URI');
@@ -93,6 +113,10 @@ export interface RegisteredClient {
   subject_type?: string;
   post_logout_redirect_uris?: string[];
   backchannel_logout_uri?: string;
+  backchannel_logout_session_required?: true;
+  frontchannel_logout_uri?: string;
+  frontchannel_logout_session_required?: true;
+  userinfo_signed_response_alg?: string;
   policy_uri?: string;
   tos_uri?: string;
   registration_type?: RegistrationType;
@@ -164,6 +188,7 @@ function metadataColumns(metadata: ClientMetadata, fallbackName: string) {
     jwksUri: metadata.keys && 'jwksUri' in metadata.keys ? metadata.keys.jwksUri : null,
     clientUri: metadata.clientUri ?? null,
     logoUri: metadata.logoUri ?? null,
+    userinfoSignedResponseAlg: metadata.userinfoSignedResponseAlg ?? null,
     registrationMetadata: {
       token_endpoint_auth_method: metadata.tokenEndpointAuthMethod,
       response_types: metadata.responseTypes,
@@ -442,6 +467,10 @@ export function describeClient(row: Client, secret?: string): RegisteredClient {
     ...(row.subjectType === 'public' ? {} : { subject_type: row.subjectType }),
     ...(row.postLogoutRedirectUris.length ? { post_logout_redirect_uris: row.postLogoutRedirectUris } : {}),
     ...(row.backchannelLogoutUri ? { backchannel_logout_uri: row.backchannelLogoutUri } : {}),
+    ...(row.backchannelLogoutSessionRequired ? { backchannel_logout_session_required: true as const } : {}),
+    ...(row.frontchannelLogoutUri ? { frontchannel_logout_uri: row.frontchannelLogoutUri } : {}),
+    ...(row.frontchannelLogoutSessionRequired ? { frontchannel_logout_session_required: true as const } : {}),
+    ...(row.userinfoSignedResponseAlg ? { userinfo_signed_response_alg: row.userinfoSignedResponseAlg } : {}),
     ...(row.policyUri ? { policy_uri: row.policyUri } : {}),
     ...(row.tosUri ? { tos_uri: row.tosUri } : {}),
     ...(row.registrationType === 'static' ? {} : { registration_type: row.registrationType }),

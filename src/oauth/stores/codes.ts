@@ -27,6 +27,8 @@ export interface NewAuthorizationCode {
   dpopJkt?: string | null;
   nonce?: string | null;
   authTime?: number | null;
+  /** The ID Tokens' `sid` (see oidc/session-id.ts), stored on the grant. */
+  sid?: string | null;
 }
 
 export interface RedeemedCode {
@@ -40,6 +42,7 @@ export interface RedeemedCode {
   dpopJkt: string | null;
   nonce: string | null;
   authTime: number | null;
+  sid: string | null;
 }
 
 export interface NewRefreshToken {
@@ -93,10 +96,11 @@ function flowStatements(db: Db, ttlSeconds: number) {
           returning: sql.raw('grant_id, client_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method, dpop_jkt, nonce'),
         })}), touched as (
           update ${grants} set last_used_at = now() where id = (select grant_id from redeemed)
-          returning extract(epoch from auth_time)::float8 as auth_time, resources
+          returning extract(epoch from auth_time)::float8 as auth_time, resources, sid
         )${withRefreshToken ? sql`, issued as (${insertRefreshTokenFrom(sql`(select * from redeemed where ${OFFLINE_CONDITION}) as offline`, { tokenHash: p('tokenHash'), ttlSeconds: p('tokenTtlSeconds'), dpopJkt: p('tokenDpopJkt') })})` : sql``}
         select grant_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method, dpop_jkt, nonce,
-               (select auth_time from touched) as auth_time, (select resources from touched) as resources
+               (select auth_time from touched) as auth_time, (select resources from touched) as resources,
+               (select sid from touched) as sid
         from redeemed`);
   return {
     issueIfConsented: execute(sql`
@@ -108,8 +112,9 @@ function flowStatements(db: Db, ttlSeconds: number) {
           select id from signed_in
           where string_to_array(coalesce(scope, ''), ' ') @> string_to_array(${p('scope')}, ' ')
         ), new_grant as (
-          insert into ${grants} (id, client_id, user_id, scope, auth_time, resources)
-          select ${p('grantId')}, ${p('clientId')}, id, ${p('scope')}, to_timestamp(${p('authTime')}::double precision), ${textArray(p('resources'))} from consented
+          insert into ${grants} (id, client_id, user_id, scope, auth_time, resources, sid)
+          select ${p('grantId')}, ${p('clientId')}, id, ${p('scope')}, to_timestamp(${p('authTime')}::double precision), ${textArray(p('resources'))}, ${p('sid')}
+          from consented
           returning id
         ), new_code as (
           insert into ${authorizationCodes}
@@ -140,8 +145,8 @@ export class AuthorizationCodeStore {
     const grantId = randomToken(16);
     await this.db.execute(sql`
       with new_grant as (
-        insert into ${grants} (id, client_id, user_id, scope, auth_time, resources)
-        values (${grantId}, ${input.clientId}, ${input.userId}, ${input.scope}, to_timestamp(${input.authTime ?? null}::double precision), ${textArray(joinedText(input.resources))})
+        insert into ${grants} (id, client_id, user_id, scope, auth_time, resources, sid)
+        values (${grantId}, ${input.clientId}, ${input.userId}, ${input.scope}, to_timestamp(${input.authTime ?? null}::double precision), ${textArray(joinedText(input.resources))}, ${input.sid ?? null})
         returning id
       )
       insert into ${authorizationCodes}
@@ -168,6 +173,7 @@ export class AuthorizationCodeStore {
         grantId,
         authTime: input.authTime ?? null,
         resources: joinedText(input.resources),
+        sid: input.sid ?? null,
         codeHash: sha256(code),
         redirectUri: input.redirectUri ?? null,
         codeChallenge: input.codeChallenge ?? null,
@@ -208,6 +214,7 @@ export class AuthorizationCodeStore {
       nonce: string | null;
       auth_time: number | null;
       resources: string[] | null;
+      sid: string | null;
     }>(await result);
     if (!row) return undefined;
     return {
@@ -221,6 +228,7 @@ export class AuthorizationCodeStore {
       dpopJkt: row.dpop_jkt,
       nonce: row.nonce,
       authTime: row.auth_time === null ? null : Math.floor(Number(row.auth_time)),
+      sid: row.sid,
     };
   }
 

@@ -16,11 +16,22 @@ export class ConsentStore {
   constructor(private readonly db: Db) {}
 
   backchannelLogoutTargets(userId: number) {
-    return queryRows<{ id: string; subject_type: string; redirect_uris: string[]; backchannel_logout_uri: string }>(
+    return queryRows<{ id: string; subject_type: string; redirect_uris: string[]; backchannel_logout_uri: string; backchannel_logout_session_required: boolean }>(
       this.db,
-      sql`select cl.id, cl.subject_type, cl.redirect_uris, cl.backchannel_logout_uri
+      sql`select cl.id, cl.subject_type, cl.redirect_uris, cl.backchannel_logout_uri, cl.backchannel_logout_session_required
           from ${consents} c join ${clients} cl on cl.id = c.client_id
           where c.user_id = ${userId} and cl.backchannel_logout_uri is not null`,
+    );
+  }
+
+  /** The allowed clients that asked to be told in the browser (Front-Channel Logout 1.0). */
+  frontchannelLogoutTargets(userId: number) {
+    return queryRows<{ id: string; frontchannel_logout_uri: string; frontchannel_logout_session_required: boolean }>(
+      this.db,
+      sql`select cl.id, cl.frontchannel_logout_uri, cl.frontchannel_logout_session_required
+          from ${consents} c join ${clients} cl on cl.id = c.client_id
+          where c.user_id = ${userId} and cl.frontchannel_logout_uri is not null
+          order by cl.id`,
     );
   }
 

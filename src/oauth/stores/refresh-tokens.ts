@@ -27,6 +27,8 @@ export interface DpopBinding {
 export interface RotatedRefreshToken extends RefreshTokenFamily {
   refreshToken: string;
   authTime: number | null;
+  /** The grant's OpenID `sid`, for the refreshed ID Token. */
+  sid: string | null;
 }
 
 export interface RefreshTokenRecord extends RefreshTokenFamily, DpopBinding {
@@ -36,6 +38,7 @@ export interface RefreshTokenRecord extends RefreshTokenFamily, DpopBinding {
   consumed: boolean;
   grantRevoked: boolean;
   authTime: number | null;
+  sid: string | null;
   /** The "lost response" retry the optional grace window forgives. */
   withinGrace: boolean;
 }
@@ -86,7 +89,7 @@ export class RefreshTokenStore {
   /** A DPoP-bound token rotates only with its key (RFC 9449 §5). */
   async rotate(token: string, clientId: string, dpopJkt?: string): Promise<RotatedRefreshToken | undefined> {
     const successor = this.successorOf(token);
-    const [row] = await queryRows<{ grant_id: string; client_id: string; user_id: number; scope: string; auth_time: number | null; resources: string[] | null }>(
+    const [row] = await queryRows<{ grant_id: string; client_id: string; user_id: number; scope: string; auth_time: number | null; resources: string[] | null; sid: string | null }>(
       this.db,
       sql`
         with retired as (${consumeIfUnused({
@@ -98,12 +101,14 @@ export class RefreshTokenStore {
           andAlso: sql`(dpop_jkt is null or dpop_jkt = ${dpopJkt ?? null})`,
         })}), touched as (
           update ${grants} set last_used_at = now() where id = (select grant_id from retired)
-          returning extract(epoch from auth_time)::float8 as auth_time, resources
+          returning extract(epoch from auth_time)::float8 as auth_time, resources, sid
         ), issued as (
           ${insertRefreshTokenFrom(sql`retired`, { tokenHash: sha256(successor), ttlSeconds: this.ttlSeconds })}
           returning grant_id, client_id, user_id, scope
         )
-        select grant_id, client_id, user_id, scope, (select auth_time from touched) as auth_time, (select resources from touched) as resources from issued`,
+        select grant_id, client_id, user_id, scope, (select auth_time from touched) as auth_time, (select resources from touched) as resources,
+               (select sid from touched) as sid
+        from issued`,
     );
     if (!row) return undefined;
     return {
@@ -114,6 +119,7 @@ export class RefreshTokenStore {
       scope: row.scope,
       authTime: row.auth_time === null ? null : Math.floor(Number(row.auth_time)),
       resources: row.resources ?? [],
+      sid: row.sid,
     };
   }
 
@@ -129,6 +135,7 @@ export class RefreshTokenStore {
       consumed: boolean;
       grant_revoked: boolean;
       auth_time: number | null;
+      sid: string | null;
       within_grace: boolean;
       dpop_jkt: string | null;
       resources: string[] | null;
@@ -138,7 +145,7 @@ export class RefreshTokenStore {
         select t.grant_id, t.client_id, t.user_id, t.scope, t.created_at, t.expires_at, t.dpop_jkt, g.resources,
                t.expires_at <= now() as expired,
                t.consumed_at is not null as consumed,
-               g.revoked_at is not null as grant_revoked, extract(epoch from g.auth_time)::float8 as auth_time,
+               g.revoked_at is not null as grant_revoked, extract(epoch from g.auth_time)::float8 as auth_time, g.sid,
                (t.consumed_at is not null
                 and t.consumed_at > now() - make_interval(secs => ${graceSeconds})
                 and not exists (select 1 from ${refreshTokens} later
@@ -159,6 +166,7 @@ export class RefreshTokenStore {
       consumed: row.consumed,
       grantRevoked: row.grant_revoked,
       authTime: row.auth_time === null ? null : Math.floor(Number(row.auth_time)),
+      sid: row.sid,
       withinGrace: graceSeconds > 0 && row.within_grace,
       dpopJkt: row.dpop_jkt,
     };

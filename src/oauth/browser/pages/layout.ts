@@ -70,11 +70,15 @@ export interface SendPageOptions {
   formActionOrigins?: readonly string[];
   /** Allow the page's static scripts (`<script src="/assets/…">`) from this origin. */
   selfScripts?: boolean;
+  /** Origins of the page's iframes (front-channel logout). */
+  frameOrigins?: readonly string[];
 }
 
 export interface LayoutOptions {
   wide?: boolean;
   scripts?: readonly string[];
+  /** Navigate here after this many seconds (`<meta http-equiv="refresh">`: needs no script, so no CSP exception). */
+  refresh?: { seconds: number; url: string };
 }
 
 export function layout(title: string, body: SafeHtml, options: LayoutOptions = {}): SafeHtml {
@@ -84,7 +88,8 @@ export function layout(title: string, body: SafeHtml, options: LayoutOptions = {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
-<title>${title} · ${brand.name}</title>
+${options.refresh ? html`<meta http-equiv="refresh" content="${String(options.refresh.seconds)};url=${options.refresh.url}">
+` : ''}<title>${title} · ${brand.name}</title>
 <style>${TRUSTED_STYLE}</style>
 <style>${brand.css}</style>
 </head>
@@ -105,6 +110,7 @@ export function sendPage(res: Response, page: SafeHtml, options: SendPageOptions
     formActionOrigins: options.formActionOrigins ?? [],
     selfScripts: options.selfScripts ?? false,
     imageOrigins: brand.logoOrigin ? [brand.logoOrigin] : [],
+    frameOrigins: options.frameOrigins ?? [],
   });
   res.status(options.status ?? 200).type('html').send(page.value);
 }

@@ -27,11 +27,27 @@ ${Object.entries(page.fields).map(([name, value]) => html`<input type="hidden" n
   );
 }
 
-export function signedOutPage(signedOut: boolean, issuer: string): SafeHtml {
+export interface SignedOutExtras {
+  /** Front-channel logout iframes (see oidc/frontchannel.ts). */
+  frames?: readonly { src: string }[];
+  /** Where to go once the frames had their moment (the validated post_logout_redirect_uri with state). */
+  continueTo?: string;
+}
+
+/** Seconds the front-channel frames get before the browser moves on to the application. */
+const FRAME_SECONDS = 2;
+
+export function signedOutPage(signedOut: boolean, issuer: string, extras: SignedOutExtras = {}): SafeHtml {
+  const frames = extras.frames ?? [];
   return layout(
     signedOut ? 'Signed out' : 'Still signed in',
     html`<h1>${signedOut ? 'You are signed out' : 'You are still signed in'}</h1>
-<p class="muted">You can close this page.</p>
-<p><a href="${issuer}/account">Your account</a></p>`,
+${frames.length ? html`<p class="muted">Signing you out of your applications too…</p>
+` : ''}${
+      extras.continueTo ? html`<p><a href="${extras.continueTo}">Continue to the application</a></p>` : html`<p class="muted">You can close this page.</p>
+<p><a href="${issuer}/account">Your account</a></p>`
+    }
+${frames.map((frame) => html`<iframe src="${frame.src}" title="Signing out" hidden></iframe>`)}`,
+    extras.continueTo ? { refresh: { seconds: FRAME_SECONDS, url: extras.continueTo } } : {},
   );
 }

@@ -1,0 +1,1 @@
+ALTER TABLE "clients" ADD COLUMN "userinfo_signed_response_alg" text;

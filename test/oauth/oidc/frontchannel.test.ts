@@ -1,0 +1,107 @@
+/**
+ * Front-Channel Logout 1.0: signing out renders one iframe per allowed client with a frontchannel_logout_uri, with `iss`
+ * and the ID Tokens' `sid` when it registered frontchannel_logout_session_required; the CSP frames exactly those
+ * origins; with a post_logout_redirect_uri the page moves on by itself after the frames.
+ */
+import { beforeAll, expect, it } from 'vitest';
+import request from 'supertest';
+import { decodeJwt } from 'jose';
+import { describeEachDatabase } from '../../support/runtime.js';
+import { authorizeParams, basic, Browser, buildClient, buildUser, formAction, formFields, redirectParams, type TestClient, type TestUser } from '../../support/oauth.js';
+
+describeEachDatabase('Front-Channel Logout', (context) => {
+  let withSession: TestClient;
+  let plain: TestClient;
+  let notAllowed: TestClient;
+  let user: TestUser;
+  const afterLogout = 'https://fc.example/bye';
+
+  beforeAll(async () => {
+    const { runtime } = context();
+    [withSession, plain, notAllowed, user] = await Promise.all([
+      buildClient(runtime, {
+        redirectUris: ['https://fc.example/cb'],
+        oidc: { frontchannelLogoutUri: 'https://fc.example/logout?tenant=a', frontchannelLogoutSessionRequired: true, postLogoutRedirectUris: [afterLogout] },
+      }),
+      buildClient(runtime, { redirectUris: ['https://plain-fc.example/cb'], oidc: { frontchannelLogoutUri: 'https://plain-fc.example:8443/fc' } }),
+      buildClient(runtime, { redirectUris: ['https://never.example/cb'], oidc: { frontchannelLogoutUri: 'https://never.example/fc' } }),
+      buildUser(runtime),
+    ]);
+  });
+
+  async function idTokenOf(browser: Browser, client: TestClient, who = user): Promise<string> {
+    const params = authorizeParams(client, { scope: 'openid' });
+    const res = await browser.authorize(params, who);
+    const token = await request(context().app)
+      .post('/token')
+      .set('Authorization', basic(client.id, client.secret!))
+      .type('form')
+      .send({ grant_type: 'authorization_code', code: redirectParams(res).get('code')!, redirect_uri: client.redirectUri, code_verifier: params.verifier });
+    return token.body.id_token as string;
+  }
+
+  async function signOut(browser: Browser, params: Record<string, string>) {
+    const page = await browser.open(`/logout?${new URLSearchParams(params).toString()}`);
+    return browser.submit(formAction(page.text), { ...formFields(page.text), decision: 'logout' });
+  }
+
+  const iframes = (page: string) => [...page.matchAll(/<iframe src="([^"]*)"/g)].map((match) => match[1]!.replace(/&amp;/g, '&'));
+
+  it('renders the allowed clients’ iframes, with iss and sid only where required, and frames exactly their origins', async () => {
+    const browser = new Browser(context().app);
+    const sid = decodeJwt(await idTokenOf(browser, withSession)).sid;
+    await idTokenOf(browser, plain);
+    const page = await signOut(browser, { client_id: plain.id });
+    expect(page.status).toBe(200);
+    const frames = iframes(page.text);
+    expect(frames).toHaveLength(2);
+    const withIss = new URL(frames.find((src) => src.startsWith('https://fc.example/'))!);
+    expect(withIss.pathname).toBe('/logout');
+    expect(Object.fromEntries(withIss.searchParams)).toEqual({ tenant: 'a', iss: context().config.issuer, sid });
+    expect(frames).toContain('https://plain-fc.example:8443/fc');
+    const csp = page.headers['content-security-policy'] as string;
+    const frameSrc = /(?:^|; )frame-src ([^;]*);/.exec(csp)?.[1]?.split(' ');
+    expect(frameSrc?.sort()).toEqual(['https://fc.example', 'https://plain-fc.example:8443']);
+    expect(csp).not.toContain('never.example');
+    expect(csp).toContain("frame-ancestors 'none'");
+  });
+
+  it('loads the frames before going on to the post_logout_redirect_uri, with state', async () => {
+    // A user who allowed only this client: one frame.
+    const browser = new Browser(context().app);
+    const idToken = await idTokenOf(browser, withSession, await buildUser(context().runtime));
+    const page = await signOut(browser, { id_token_hint: idToken, post_logout_redirect_uri: afterLogout, state: 'a&b"<' });
+    expect(page.status).toBe(200);
+    expect(iframes(page.text)).toHaveLength(1);
+    const target = `${afterLogout}?state=${encodeURIComponent('a&b"<')}`;
+    expect(page.text).toContain(`<meta http-equiv="refresh" content="2;url=${target.replace(/&/g, '&amp;')}">`);
+    expect(page.text).not.toContain('"<');
+  });
+
+  it('still answers 303 when no allowed client has a front-channel URI, and no frames when nobody was signed in', async () => {
+    const { runtime, app } = context();
+    // Someone else, who allowed only a client without a front-channel URI (never `notAllowed`).
+    const other = await buildUser(runtime);
+    const quiet = await buildClient(runtime, { redirectUris: ['https://quiet.example/cb'], oidc: { postLogoutRedirectUris: ['https://quiet.example/bye'] } });
+    const browser = new Browser(app);
+    await browser.authorize(authorizeParams(quiet, { scope: 'openid' }), other);
+    const done = await signOut(browser, { client_id: quiet.id, post_logout_redirect_uri: 'https://quiet.example/bye' });
+    expect(done.status).toBe(303);
+    expect(done.headers.location).toMatch(/^https:\/\/quiet\.example\/bye\??$/);
+    const anonymous = await request(app).get(`/logout?client_id=${notAllowed.id}`);
+    expect(iframes(anonymous.text)).toEqual([]);
+    expect(anonymous.headers['content-security-policy']).not.toContain('frame-src');
+  });
+
+  it('advertises front-channel logout with session support', async () => {
+    const res = await request(context().app).get('/.well-known/openid-configuration');
+    expect(res.body).toMatchObject({ frontchannel_logout_supported: true, frontchannel_logout_session_supported: true });
+  });
+
+  it('refuses a front-channel URI that is not https, has a fragment or credentials', async () => {
+    const { runtime } = context();
+    for (const uri of ['http://fc.example/x', 'https://fc.example/x#f', 'https://u:p@fc.example/x', 'javascript:alert(1)', 'not a uri']) {
+      await expect(buildClient(runtime, { oidc: { frontchannelLogoutUri: uri } }), uri).rejects.toThrow(/front-channel logout URI/);
+    }
+  });
+});

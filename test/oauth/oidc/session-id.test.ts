@@ -1,0 +1,135 @@
+/**
+ * The OpenID `sid` (Back-Channel Logout 1.0 §2.4, Front-Channel Logout 1.0 §3): ID Tokens carry one per browser session
+ * and client, refreshed ID Tokens keep it, and the logout token of a client that registered
+ * backchannel_logout_session_required carries the same value when that session signs out.
+ */
+import http from 'node:http';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import request from 'supertest';
+import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
+import { describeEachDatabase } from '../../support/runtime.js';
+import { authorizeParams, basic, Browser, buildClient, buildUser, formAction, formFields, redirectParams, type TestClient, type TestUser } from '../../support/oauth.js';
+
+const SID = /^[A-Za-z0-9_-]{43}$/;
+
+describeEachDatabase(
+  'OpenID session ids',
+  (context) => {
+    let receiver: http.Server;
+    let receiverUrl: string;
+    const received: { path: string; token: string }[] = [];
+    let withSession: TestClient;
+    let withoutSession: TestClient;
+    let user: TestUser;
+
+    beforeAll(async () => {
+      receiver = http.createServer((req, res) => {
+        let body = '';
+        req.on('data', (chunk) => (body += chunk));
+        req.on('end', () => {
+          received.push({ path: req.url ?? '', token: new URLSearchParams(body).get('logout_token') ?? '' });
+          res.writeHead(200).end();
+        });
+      });
+      await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+      receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}`;
+      const { runtime } = context();
+      [withSession, withoutSession, user] = await Promise.all([
+        buildClient(runtime, { redirectUris: ['https://sid.example/cb'], oidc: { backchannelLogoutUri: `${receiverUrl}/with`, backchannelLogoutSessionRequired: true, subjectType: 'pairwise' } }),
+        buildClient(runtime, { redirectUris: ['https://nosid.example/cb'], oidc: { backchannelLogoutUri: `${receiverUrl}/without` } }),
+        buildUser(runtime),
+      ]);
+    });
+
+    afterAll(() => {
+      receiver?.close();
+    });
+
+    async function codeFlow(browser: Browser, client: TestClient) {
+      const params = authorizeParams(client, { scope: 'openid offline_access' });
+      const res = await browser.authorize(params, user);
+      const token = await request(context().app)
+        .post('/token')
+        .set('Authorization', basic(client.id, client.secret!))
+        .type('form')
+        .send({ grant_type: 'authorization_code', code: redirectParams(res).get('code')!, redirect_uri: client.redirectUri, code_verifier: params.verifier });
+      expect(token.status).toBe(200);
+      return token.body as { id_token: string; refresh_token: string };
+    }
+
+    async function signOut(browser: Browser) {
+      const page = await browser.open(`/logout?client_id=${withSession.id}`);
+      const done = await browser.submit(formAction(page.text), { ...formFields(page.text), decision: 'logout' });
+      expect(done.status).toBe(200);
+    }
+
+    it('puts a per-client sid in ID Tokens, keeps it on refresh, and changes it with a new sign-in', async () => {
+      const browser = new Browser(context().app);
+      const first = await codeFlow(browser, withSession);
+      const sid = decodeJwt(first.id_token).sid as string;
+      expect(sid).toMatch(SID);
+      // Another code in the same session: the same sid; another client: another one (no correlation through sid).
+      expect(decodeJwt((await codeFlow(browser, withSession)).id_token).sid).toBe(sid);
+      const otherSid = decodeJwt((await codeFlow(browser, withoutSession)).id_token).sid;
+      expect(otherSid).toMatch(SID);
+      expect(otherSid).not.toBe(sid);
+      // It is not the cookie's own session id.
+      const cookies = (browser.agent as unknown as { jar: { getCookies(access: object): { name: string; value: string }[] } }).jar.getCookies({ domain: '127.0.0.1', path: '/', secure: false, script: false });
+      const session = cookies.find((c) => c.name === 'fieldgate-session');
+      const cookieSid = JSON.parse(Buffer.from(decodeURIComponent(session!.value).slice(2).split('.')[0]!, 'base64url').toString()).sid as string;
+      expect(cookieSid).toMatch(/^[A-Za-z0-9_-]{22}$/);
+      expect(sid).not.toContain(cookieSid);
+
+      const refreshed = await request(context().app)
+        .post('/token')
+        .set('Authorization', basic(withSession.id, withSession.secret!))
+        .type('form')
+        .send({ grant_type: 'refresh_token', refresh_token: first.refresh_token });
+      expect(decodeJwt(refreshed.body.id_token).sid).toBe(sid);
+
+      await signOut(browser);
+      const again = await codeFlow(browser, withSession);
+      expect(decodeJwt(again.id_token).sid).toMatch(SID);
+      expect(decodeJwt(again.id_token).sid).not.toBe(sid);
+    });
+
+    it('gives every one of 10 concurrent codes of one session the same sid', async () => {
+      const browser = new Browser(context().app);
+      const sid = decodeJwt((await codeFlow(browser, withSession)).id_token).sid;
+      const tokens = await Promise.all(Array.from({ length: 10 }, () => codeFlow(browser, withSession)));
+      for (const token of tokens) expect(decodeJwt(token.id_token).sid).toBe(sid);
+    });
+
+    it('sends the ID Token sid in the logout token of a client that requires it, and none to the others', async () => {
+      const browser = new Browser(context().app);
+      const sid = decodeJwt((await codeFlow(browser, withSession)).id_token).sid;
+      const idToken = (await codeFlow(browser, withSession)).id_token;
+      await codeFlow(browser, withoutSession);
+      received.length = 0;
+      await signOut(browser);
+      await expect.poll(() => received.length, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
+      const jwks = createLocalJWKSet((await request(context().app).get('/.well-known/jwks.json')).body);
+      const byPath = Object.fromEntries(received.map((entry) => [entry.path, entry.token]));
+      const { payload: withSid } = await jwtVerify(byPath['/with']!, jwks, { issuer: context().config.issuer, audience: withSession.id, typ: 'logout+jwt' });
+      expect(withSid.sid).toBe(sid);
+      expect(withSid.sub).toBe(decodeJwt(idToken).sub);
+      const { payload: withoutSid } = await jwtVerify(byPath['/without']!, jwks, { issuer: context().config.issuer, audience: withoutSession.id, typ: 'logout+jwt' });
+      expect(withoutSid.sid).toBeUndefined();
+      expect(withoutSid.sub).toBe(String(user.id));
+    });
+
+    it('advertises backchannel_logout_session_supported and sid among the claims', async () => {
+      const res = await request(context().app).get('/.well-known/openid-configuration');
+      expect(res.body.backchannel_logout_session_supported).toBe(true);
+      expect(res.body.claims_supported).toContain('sid');
+    });
+
+    it('lets the store set and clear backchannel_logout_session_required', async () => {
+      const { runtime } = context();
+      const client = await buildClient(runtime, { oidc: { backchannelLogoutSessionRequired: true } });
+      expect((await runtime.clients.list()).find((c) => c.client_id === client.id)?.backchannel_logout_session_required).toBe(true);
+      expect((await runtime.clients.update(client.id, { oidc: { backchannelLogoutSessionRequired: false } }))?.backchannel_logout_session_required).toBeUndefined();
+    });
+  },
+  { BACKCHANNEL_LOGOUT_ALLOW_PRIVATE: 'true' },
+);
