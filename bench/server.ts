@@ -14,7 +14,6 @@
  * user and a confidential client, reports them to the orchestrator over IPC, and exits.
  */
 import http from 'node:http';
-import v8 from 'node:v8';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { eq } from 'drizzle-orm';
@@ -23,7 +22,7 @@ import { createLogger } from '../src/logger.js';
 import { openRuntime, type Runtime } from '../src/runtime.js';
 import { createApp } from '../src/app.js';
 import { applyConnectionBounds } from '../src/server.js';
-import { startMemoryUpkeep } from '../src/server-memory.js';
+import { startIdleCollection } from '../src/idle-collection.js';
 import { seedDemo } from '../src/demo/seed.js';
 import { products } from '../src/db/schema.js';
 import { randomToken } from '../src/crypto/secrets.js';
@@ -96,20 +95,17 @@ async function setup(): Promise<void> {
 
 /**
  * What-if changes for profiling findings, applied here without touching src/ (BENCH_EXPERIMENTS,
- * from `--experiment=NAME`):
- *   default-heap-growth   V8's own old-generation growth on the embedded database too (0 means
- *                         V8's dynamic factor), to re-measure what `startMemoryUpkeep`'s costs
+ * from `--experiment=NAME`). None is defined at present: the last one, `default-heap-growth`,
+ * measured what `--heap-growing-percent=20` cost (docs/PERFORMANCE.md, round 4).
  */
-const EXPERIMENTS: Record<string, (runtime: Runtime) => void> = {
-  'default-heap-growth': () => v8.setFlagsFromString('--heap-growing-percent=0'),
-};
+const EXPERIMENTS: Record<string, (runtime: Runtime) => void> = {};
 
 /** Phase two: serve Fieldgate and the baselines until the orchestrator says stop. */
 async function serve(): Promise<void> {
   const config = loadConfig(process.env);
   const runtime = await openRuntime(config, createLogger(config.logLevel));
   // As `fieldgate serve` does (startServer), so the measured process holds what a real one holds.
-  startMemoryUpkeep(runtime.database.kind, config.idleCollectionAfter);
+  startIdleCollection({ idleSeconds: config.idleCollectionAfter });
   for (const name of (process.env.BENCH_EXPERIMENTS ?? '').split(',').filter(Boolean)) {
     const experiment = EXPERIMENTS[name];
     if (!experiment) throw new Error(`unknown experiment "${name}"; defined: ${Object.keys(EXPERIMENTS).join(', ') || 'none'}`);

@@ -105,7 +105,7 @@ export interface Config {
   /** Seconds expired codes and refresh tokens, and revoked grants, are kept (never less than the access-token TTL). */
   janitorRetention: number;
   janitorBatchSize: number;
-  /** Seconds of quiet before the server collects garbage once (0: never; see server-memory.ts). */
+  /** Seconds of quiet before the server collects garbage once (0: never; see idle-collection.ts). */
   idleCollectionAfter: number;
   dpopProofMaxAge: number;
   /** Where DPoP proofs must carry a server nonce: `token` endpoint only, `all` (resources too), or `off` (DPOP_NONCE). */

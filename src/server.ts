@@ -6,7 +6,7 @@ import type { Runtime } from './runtime.js';
 import { answerClientErrors } from './http/client-error.js';
 import { janitorPolicy, sweep, sweptRows } from './oauth/janitor.js';
 import { startMetricsServer } from './http/metrics.js';
-import { startMemoryUpkeep } from './server-memory.js';
+import { startIdleCollection } from './idle-collection.js';
 
 export const SHUTDOWN_TIMEOUT_MS = 10_000;
 
@@ -74,7 +74,7 @@ export async function startServer(runtime: Runtime): Promise<RunningServer> {
     });
   });
   const stopJanitor = startJanitor(runtime);
-  const stopMemoryUpkeep = startMemoryUpkeep(runtime.database.kind, runtime.config.idleCollectionAfter);
+  const stopIdleCollection = startIdleCollection({ idleSeconds: runtime.config.idleCollectionAfter });
   const { port } = server.address() as AddressInfo;
   const metrics = runtime.config.metricsPort === undefined ? undefined : await startMetricsServer(runtime.config.metricsPort, runtime.config.host);
   const host = runtime.config.host.includes(':') ? `[${runtime.config.host}]` : runtime.config.host;
@@ -96,7 +96,7 @@ export async function startServer(runtime: Runtime): Promise<RunningServer> {
       await Promise.race([drained, timedOut]);
       clearTimeout(timer);
       await stopJanitor();
-      stopMemoryUpkeep();
+      stopIdleCollection();
       await metrics?.close();
       await runtime.close();
     })());

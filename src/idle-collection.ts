@@ -1,14 +1,11 @@
 /**
- * How the server process keeps its resident memory near what it needs.
- *
- * Idle collection hands an idle server's garbage back to the OS. Under concurrent requests V8
+ * Idle collection: hands an idle server's garbage back to the OS. Under concurrent requests V8
  * promotes short-lived objects into the old generation and lets it grow up to 4× past what
  * survived the last full collection; once requests stop nothing allocates, so V8 never collects
  * again and tens of MiB of garbage stay resident while the server idles (V8's memory reducer often
  * does not run within 20 s). One full collection once the event loop has been quiet for a while
- * costs nothing under load. Since V8 11 (Node 20) cannot also give the freed pages back, the
- * embedded server, whose requests cost enough that more frequent collections do not show, keeps
- * its old generation small too. Measured effect: docs/PERFORMANCE.md.
+ * costs nothing under load, where a smaller old generation (`--heap-growing-percent=20`) cost
+ * 15–25 % of server CPU per request on both databases. Measured effect: docs/PERFORMANCE.md.
  */
 import { performance } from 'node:perf_hooks';
 import v8 from 'node:v8';
@@ -74,19 +71,6 @@ export function fullCollection(): () => Promise<void> {
   }
   if (Number(process.versions.v8.split('.')[0]) >= 12) return async () => gc({ type: 'major', execution: 'async', flavor: 'last-resort' });
   return async () => void gc();
-}
-
-/** Read by V8 each time it sets the next full-collection limit, so it applies from the next collection on. */
-export const EMBEDDED_HEAP_FLAGS = '--heap-growing-percent=20';
-
-/**
- * The server's memory upkeep: idle collection, and on the embedded database an old generation
- * that grows only a fifth past what survived the last full collection (on PostgreSQL that cost
- * 10–25 % of server CPU under load). The returned function stops it.
- */
-export function startMemoryUpkeep(database: 'pglite' | 'postgres', idleSeconds: number): () => void {
-  if (database === 'pglite') v8.setFlagsFromString(EMBEDDED_HEAP_FLAGS);
-  return startIdleCollection({ idleSeconds });
 }
 
 /** Starts sampling; the returned function stops it. The timer never keeps the process alive. */

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { EMBEDDED_HEAP_FLAGS, fullCollection, IdleCollectionPolicy, startIdleCollection, startMemoryUpkeep } from '../src/server-memory.js';
+import { fullCollection, IdleCollectionPolicy, startIdleCollection } from '../src/idle-collection.js';
 
 const MiB = 1024 * 1024;
 const heapUsed = () => v8.getHeapStatistics().used_heap_size;
@@ -102,22 +102,6 @@ describe('the full collection', () => {
     try {
       startIdleCollection({ idleSeconds: 0 })();
       expect(setFlags).not.toHaveBeenCalled();
-    } finally {
-      setFlags.mockRestore();
-    }
-  });
-});
-
-describe('the server’s memory upkeep', () => {
-  it.each([
-    ['pglite', [EMBEDDED_HEAP_FLAGS]],
-    ['postgres', []],
-  ] as const)('on %s sets the V8 flags %j', (database, flags) => {
-    const setFlags = vi.spyOn(v8, 'setFlagsFromString').mockImplementation(() => {});
-    try {
-      startMemoryUpkeep(database, 0)();
-      expect(setFlags.mock.calls).toEqual(flags.map((flag) => [flag]));
-      expect(EMBEDDED_HEAP_FLAGS).toBe('--heap-growing-percent=20');
     } finally {
       setFlags.mockRestore();
     }
