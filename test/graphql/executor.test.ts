@@ -91,6 +91,17 @@ describeEachDatabase('GraphQL executor', (context) => {
       const ambiguous = await executor.run({ principal: caller.principal, source: 'query A { __typename } query B { __typename }' });
       expect(ambiguous.errors?.[0]?.extensions).toMatchObject({ reason: 'OPERATION_RESOLUTION_FAILURE' });
     });
+
+    it('hands a string argument to its resolver as the string it is, never as code', async () => {
+      // graphql-jit 0.8.9 turned this marker into `new Date(…)` in the code it compiles (docs/PERFORMANCE.md).
+      const marker = '__MAGIC_DATE__33a9e76d_02e0_4128_8e92_3530ad3da74d';
+      const filter = `${marker}0), pwned: (globalThis.fieldgateExecutorProbe = 1`;
+      const result = await executor.run({ principal: caller.principal, source: `{ products(limit: 1, filter: ${JSON.stringify(filter)}) { id } }` });
+      expect(result.data).toBeNull();
+      expect(result.errors?.[0]?.extensions).toMatchObject({ code: 'INVALID_ARGUMENT', reason: 'INVALID_FILTER' });
+      expect(result.errors?.[0]?.message).toMatch(/^filter: /);
+      expect('fieldgateExecutorProbe' in globalThis).toBe(false);
+    });
   });
 });
 
