@@ -34,6 +34,14 @@ export interface ClientMetadata {
   logoUri: string | undefined;
   /** OIDC Registration §2: /userinfo answers with a JWT signed with this algorithm; undefined: plain JSON. */
   userinfoSignedResponseAlg: UserinfoSigningAlg | undefined;
+  /** RP-Initiated Logout §3.1: where /logout may return to (exact match). */
+  postLogoutRedirectUris: string[];
+  /** Back-Channel Logout §2.2, and whether its logout tokens must carry `sid`. */
+  backchannelLogoutUri: string | undefined;
+  backchannelLogoutSessionRequired: boolean;
+  /** Front-Channel Logout §2, and whether that page gets `iss` and `sid`. */
+  frontchannelLogoutUri: string | undefined;
+  frontchannelLogoutSessionRequired: boolean;
   extra: Record<string, unknown>;
 }
 
@@ -77,6 +85,51 @@ function httpsUri(body: Record<string, unknown>, field: string): string | undefi
 
 function isLoopbackHost(hostname: string): boolean {
   return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
+}
+
+/**
+ * Why `raw` cannot be a client's logout URI or policy link, or undefined if it can: an absolute https URL, or http on a
+ * loopback host (native apps, development), with no credentials and no fragment (Back-Channel Logout §2.2). The CLI
+ * (stores/clients.ts) and /register both use it, so a client is held to one rule however it was registered.
+ */
+export function webUriProblem(raw: string): string | undefined {
+  // The URL parser silently drops tabs and newlines, so the stored string would not be the URI that gets compared.
+  if (/[\u0000-\u0020\u007f]/.test(raw)) return 'must not contain spaces or control characters';
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return 'is not an absolute URI';
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHost(url.hostname))) return 'must use https (or http on a loopback host)';
+  if (url.username || url.password || raw.includes('#')) return 'must not contain credentials or a fragment';
+  return undefined;
+}
+
+function webUri(body: Record<string, unknown>, field: string): string | undefined {
+  const value = optionalString(body, field, MAX_URI_LENGTH);
+  if (value === undefined) return undefined;
+  const problem = webUriProblem(value);
+  if (problem) fail(field, problem);
+  return value;
+}
+
+/** Bounded like redirect_uris; post_logout_redirect_uris is not a redirect_uris value, so its faults are invalid_client_metadata. */
+function webUriList(body: Record<string, unknown>, field: string): string[] {
+  const uris = stringArray(body, field, MAX_REDIRECT_URIS) ?? [];
+  uris.forEach((uri, index) => {
+    const problem = webUriProblem(uri);
+    if (problem) throw new InvalidClientMetadata(`${field}[${index}] ${problem}`);
+  });
+  return uris;
+}
+
+/** A boolean that defaults to false when absent (Back-Channel Logout §2.2, Front-Channel Logout §2). */
+function flag(body: Record<string, unknown>, field: string): boolean {
+  const value = body[field];
+  if (value === undefined || value === null) return false;
+  if (typeof value !== 'boolean') fail(field, 'must be true or false');
+  return value;
 }
 
 /** RFC 9700 §4.1.3, RFC 8252 §7: never a fragment, credentials, or a scheme that runs code or reads local files. */
@@ -184,6 +237,11 @@ export function readClientMetadata(input: unknown, options: { defaultAuthMethod:
     clientUri: httpsUri(body, 'client_uri'),
     logoUri: httpsUri(body, 'logo_uri'),
     userinfoSignedResponseAlg: userinfoSigningAlg(body),
+    postLogoutRedirectUris: webUriList(body, 'post_logout_redirect_uris'),
+    backchannelLogoutUri: webUri(body, 'backchannel_logout_uri'),
+    backchannelLogoutSessionRequired: flag(body, 'backchannel_logout_session_required'),
+    frontchannelLogoutUri: webUri(body, 'frontchannel_logout_uri'),
+    frontchannelLogoutSessionRequired: flag(body, 'frontchannel_logout_session_required'),
     extra,
   };
 }

@@ -66,9 +66,17 @@ describeEachDatabase(
     }
 
     it('stores the client a valid document describes, under its URL, as a public metadata_document client', async () => {
-      const url = serve((u) => ({ ...documentFor(u), logo_uri: 'https://agent.example/logo.png', extension: { ignored: true } }));
+      const url = serve((u) => ({
+        ...documentFor(u),
+        logo_uri: 'https://agent.example/logo.png',
+        post_logout_redirect_uris: ['https://agent.example/bye'],
+        frontchannel_logout_uri: 'https://agent.example/fc',
+        extension: { ignored: true },
+      }));
       const client = await documents().resolve(url);
       expect(client).toMatchObject({ id: url, name: 'Doc Agent', registrationType: 'metadata_document', isPublic: true, secretHash: null, logoUri: 'https://agent.example/logo.png' });
+      // The same metadata reader as /register: logout settings come with the document.
+      expect(client).toMatchObject({ postLogoutRedirectUris: ['https://agent.example/bye'], frontchannelLogoutUri: 'https://agent.example/fc', backchannelLogoutUri: null });
     });
 
     it.each([
@@ -76,6 +84,7 @@ describeEachDatabase(
       ['a client_secret', (u: string) => ({ ...documentFor(u), client_secret: 's3cret' }), /client_secret/],
       ['a secret-based auth method', (u: string) => ({ ...documentFor(u), token_endpoint_auth_method: 'client_secret_basic' }), /none/],
       ['a javascript: redirect URI', (u: string) => ({ ...documentFor(u), redirect_uris: ['javascript:alert(1)'] }), /redirect URI/],
+      ['a javascript: post-logout redirect URI', (u: string) => ({ ...documentFor(u), post_logout_redirect_uris: ['javascript:alert(1)'] }), /post_logout_redirect_uris/],
       ['an array', (u: string) => [documentFor(u)], /JSON object/],
       ['not JSON', () => '<html>', /not valid JSON/],
     ])('refuses a document with %s, storing nothing', async (_label, body, reason) => {

@@ -22,6 +22,14 @@ function seconds(date: Date): number {
   return Math.floor(date.getTime() / 1000);
 }
 
+/** A logout URI and its session flag; the flag alone is echoed only when set (it defaults to false). */
+function logoutChannel(channel: 'backchannel' | 'frontchannel', uri: string | null, sessionRequired: boolean): Record<string, unknown> {
+  return {
+    ...(uri === null ? {} : { [`${channel}_logout_uri`]: uri }),
+    ...(uri === null && !sessionRequired ? {} : { [`${channel}_logout_session_required`]: sessionRequired }),
+  };
+}
+
 function clientInformation(oauth: OAuthContext, client: Client, secrets: { secret?: string; registrationAccessToken?: string } = {}): Record<string, unknown> {
   const registered = client.registrationMetadata ?? {};
   return {
@@ -41,6 +49,9 @@ function clientInformation(oauth: OAuthContext, client: Client, secrets: { secre
     ...(client.jwks === null ? {} : { jwks: client.jwks }),
     ...(client.jwksUri === null ? {} : { jwks_uri: client.jwksUri }),
     ...(client.userinfoSignedResponseAlg === null ? {} : { userinfo_signed_response_alg: client.userinfoSignedResponseAlg }),
+    ...(client.postLogoutRedirectUris.length === 0 ? {} : { post_logout_redirect_uris: client.postLogoutRedirectUris }),
+    ...logoutChannel('backchannel', client.backchannelLogoutUri, client.backchannelLogoutSessionRequired),
+    ...logoutChannel('frontchannel', client.frontchannelLogoutUri, client.frontchannelLogoutSessionRequired),
     ...Object.fromEntries(Object.entries(registered).filter(([name]) => name !== 'response_types' && name !== 'token_endpoint_auth_method')),
   };
 }

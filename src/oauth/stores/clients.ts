@@ -5,7 +5,7 @@ import { clients } from '../../db/schema.js';
 import { ALL_SCOPES, isScope, parseScope } from '../scopes.js';
 import { constantTimeEqual, hmacSha256, randomIdentifier, randomToken } from '../../crypto/secrets.js';
 import { isSubjectType, sectorOf, type SubjectType } from '../oidc/subject.js';
-import { publicJwkSetProblem, type ClientMetadata } from '../client-metadata.js';
+import { publicJwkSetProblem, webUriProblem, type ClientMetadata } from '../client-metadata.js';
 import { isUserinfoSigningAlg, USERINFO_SIGNING_ALGS } from '../oidc/signed-userinfo.js';
 
 export type Client = typeof clients.$inferSelect;
@@ -53,17 +53,10 @@ export interface ClientOidcSettings {
   tosUri?: string | null;
 }
 
-function httpsUri(raw: string, what: string): string {
-  let uri: URL;
-  try {
-    uri = new URL(raw);
-  } catch {
-    throw new ClientRegistrationError(`${what} "${raw}" is not an absolute URI`);
-  }
-  if (uri.protocol !== 'https:' && !(uri.protocol === 'http:' && isLoopbackHost(uri.hostname))) {
-    throw new ClientRegistrationError(`${what} "${raw}" must use https (or http on a loopback host)`);
-  }
-  if (uri.username || uri.password || raw.includes('#')) throw new ClientRegistrationError(`${what} "${raw}" must not contain credentials or a fragment`);
+/** The CLI's logout URIs and policy links: the rule /register applies too (webUriProblem). */
+function webUri(raw: string, what: string): string {
+  const problem = webUriProblem(raw);
+  if (problem) throw new ClientRegistrationError(`${what} "${raw}" ${problem}`);
   return raw;
 }
 
@@ -77,9 +70,9 @@ function validateOidc(settings: ClientOidcSettings, redirectUris: readonly strin
     set.subjectType = settings.subjectType;
   }
   if (settings.postLogoutRedirectUris !== undefined) {
-    set.postLogoutRedirectUris = [...new Set(settings.postLogoutRedirectUris.map((uri) => httpsUri(uri, 'post-logout redirect URI')))];
+    set.postLogoutRedirectUris = [...new Set(settings.postLogoutRedirectUris.map((uri) => webUri(uri, 'post-logout redirect URI')))];
   }
-  const optional = (value: string | null | undefined, what: string) => (value === undefined ? undefined : value === null || value === '' ? null : httpsUri(value, what));
+  const optional = (value: string | null | undefined, what: string) => (value === undefined ? undefined : value === null || value === '' ? null : webUri(value, what));
   const backchannel = optional(settings.backchannelLogoutUri, 'back-channel logout URI');
   if (backchannel !== undefined) set.backchannelLogoutUri = backchannel;
   if (settings.backchannelLogoutSessionRequired !== undefined) set.backchannelLogoutSessionRequired = settings.backchannelLogoutSessionRequired;
@@ -189,6 +182,12 @@ function metadataColumns(metadata: ClientMetadata, fallbackName: string) {
     clientUri: metadata.clientUri ?? null,
     logoUri: metadata.logoUri ?? null,
     userinfoSignedResponseAlg: metadata.userinfoSignedResponseAlg ?? null,
+    // Every column, absent ones too: RFC 7592 §2.2 PUT replaces, so leaving a field out removes it.
+    postLogoutRedirectUris: metadata.postLogoutRedirectUris,
+    backchannelLogoutUri: metadata.backchannelLogoutUri ?? null,
+    backchannelLogoutSessionRequired: metadata.backchannelLogoutSessionRequired,
+    frontchannelLogoutUri: metadata.frontchannelLogoutUri ?? null,
+    frontchannelLogoutSessionRequired: metadata.frontchannelLogoutSessionRequired,
     registrationMetadata: {
       token_endpoint_auth_method: metadata.tokenEndpointAuthMethod,
       response_types: metadata.responseTypes,

@@ -1,5 +1,7 @@
 /** Dynamic client registration (RFC 7591) and its management protocol (RFC 7592). */
-import { describe, expect, it } from 'vitest';
+import http from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
 import request from 'supertest';
 import { sql } from 'drizzle-orm';
 import { createTestRuntime, describeEachDatabase } from '../../support/runtime.js';
@@ -10,6 +12,8 @@ import { janitorPolicy, sweep } from '../../../src/oauth/janitor.js';
 import { ConsentStore } from '../../../src/oauth/stores/consents.js';
 import { CLIENT_ASSERTION_TYPE } from '../../../src/oauth/client-assertion.js';
 import { assertion, signingKey } from '../../support/client-assertions.js';
+import { authorizeParams, Browser, buildUser, formAction, formFields, redirectParams, type TestClient } from '../../support/oauth.js';
+import { ClientRegistrationError } from '../../../src/oauth/stores/clients.js';
 
 /** These tests open a database of their own, which is slow on a busy machine. */
 const OWN_DATABASE_TIMEOUT_MS = 180_000;
@@ -268,6 +272,226 @@ describeEachDatabase(
       });
     });
 
+    describe('OpenID logout metadata (RP-Initiated, Back-Channel and Front-Channel Logout)', () => {
+      const LOGOUT = {
+        post_logout_redirect_uris: ['https://rp.example/bye', 'http://127.0.0.1/bye'],
+        backchannel_logout_uri: 'https://rp.example/bc',
+        backchannel_logout_session_required: true,
+        frontchannel_logout_uri: 'https://rp.example/fc?tenant=1',
+        frontchannel_logout_session_required: false,
+      };
+      const manage = (client: { client_id: string; registration_access_token: string }) => ({
+        get: () => request(context().app).get(`/register/${encodeURIComponent(client.client_id)}`).set('Authorization', `Bearer ${client.registration_access_token}`),
+        put: (body: Record<string, unknown>) =>
+          request(context().app)
+            .put(`/register/${encodeURIComponent(client.client_id)}`)
+            .set('Authorization', `Bearer ${client.registration_access_token}`)
+            .set('Content-Type', 'application/json')
+            .send(JSON.stringify({ ...NATIVE, client_id: client.client_id, ...body })),
+      });
+
+      let received: { path: string; token: string }[];
+      let receiver: http.Server;
+      let receiverUrl: string;
+      beforeAll(async () => {
+        received = [];
+        receiver = http.createServer((req, res) => {
+          let body = '';
+          req.on('data', (chunk) => (body += chunk));
+          req.on('end', () => {
+            received.push({ path: req.url ?? '', token: new URLSearchParams(body).get('logout_token') ?? '' });
+            res.writeHead(200).end();
+          });
+        });
+        await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+        receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}`;
+      });
+      afterAll(() => {
+        receiver?.close();
+      });
+
+      /** Registers a public client for `metadata`, signs a new user in and returns the ID Token of a code flow. */
+      async function signedIn(metadata: Record<string, unknown>) {
+        const registration = await register({ redirect_uris: ['https://rp.example/cb'], token_endpoint_auth_method: 'none', ...metadata });
+        expect(registration.status).toBe(201);
+        const id = registration.body.client_id as string;
+        const client: TestClient = { id, secret: undefined, redirectUri: 'https://rp.example/cb', redirectUris: ['https://rp.example/cb'], name: 'RP', isPublic: true };
+        const browser = new Browser(context().app);
+        const params = authorizeParams(client, { scope: 'openid' });
+        const code = redirectParams(await browser.authorize(params, await buildUser(context().runtime))).get('code');
+        const token = await request(context().app)
+          .post('/token')
+          .type('form')
+          .send({ grant_type: 'authorization_code', code, redirect_uri: client.redirectUri, code_verifier: params.verifier, client_id: id });
+        expect(token.status).toBe(200);
+        return { id, browser, idToken: token.body.id_token as string };
+      }
+
+      const logoutPath = (params: Record<string, string>) => `/logout?${new URLSearchParams(params).toString()}`;
+
+      it('stores each field and echoes it at registration and at the RFC 7592 read; a client without them shows none', async () => {
+        const res = await register({ ...NATIVE, ...LOGOUT });
+        expect(res.status).toBe(201);
+        expect(res.body).toMatchObject(LOGOUT);
+        expect(await context().runtime.clients.find(res.body.client_id)).toMatchObject({
+          postLogoutRedirectUris: LOGOUT.post_logout_redirect_uris,
+          backchannelLogoutUri: LOGOUT.backchannel_logout_uri,
+          backchannelLogoutSessionRequired: true,
+          frontchannelLogoutUri: LOGOUT.frontchannel_logout_uri,
+          frontchannelLogoutSessionRequired: false,
+        });
+        const read = await manage(res.body).get();
+        expect(read.status).toBe(200);
+        expect(read.body).toMatchObject(LOGOUT);
+        const plain = await register(NATIVE);
+        for (const field of Object.keys(LOGOUT)) expect(plain.body[field], field).toBeUndefined();
+      });
+
+      it('lets /logout return only to a registered post_logout_redirect_uri, and POSTs the logout token (with sid) to the registered back-channel URI', async () => {
+        const bye = 'https://rp.example/bye';
+        const { id, browser, idToken } = await signedIn({ post_logout_redirect_uris: [bye], backchannel_logout_uri: `${receiverUrl}/bc`, backchannel_logout_session_required: true });
+        for (const unregistered of ['https://rp.example/elsewhere', `${bye}/`, 'https://evil.example/bye']) {
+          const refused = await browser.open(logoutPath({ id_token_hint: idToken, post_logout_redirect_uri: unregistered }));
+          expect(refused.status, unregistered).toBe(400);
+          expect(refused.headers.location).toBeUndefined();
+        }
+        received.length = 0;
+        const page = await browser.open(logoutPath({ id_token_hint: idToken, post_logout_redirect_uri: bye, state: 'st' }));
+        expect(page.status).toBe(200);
+        const done = await browser.submit(formAction(page.text), { ...formFields(page.text), decision: 'logout' });
+        expect(done.status).toBe(303);
+        expect(done.headers.location).toBe(`${bye}?state=st`);
+        await expect.poll(() => received.length, { timeout: 10_000 }).toBe(1);
+        expect(received[0]!.path).toBe('/bc');
+        const jwks = createLocalJWKSet((await request(context().app).get('/.well-known/jwks.json')).body);
+        const { payload } = await jwtVerify(received[0]!.token, jwks, { issuer: context().config.issuer, audience: id, typ: 'logout+jwt' });
+        expect(payload.sub).toBe(decodeJwt(idToken).sub);
+        expect(payload.sid).toBe(decodeJwt(idToken).sid);
+      });
+
+      it('loads a registered front-channel logout URI, with iss and sid when it asked for them', async () => {
+        const { id, browser, idToken } = await signedIn({ frontchannel_logout_uri: 'https://rp.example/fc', frontchannel_logout_session_required: true });
+        const page = await browser.open(logoutPath({ client_id: id }));
+        const done = await browser.submit(formAction(page.text), { ...formFields(page.text), decision: 'logout' });
+        expect(done.status).toBe(200);
+        const src = /<iframe src="([^"]+)"/.exec(done.text)?.[1]?.replaceAll('&amp;', '&');
+        const frame = new URL(src!);
+        expect(frame.origin + frame.pathname).toBe('https://rp.example/fc');
+        expect(frame.searchParams.get('iss')).toBe(context().config.issuer);
+        expect(frame.searchParams.get('sid')).toBe(decodeJwt(idToken).sid);
+        expect(done.headers['content-security-policy']).toContain('frame-src https://rp.example');
+      });
+
+      it.each([
+        ['a javascript: post-logout URI', { post_logout_redirect_uris: ['javascript:alert(1)'] }, 'post_logout_redirect_uris[0]'],
+        ['a relative post-logout URI', { post_logout_redirect_uris: ['https://rp.example/ok', '/bye'] }, 'post_logout_redirect_uris[1]'],
+        ['a post-logout URI with a fragment', { post_logout_redirect_uris: ['https://rp.example/bye#x'] }, 'post_logout_redirect_uris[0]'],
+        ['a post-logout URI over http on a public host', { post_logout_redirect_uris: ['http://rp.example/bye'] }, 'post_logout_redirect_uris[0]'],
+        ['a post-logout URI with credentials', { post_logout_redirect_uris: ['https://u:p@rp.example/bye'] }, 'post_logout_redirect_uris[0]'],
+        ['a post-logout URI with a newline', { post_logout_redirect_uris: ['https://rp.example/b\nye'] }, 'post_logout_redirect_uris[0]'],
+        ['post_logout_redirect_uris a string', { post_logout_redirect_uris: 'https://rp.example/bye' }, 'post_logout_redirect_uris'],
+        ['post_logout_redirect_uris an object', { post_logout_redirect_uris: { 0: 'https://rp.example/bye' } }, 'post_logout_redirect_uris'],
+        ['post_logout_redirect_uris of numbers', { post_logout_redirect_uris: [1] }, 'post_logout_redirect_uris'],
+        ['21 post-logout URIs', { post_logout_redirect_uris: Array.from({ length: 21 }, (_, i) => `https://rp.example/${i}`) }, 'post_logout_redirect_uris'],
+        ['1000 post-logout URIs', { post_logout_redirect_uris: Array.from({ length: 1000 }, () => 'https://a/') }, 'post_logout_redirect_uris'],
+        ['a post-logout URI of 2001 characters', { post_logout_redirect_uris: [`https://rp.example/${'x'.repeat(1982)}`] }, 'post_logout_redirect_uris'],
+        ['a javascript: back-channel URI', { backchannel_logout_uri: 'javascript:alert(1)' }, 'backchannel_logout_uri'],
+        ['a relative back-channel URI', { backchannel_logout_uri: '/bc' }, 'backchannel_logout_uri'],
+        ['a back-channel URI with a fragment', { backchannel_logout_uri: 'https://rp.example/bc#x' }, 'backchannel_logout_uri'],
+        ['a back-channel URI over http on a public host', { backchannel_logout_uri: 'http://rp.example/bc' }, 'backchannel_logout_uri'],
+        ['an empty back-channel URI', { backchannel_logout_uri: '' }, 'backchannel_logout_uri'],
+        ['a back-channel URI that is a number', { backchannel_logout_uri: 5 }, 'backchannel_logout_uri'],
+        ['a back-channel URI that is a list', { backchannel_logout_uri: ['https://rp.example/bc'] }, 'backchannel_logout_uri'],
+        ['a data: front-channel URI', { frontchannel_logout_uri: 'data:text/html,<script>alert(1)</script>' }, 'frontchannel_logout_uri'],
+        ['a front-channel URI with a fragment', { frontchannel_logout_uri: 'https://rp.example/fc#x' }, 'frontchannel_logout_uri'],
+        ['a front-channel URI with a tab', { frontchannel_logout_uri: 'https://rp.example/f\tc' }, 'frontchannel_logout_uri'],
+        ['backchannel_logout_session_required "true"', { backchannel_logout_session_required: 'true' }, 'backchannel_logout_session_required'],
+        ['backchannel_logout_session_required 1', { backchannel_logout_session_required: 1 }, 'backchannel_logout_session_required'],
+        ['backchannel_logout_session_required []', { backchannel_logout_session_required: [] }, 'backchannel_logout_session_required'],
+        ['frontchannel_logout_session_required "false"', { frontchannel_logout_session_required: 'false' }, 'frontchannel_logout_session_required'],
+        ['frontchannel_logout_session_required 0', { frontchannel_logout_session_required: 0 }, 'frontchannel_logout_session_required'],
+      ])('refuses %s with invalid_client_metadata naming the field, storing nothing and changing nothing by PUT', async (_label, hostile, field) => {
+        const existing = (await register({ ...NATIVE, ...LOGOUT })).body as { client_id: string; registration_access_token: string };
+        const before = await clientCount(context);
+        const res = await register({ ...NATIVE, ...hostile });
+        expect(res.status).toBe(400);
+        expect(res.body.error).toBe('invalid_client_metadata');
+        expect(res.body.error_description.startsWith(field)).toBe(true);
+        expect(await clientCount(context)).toBe(before);
+        const put = await manage(existing).put({ ...LOGOUT, ...hostile });
+        expect(put.status).toBe(400);
+        expect(put.body.error).toBe('invalid_client_metadata');
+        expect((await manage(existing).get()).body).toMatchObject(LOGOUT);
+      });
+
+      it('holds /register and the CLI to one rule for logout URIs', async () => {
+        const { runtime } = context();
+        for (const [uri, accepted] of [
+          ['https://rp.example/ok', true],
+          ['http://localhost:8080/bye', true],
+          ['http://[::1]/bye', true],
+          ['http://127.0.0.1/bye', true],
+          ['http://10.0.0.1/bye', false],
+          ['http://127.evil.example/bye', false],
+          ['com.example.app:/bye', false],
+          ['https://rp.example/bye#x', false],
+          ['https://rp.example/b ye', false],
+          ['ftp://rp.example/bye', false],
+        ] as const) {
+          const viaRegister = await register({ ...NATIVE, post_logout_redirect_uris: [uri], backchannel_logout_uri: uri, frontchannel_logout_uri: uri });
+          const viaCli = runtime.clients.create({ name: 'cli', redirectUris: ['https://rp.example/cb'], oidc: { postLogoutRedirectUris: [uri], backchannelLogoutUri: uri, frontchannelLogoutUri: uri } });
+          if (accepted) {
+            expect(viaRegister.status, uri).toBe(201);
+            await expect(viaCli, uri).resolves.toMatchObject({ post_logout_redirect_uris: [uri], backchannel_logout_uri: uri, frontchannel_logout_uri: uri });
+          } else {
+            expect(viaRegister.status, uri).toBe(400);
+            const problem = viaRegister.body.error_description.replace(/^post_logout_redirect_uris\[0\] /, '');
+            await expect(viaCli, uri).rejects.toThrow(ClientRegistrationError);
+            await expect(viaCli, uri).rejects.toThrow(problem);
+          }
+        }
+      });
+
+      it('changes the settings with PUT and drops those the new metadata leaves out (RFC 7592 §2.2); /logout follows at once', async () => {
+        const client = (await register({ ...NATIVE, ...LOGOUT })).body as { client_id: string; registration_access_token: string };
+        const fresh = 'https://rp.example/new-bye';
+        const changed = await manage(client).put({ post_logout_redirect_uris: [fresh], backchannel_logout_uri: 'https://rp.example/bc2' });
+        expect(changed.status).toBe(200);
+        expect(changed.body).toMatchObject({ post_logout_redirect_uris: [fresh], backchannel_logout_uri: 'https://rp.example/bc2', backchannel_logout_session_required: false });
+        expect(changed.body.frontchannel_logout_uri).toBeUndefined();
+        expect(changed.body.frontchannel_logout_session_required).toBeUndefined();
+        expect(await context().runtime.clients.find(client.client_id)).toMatchObject({
+          postLogoutRedirectUris: [fresh],
+          backchannelLogoutSessionRequired: false,
+          frontchannelLogoutUri: null,
+          frontchannelLogoutSessionRequired: false,
+        });
+        const toOld = await request(context().app).get(logoutPath({ client_id: client.client_id, post_logout_redirect_uri: LOGOUT.post_logout_redirect_uris[0]! }));
+        expect(toOld.status).toBe(400);
+        const toNew = await request(context().app).get(logoutPath({ client_id: client.client_id, post_logout_redirect_uri: fresh, state: 's' }));
+        expect([toNew.status, toNew.headers.location]).toEqual([303, `${fresh}?state=s`]);
+
+        const removed = await manage(client).put({});
+        expect(removed.status).toBe(200);
+        for (const field of Object.keys(LOGOUT)) expect(removed.body[field], field).toBeUndefined();
+        expect(await context().runtime.clients.find(client.client_id)).toMatchObject({ postLogoutRedirectUris: [], backchannelLogoutUri: null, frontchannelLogoutUri: null });
+        expect((await request(context().app).get(logoutPath({ client_id: client.client_id, post_logout_redirect_uri: fresh }))).status).toBe(400);
+      });
+
+      it('leaves one whole set of settings after 10 concurrent PUTs, never a mix', async () => {
+        const client = (await register(NATIVE)).body as { client_id: string; registration_access_token: string };
+        const results = await Promise.all(
+          Array.from({ length: 10 }, (_, i) =>
+            manage(client).put({ post_logout_redirect_uris: [`https://rp.example/${i}/bye`], backchannel_logout_uri: `https://rp.example/${i}/bc`, frontchannel_logout_uri: `https://rp.example/${i}/fc` }),
+          ),
+        );
+        expect(results.map((r) => r.status)).toEqual(Array(10).fill(200));
+        const stored = await context().runtime.clients.find(client.client_id);
+        const winner = /^https:\/\/rp\.example\/(\d)\/bye$/.exec(stored!.postLogoutRedirectUris[0]!)![1];
+        expect(stored).toMatchObject({ backchannelLogoutUri: `https://rp.example/${winner}/bc`, frontchannelLogoutUri: `https://rp.example/${winner}/fc` });
+      });
+    });
+
     describe('private_key_jwt (RFC 7591 §2 jwks, RFC 7523)', () => {
       const refreshForm = { grant_type: 'refresh_token', refresh_token: 'nope', client_assertion_type: CLIENT_ASSERTION_TYPE };
 
@@ -316,7 +540,8 @@ describeEachDatabase(
       });
     });
   },
-  { REGISTRATION: 'open', REGISTRATION_RATE_LIMIT: '10000' },
+  // The back-channel receiver of the logout tests listens on 127.0.0.1.
+  { REGISTRATION: 'open', REGISTRATION_RATE_LIMIT: '10000', BACKCHANNEL_LOGOUT_ALLOW_PRIVATE: 'true' },
 );
 
 describe('REGISTRATION modes and the per-IP limit', () => {
