@@ -1,5 +1,5 @@
 /** Dynamic client registration (RFC 7591) and its management protocol (RFC 7592). */
-import http from 'node:http';
+import { startLogoutReceiver, type LogoutReceiver } from '../../support/logout-receiver.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
 import request from 'supertest';
@@ -290,21 +290,12 @@ describeEachDatabase(
             .send(JSON.stringify({ ...NATIVE, client_id: client.client_id, ...body })),
       });
 
-      let received: { path: string; token: string }[];
-      let receiver: http.Server;
+      let receiver: LogoutReceiver;
+      let received: LogoutReceiver['received'];
       let receiverUrl: string;
       beforeAll(async () => {
-        received = [];
-        receiver = http.createServer((req, res) => {
-          let body = '';
-          req.on('data', (chunk) => (body += chunk));
-          req.on('end', () => {
-            received.push({ path: req.url ?? '', token: new URLSearchParams(body).get('logout_token') ?? '' });
-            res.writeHead(200).end();
-          });
-        });
-        await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-        receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}`;
+        receiver = await startLogoutReceiver();
+        ({ received, url: receiverUrl } = receiver);
       });
       afterAll(() => {
         receiver?.close();

@@ -3,7 +3,7 @@
  * post_logout_redirect_uri (registered, exact match) with state, the CSRF-protected
  * confirmation, the end of the browser session, and Back-Channel Logout 1.0 tokens.
  */
-import http from 'node:http';
+import { startLogoutReceiver } from '../../support/logout-receiver.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
@@ -115,24 +115,14 @@ describeEachDatabase('RP-Initiated Logout', (context) => {
     });
 
     it('POSTs the logout token as a form, and refuses private addresses unless allowed', async () => {
-      const received: string[] = [];
-      const receiver = http.createServer((req, res) => {
-        let body = '';
-        req.on('data', (chunk) => (body += chunk));
-        req.on('end', () => {
-          received.push(new URLSearchParams(body).get('logout_token') ?? '');
-          res.writeHead(200).end();
-        });
-      });
-      await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-      const port = (receiver.address() as { port: number }).port;
+      const receiver = await startLogoutReceiver();
       try {
         const token = 'a.b.c';
-        expect(await postLogoutToken(`http://127.0.0.1:${port}/bc`, token, true)).toBe(200);
-        expect(received).toEqual([token]);
+        expect(await postLogoutToken(`${receiver.url}/bc`, token, true)).toBe(200);
+        expect(receiver.received).toEqual([{ path: '/bc', token }]);
         // Without the private-network opt-in, the same address is refused before any connection.
-        await expect(postLogoutToken(`http://127.0.0.1:${port}/bc`, token, false)).rejects.toThrow(/not a public address/);
-        expect(received).toHaveLength(1);
+        await expect(postLogoutToken(`${receiver.url}/bc`, token, false)).rejects.toThrow(/not a public address/);
+        expect(receiver.received).toHaveLength(1);
       } finally {
         receiver.close();
       }

@@ -3,7 +3,7 @@
  * and client, refreshed ID Tokens keep it, and the logout token of a client that registered
  * backchannel_logout_session_required carries the same value when that session signs out.
  */
-import http from 'node:http';
+import { startLogoutReceiver, type LogoutReceiver } from '../../support/logout-receiver.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import request from 'supertest';
 import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
@@ -15,24 +15,15 @@ const SID = /^[A-Za-z0-9_-]{43}$/;
 describeEachDatabase(
   'OpenID session ids',
   (context) => {
-    let receiver: http.Server;
+    let receiver: LogoutReceiver;
     let receiverUrl: string;
-    const received: { path: string; token: string }[] = [];
     let withSession: TestClient;
     let withoutSession: TestClient;
     let user: TestUser;
 
     beforeAll(async () => {
-      receiver = http.createServer((req, res) => {
-        let body = '';
-        req.on('data', (chunk) => (body += chunk));
-        req.on('end', () => {
-          received.push({ path: req.url ?? '', token: new URLSearchParams(body).get('logout_token') ?? '' });
-          res.writeHead(200).end();
-        });
-      });
-      await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-      receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number }).port}`;
+      receiver = await startLogoutReceiver();
+      receiverUrl = receiver.url;
       const { runtime } = context();
       [withSession, withoutSession, user] = await Promise.all([
         buildClient(runtime, { redirectUris: ['https://sid.example/cb'], oidc: { backchannelLogoutUri: `${receiverUrl}/with`, backchannelLogoutSessionRequired: true, subjectType: 'pairwise' } }),
@@ -105,11 +96,11 @@ describeEachDatabase(
       const sid = decodeJwt((await codeFlow(browser, withSession)).id_token).sid;
       const idToken = (await codeFlow(browser, withSession)).id_token;
       await codeFlow(browser, withoutSession);
-      received.length = 0;
+      receiver.received.length = 0;
       await signOut(browser);
-      await expect.poll(() => received.length, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
+      await expect.poll(() => receiver.received.length, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
       const jwks = createLocalJWKSet((await request(context().app).get('/.well-known/jwks.json')).body);
-      const byPath = Object.fromEntries(received.map((entry) => [entry.path, entry.token]));
+      const byPath = Object.fromEntries(receiver.received.map((entry) => [entry.path, entry.token]));
       const { payload: withSid } = await jwtVerify(byPath['/with']!, jwks, { issuer: context().config.issuer, audience: withSession.id, typ: 'logout+jwt' });
       expect(withSid.sid).toBe(sid);
       expect(withSid.sub).toBe(decodeJwt(idToken).sub);
