@@ -106,6 +106,16 @@ export function webUriProblem(raw: string): string | undefined {
   return undefined;
 }
 
+/**
+ * Why a front-channel logout page cannot go with these redirect URIs, or undefined if it can: it must have the
+ * scheme, host and port of one of them (Front-Channel Logout 1.0 §2), so the client's own site is what gets framed.
+ */
+export function frontchannelOriginProblem(uri: string, redirectUris: readonly string[]): string | undefined {
+  const origin = new URL(uri).origin;
+  if (redirectUris.some((redirectUri) => URL.canParse(redirectUri) && new URL(redirectUri).origin === origin)) return undefined;
+  return 'must have the scheme, host and port of one of the redirect URIs';
+}
+
 function webUri(body: Record<string, unknown>, field: string): string | undefined {
   const value = optionalString(body, field, MAX_URI_LENGTH);
   if (value === undefined) return undefined;
@@ -122,6 +132,13 @@ function webUriList(body: Record<string, unknown>, field: string): string[] {
     if (problem) throw new InvalidClientMetadata(`${field}[${index}] ${problem}`);
   });
   return uris;
+}
+
+function frontchannelLogoutUri(body: Record<string, unknown>, redirectUris: readonly string[]): string | undefined {
+  const uri = webUri(body, 'frontchannel_logout_uri');
+  const problem = uri === undefined ? undefined : frontchannelOriginProblem(uri, redirectUris);
+  if (problem) fail('frontchannel_logout_uri', problem);
+  return uri;
 }
 
 /** A boolean that defaults to false when absent (Back-Channel Logout §2.2, Front-Channel Logout §2). */
@@ -240,7 +257,7 @@ export function readClientMetadata(input: unknown, options: { defaultAuthMethod:
     postLogoutRedirectUris: webUriList(body, 'post_logout_redirect_uris'),
     backchannelLogoutUri: webUri(body, 'backchannel_logout_uri'),
     backchannelLogoutSessionRequired: flag(body, 'backchannel_logout_session_required'),
-    frontchannelLogoutUri: webUri(body, 'frontchannel_logout_uri'),
+    frontchannelLogoutUri: frontchannelLogoutUri(body, redirectUris),
     frontchannelLogoutSessionRequired: flag(body, 'frontchannel_logout_session_required'),
     extra,
   };

@@ -70,13 +70,13 @@ describeEachDatabase(
         ...documentFor(u),
         logo_uri: 'https://agent.example/logo.png',
         post_logout_redirect_uris: ['https://agent.example/bye'],
-        frontchannel_logout_uri: 'https://agent.example/fc',
+        frontchannel_logout_uri: 'http://127.0.0.1/fc',
         extension: { ignored: true },
       }));
       const client = await documents().resolve(url);
       expect(client).toMatchObject({ id: url, name: 'Doc Agent', registrationType: 'metadata_document', isPublic: true, secretHash: null, logoUri: 'https://agent.example/logo.png' });
       // The same metadata reader as /register: logout settings come with the document.
-      expect(client).toMatchObject({ postLogoutRedirectUris: ['https://agent.example/bye'], frontchannelLogoutUri: 'https://agent.example/fc', backchannelLogoutUri: null });
+      expect(client).toMatchObject({ postLogoutRedirectUris: ['https://agent.example/bye'], frontchannelLogoutUri: 'http://127.0.0.1/fc', backchannelLogoutUri: null });
     });
 
     it.each([

@@ -5,7 +5,7 @@ import { clients } from '../../db/schema.js';
 import { ALL_SCOPES, isScope, parseScope } from '../scopes.js';
 import { constantTimeEqual, hmacSha256, randomIdentifier, randomToken } from '../../crypto/secrets.js';
 import { isSubjectType, sectorOf, type SubjectType } from '../oidc/subject.js';
-import { publicJwkSetProblem, webUriProblem, type ClientMetadata } from '../client-metadata.js';
+import { frontchannelOriginProblem, publicJwkSetProblem, webUriProblem, type ClientMetadata } from '../client-metadata.js';
 import { isUserinfoSigningAlg, USERINFO_SIGNING_ALGS } from '../oidc/signed-userinfo.js';
 
 export type Client = typeof clients.$inferSelect;
@@ -60,6 +60,11 @@ function webUri(raw: string, what: string): string {
   return raw;
 }
 
+function checkFrontchannelOrigin(uri: string, redirectUris: readonly string[]): void {
+  const problem = frontchannelOriginProblem(uri, redirectUris);
+  if (problem) throw new ClientRegistrationError(`front-channel logout URI "${uri}" ${problem}`);
+}
+
 function validateOidc(settings: ClientOidcSettings, redirectUris: readonly string[]): Partial<typeof clients.$inferInsert> {
   const set: Partial<typeof clients.$inferInsert> = {};
   if (settings.subjectType !== undefined) {
@@ -77,6 +82,7 @@ function validateOidc(settings: ClientOidcSettings, redirectUris: readonly strin
   if (backchannel !== undefined) set.backchannelLogoutUri = backchannel;
   if (settings.backchannelLogoutSessionRequired !== undefined) set.backchannelLogoutSessionRequired = settings.backchannelLogoutSessionRequired;
   const frontchannel = optional(settings.frontchannelLogoutUri, 'front-channel logout URI');
+  if (frontchannel) checkFrontchannelOrigin(frontchannel, redirectUris);
   if (frontchannel !== undefined) set.frontchannelLogoutUri = frontchannel;
   if (settings.frontchannelLogoutSessionRequired !== undefined) set.frontchannelLogoutSessionRequired = settings.frontchannelLogoutSessionRequired;
   if (settings.userinfoSignedResponseAlg !== undefined) {
@@ -329,8 +335,12 @@ export class ClientStore {
     }
     if (changes.scope !== undefined) set.scopes = validateScopes(changes.scope);
     if (changes.dpopBoundAccessTokens !== undefined) set.dpopBoundAccessTokens = changes.dpopBoundAccessTokens;
-    const current = changes.oidc !== undefined || changes.grantTypes !== undefined || changes.keys !== undefined ? await this.find(id) : undefined;
+    const current =
+      changes.oidc !== undefined || changes.grantTypes !== undefined || changes.keys !== undefined || changes.redirectUris !== undefined ? await this.find(id) : undefined;
     if (changes.oidc !== undefined) Object.assign(set, validateOidc(changes.oidc, set.redirectUris ?? current?.redirectUris ?? []));
+    // New redirect URIs must still hold the front-channel logout page's origin.
+    const frontchannel = set.frontchannelLogoutUri === undefined ? current?.frontchannelLogoutUri : set.frontchannelLogoutUri;
+    if (set.redirectUris && frontchannel) checkFrontchannelOrigin(frontchannel, set.redirectUris);
     if (current && changes.grantTypes !== undefined) {
       set.grantTypes = validateGrantTypes(changes.grantTypes, current.isPublic);
       if (set.grantTypes.includes('authorization_code') && (set.redirectUris ?? current.redirectUris).length === 0) {

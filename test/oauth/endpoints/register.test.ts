@@ -277,7 +277,7 @@ describeEachDatabase(
         post_logout_redirect_uris: ['https://rp.example/bye', 'http://127.0.0.1/bye'],
         backchannel_logout_uri: 'https://rp.example/bc',
         backchannel_logout_session_required: true,
-        frontchannel_logout_uri: 'https://rp.example/fc?tenant=1',
+        frontchannel_logout_uri: 'http://127.0.0.1/fc?tenant=1',
         frontchannel_logout_session_required: false,
       };
       const manage = (client: { client_id: string; registration_access_token: string }) => ({
@@ -429,11 +429,11 @@ describeEachDatabase(
           ['https://rp.example/b ye', false],
           ['ftp://rp.example/bye', false],
         ] as const) {
-          const viaRegister = await register({ ...NATIVE, post_logout_redirect_uris: [uri], backchannel_logout_uri: uri, frontchannel_logout_uri: uri });
-          const viaCli = runtime.clients.create({ name: 'cli', redirectUris: ['https://rp.example/cb'], oidc: { postLogoutRedirectUris: [uri], backchannelLogoutUri: uri, frontchannelLogoutUri: uri } });
+          const viaRegister = await register({ ...NATIVE, post_logout_redirect_uris: [uri], backchannel_logout_uri: uri });
+          const viaCli = runtime.clients.create({ name: 'cli', redirectUris: ['https://rp.example/cb'], oidc: { postLogoutRedirectUris: [uri], backchannelLogoutUri: uri } });
           if (accepted) {
             expect(viaRegister.status, uri).toBe(201);
-            await expect(viaCli, uri).resolves.toMatchObject({ post_logout_redirect_uris: [uri], backchannel_logout_uri: uri, frontchannel_logout_uri: uri });
+            await expect(viaCli, uri).resolves.toMatchObject({ post_logout_redirect_uris: [uri], backchannel_logout_uri: uri });
           } else {
             expect(viaRegister.status, uri).toBe(400);
             const problem = viaRegister.body.error_description.replace(/^post_logout_redirect_uris\[0\] /, '');
@@ -441,6 +441,40 @@ describeEachDatabase(
             await expect(viaCli, uri).rejects.toThrow(problem);
           }
         }
+      });
+
+      it('holds the front-channel logout page to the scheme, host and port of a redirect URI, at /register and in the CLI (Front-Channel Logout §2)', async () => {
+        const { runtime } = context();
+        const redirectUris = ['https://rp.example/cb', 'http://127.0.0.1/callback'];
+        for (const [uri, accepted] of [
+          ['https://rp.example/fc', true],
+          ['https://rp.example/other/path?tenant=1', true],
+          ['http://127.0.0.1/fc', true],
+          ['https://evil.example/fc', false],
+          ['https://rp.example:8443/fc', false],
+          ['https://sub.rp.example/fc', false],
+          ['http://localhost/fc', false],
+        ] as const) {
+          const viaRegister = await register({ redirect_uris: redirectUris, token_endpoint_auth_method: 'none', frontchannel_logout_uri: uri });
+          const viaCli = runtime.clients.create({ name: 'cli', redirectUris, oidc: { frontchannelLogoutUri: uri } });
+          if (accepted) {
+            expect(viaRegister.status, uri).toBe(201);
+            await expect(viaCli, uri).resolves.toMatchObject({ frontchannel_logout_uri: uri });
+          } else {
+            expect(viaRegister.status, uri).toBe(400);
+            expect(viaRegister.body, uri).toEqual({ error: 'invalid_client_metadata', error_description: 'frontchannel_logout_uri must have the scheme, host and port of one of the redirect URIs' });
+            await expect(viaCli, uri).rejects.toThrow('must have the scheme, host and port of one of the redirect URIs');
+          }
+        }
+        const existing = (await register({ redirect_uris: redirectUris, token_endpoint_auth_method: 'none', frontchannel_logout_uri: 'https://rp.example/fc' })).body as {
+          client_id: string;
+        };
+        // Moving the redirect URIs away from the page's origin is refused too; keeping one there is fine.
+        await expect(runtime.clients.update(existing.client_id, { redirectUris: ['https://elsewhere.example/cb'] })).rejects.toThrow(/front-channel logout URI/);
+        await expect(runtime.clients.update(existing.client_id, { redirectUris: ['https://rp.example/cb2'] })).resolves.toMatchObject({ redirect_uris: ['https://rp.example/cb2'] });
+        await expect(runtime.clients.update(existing.client_id, { redirectUris: ['https://elsewhere.example/cb'], oidc: { frontchannelLogoutUri: '' } })).resolves.toMatchObject({
+          redirect_uris: ['https://elsewhere.example/cb'],
+        });
       });
 
       it('changes the settings with PUT and drops those the new metadata leaves out (RFC 7592 §2.2); /logout follows at once', async () => {
@@ -473,13 +507,13 @@ describeEachDatabase(
         const client = (await register(NATIVE)).body as { client_id: string; registration_access_token: string };
         const results = await Promise.all(
           Array.from({ length: 10 }, (_, i) =>
-            manage(client).put({ post_logout_redirect_uris: [`https://rp.example/${i}/bye`], backchannel_logout_uri: `https://rp.example/${i}/bc`, frontchannel_logout_uri: `https://rp.example/${i}/fc` }),
+            manage(client).put({ post_logout_redirect_uris: [`https://rp.example/${i}/bye`], backchannel_logout_uri: `https://rp.example/${i}/bc`, frontchannel_logout_uri: `http://127.0.0.1/${i}/fc` }),
           ),
         );
         expect(results.map((r) => r.status)).toEqual(Array(10).fill(200));
         const stored = await context().runtime.clients.find(client.client_id);
         const winner = /^https:\/\/rp\.example\/(\d)\/bye$/.exec(stored!.postLogoutRedirectUris[0]!)![1];
-        expect(stored).toMatchObject({ backchannelLogoutUri: `https://rp.example/${winner}/bc`, frontchannelLogoutUri: `https://rp.example/${winner}/fc` });
+        expect(stored).toMatchObject({ backchannelLogoutUri: `https://rp.example/${winner}/bc`, frontchannelLogoutUri: `http://127.0.0.1/${winner}/fc` });
       });
     });
 

@@ -23,7 +23,7 @@ describeEachDatabase('Front-Channel Logout', (context) => {
         redirectUris: ['https://fc.example/cb'],
         oidc: { frontchannelLogoutUri: 'https://fc.example/logout?tenant=a', frontchannelLogoutSessionRequired: true, postLogoutRedirectUris: [afterLogout] },
       }),
-      buildClient(runtime, { redirectUris: ['https://plain-fc.example/cb'], oidc: { frontchannelLogoutUri: 'https://plain-fc.example:8443/fc' } }),
+      buildClient(runtime, { redirectUris: ['https://plain-fc.example:8443/cb'], oidc: { frontchannelLogoutUri: 'https://plain-fc.example:8443/fc' } }),
       buildClient(runtime, { redirectUris: ['https://never.example/cb'], oidc: { frontchannelLogoutUri: 'https://never.example/fc' } }),
       buildUser(runtime),
     ]);
