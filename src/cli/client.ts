@@ -27,9 +27,9 @@ const OIDC_OPTIONS = {
   'tos-uri': { type: 'string' },
 } as const;
 
-/** `--name` and `--no-name`: true, false, or undefined for neither. */
-function onOff(on: boolean | undefined, off: boolean | undefined, name: string): boolean | undefined {
-  if (on && off) throw new UsageError(`use --${name} or --no-${name}, not both`);
+/** `--name` and `--no-name`: true, false, or undefined for neither; `command` prefixes the usage error. */
+function onOff(on: boolean | undefined, off: boolean | undefined, name: string, command?: string): boolean | undefined {
+  if (on && off) throw new UsageError(`${command ? `${command}: ` : ''}use --${name} or --no-${name}, not both`);
   return on ? true : off ? false : undefined;
 }
 
@@ -226,11 +226,10 @@ const update = defineCommand({
   async run({ io, values, positionals, config }) {
     const id = onePositional('client update', 'client ID', positionals);
     if (values['jwks-uri'] !== undefined && values['jwks-file'] !== undefined) throw new UsageError('client update: use --jwks-uri or --jwks-file, not both');
-    if (values['require-dpop'] && values['no-require-dpop']) throw new UsageError('client update: use --require-dpop or --no-require-dpop, not both');
+    const requireDpop = onOff(values['require-dpop'], values['no-require-dpop'], 'require-dpop', 'client update');
     const grantTypes = grantTypesOf(values.grant);
     const keys =
       values['jwks-file'] !== undefined ? { jwks: readJwksFile(values['jwks-file']) } : values['jwks-uri'] !== undefined ? { jwksUri: values['jwks-uri'] } : undefined;
-    const requireDpop = values['require-dpop'] ? true : values['no-require-dpop'] ? false : undefined;
     const adding = values['add-redirect-uri'] ?? [];
     const removing = values['remove-redirect-uri'] ?? [];
     if (values['redirect-uri'] && (adding.length || removing.length)) {

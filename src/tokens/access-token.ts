@@ -18,8 +18,8 @@ export interface AccessTokenGrant {
   scope: string;
   grantId: string;
   /**
-   * The `sub` when it is not the user id: a pairwise client's identifier for the user (OIDC Core §8.1), so the client
-   * cannot read the real id from its token. The resource side finds the user through the grant.
+   * The `sub` of a user's token (the user id when absent): a pairwise client gets its identifier for the user (OIDC
+   * Core §8.1), so it cannot read the real id from its token. The resource side finds that user through the grant.
    */
   subject?: string;
   /** RFC 9449 §6.1: thumbprint of the DPoP key the token is bound to (`cnf.jkt`). */

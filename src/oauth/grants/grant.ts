@@ -5,7 +5,7 @@ import type { OAuthContext } from '../context.js';
 import type { Parameters } from '../params.js';
 import type { DpopProof } from '../../tokens/dpop.js';
 import { issueIdToken } from '../oidc/id-token.js';
-import { pairwiseSubject } from '../oidc/subject.js';
+import { subjectFor } from '../oidc/subject.js';
 import { parseScope } from '../scopes.js';
 
 export interface GrantRequest {
@@ -48,7 +48,7 @@ export async function tokenResponse(
   dpop: DpopProof | undefined,
   oidc?: IdTokenContext,
 ): Promise<TokenResponse> {
-  const subject = grant.userId === null ? undefined : pairwiseSubject(client, grant.userId, oauth.pairwiseSecret);
+  const subject = grant.userId === null ? undefined : subjectFor(client, grant.userId, oauth.pairwiseSecret);
   const accessToken = await oauth.accessTokens.issue({
     ...grant,
     clientId: client.id,

@@ -17,11 +17,6 @@ export function sectorOf(redirectUris: readonly string[]): string | undefined {
   return hosts.size === 1 ? [...hosts][0] : undefined;
 }
 
-/** The pairwise `sub` of a pairwise client, undefined for a public one (whose `sub` is the user id). */
-export function pairwiseSubject(client: Pick<Client, 'subjectType' | 'redirectUris'>, userId: number, pairwiseKey: string): string | undefined {
-  return client.subjectType === 'pairwise' ? subjectFor(client, userId, pairwiseKey) : undefined;
-}
-
 export function subjectFor(client: Pick<Client, 'subjectType' | 'redirectUris'>, userId: number, pairwiseKey: string): string {
   if (client.subjectType !== 'pairwise') return String(userId);
   // Registration refuses pairwise clients spanning several hosts; the first host is the fallback.
