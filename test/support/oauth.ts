@@ -222,6 +222,13 @@ export function tokenRequest(app: Express, fields: Record<string, string | undef
   return req.send(body);
 }
 
+/** The whole code flow through the pages: `browser` signs `user` in and allows, then the code is redeemed at /token. */
+export async function codeFlowTokens(app: Express, browser: Browser, client: TestClient, user: TestUser, overrides: AuthorizeParams = {}) {
+  const params = authorizeParams(client, overrides);
+  const res = await browser.authorize(params, user);
+  return tokenRequest(app, { grant_type: 'authorization_code', code: redirectParams(res).get('code')!, redirect_uri: client.redirectUri, code_verifier: params.verifier }, client);
+}
+
 /** Redeems a fresh code (issued through the store) for tokens. */
 export async function obtainTokens(
   app: Express,

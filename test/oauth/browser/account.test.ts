@@ -6,7 +6,7 @@
 import { beforeAll, expect, it } from 'vitest';
 import request from 'supertest';
 import { describeEachDatabase } from '../../support/runtime.js';
-import { authorizeParams, authorizePath, basic, Browser, buildClient, buildUser, formFields, pathOf, redirectParams, type TestClient, type TestUser } from '../../support/oauth.js';
+import { authorizeParams, authorizePath, basic, Browser, codeFlowTokens, buildClient, buildUser, formFields, pathOf, redirectParams, type TestClient, type TestUser } from '../../support/oauth.js';
 
 describeEachDatabase('account pages', (context) => {
   let client: TestClient;
@@ -18,13 +18,7 @@ describeEachDatabase('account pages', (context) => {
   /** Signs `user` in to the client and returns the browser and the tokens of the code exchange. */
   async function connect(user: TestUser) {
     const browser = new Browser(context().app);
-    const params = authorizeParams(client, { scope: 'openid offline_access products:read' });
-    const res = await browser.authorize(params, user);
-    const tokens = await request(context().app)
-      .post('/token')
-      .set('Authorization', basic(client.id, client.secret!))
-      .type('form')
-      .send({ grant_type: 'authorization_code', code: redirectParams(res).get('code')!, redirect_uri: client.redirectUri, code_verifier: params.verifier });
+    const tokens = await codeFlowTokens(context().app, browser, client, user, { scope: 'openid offline_access products:read' });
     expect(tokens.status).toBe(200);
     return { browser, tokens: tokens.body as { access_token: string; refresh_token: string } };
   }

@@ -7,7 +7,7 @@ import { beforeAll, expect, it } from 'vitest';
 import request from 'supertest';
 import { decodeJwt } from 'jose';
 import { describeEachDatabase } from '../../support/runtime.js';
-import { authorizeParams, basic, Browser, buildClient, buildUser, formAction, formFields, redirectParams, type TestClient, type TestUser } from '../../support/oauth.js';
+import { authorizeParams, Browser, buildClient, buildUser, codeFlowTokens, formAction, formFields, type TestClient, type TestUser } from '../../support/oauth.js';
 
 describeEachDatabase('Front-Channel Logout', (context) => {
   let withSession: TestClient;
@@ -30,13 +30,7 @@ describeEachDatabase('Front-Channel Logout', (context) => {
   });
 
   async function idTokenOf(browser: Browser, client: TestClient, who = user): Promise<string> {
-    const params = authorizeParams(client, { scope: 'openid' });
-    const res = await browser.authorize(params, who);
-    const token = await request(context().app)
-      .post('/token')
-      .set('Authorization', basic(client.id, client.secret!))
-      .type('form')
-      .send({ grant_type: 'authorization_code', code: redirectParams(res).get('code')!, redirect_uri: client.redirectUri, code_verifier: params.verifier });
+    const token = await codeFlowTokens(context().app, browser, client, who, { scope: 'openid' });
     return token.body.id_token as string;
   }
 

@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { describeEachDatabase } from '../../support/runtime.js';
-import { authorizeParams, authorizePath, basic, Browser, buildClient, buildUser, formAction, formFields, redirectParams, type TestClient, type TestUser } from '../../support/oauth.js';
+import { authorizeParams, authorizePath, Browser, codeFlowTokens, buildClient, buildUser, formAction, formFields, redirectParams, type TestClient, type TestUser } from '../../support/oauth.js';
 import { isSpecialPurposeAddress, logoutToken, postLogoutToken } from '../../../src/oauth/oidc/backchannel.js';
 import { createOAuthContext } from '../../../src/oauth/context.js';
 
@@ -26,13 +26,7 @@ describeEachDatabase('RP-Initiated Logout', (context) => {
 
   async function signedInWithIdToken(): Promise<{ browser: Browser; idToken: string }> {
     const browser = new Browser(context().app);
-    const params = authorizeParams(client, { scope: 'openid' });
-    const res = await browser.authorize(params, user);
-    const token = await request(context().app)
-      .post('/token')
-      .set('Authorization', basic(client.id, client.secret!))
-      .type('form')
-      .send({ grant_type: 'authorization_code', code: redirectParams(res).get('code')!, redirect_uri: client.redirectUri, code_verifier: params.verifier });
+    const token = await codeFlowTokens(context().app, browser, client, user, { scope: 'openid' });
     expect(token.body.id_token).toBeTypeOf('string');
     return { browser, idToken: token.body.id_token };
   }

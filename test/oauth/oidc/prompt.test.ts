@@ -9,7 +9,7 @@ import { describeEachDatabase } from '../../support/runtime.js';
 import {
   authorizeParams,
   authorizePath,
-  basic,
+  codeFlowTokens,
   Browser,
   buildClient,
   buildUser,
@@ -150,13 +150,7 @@ describeEachDatabase('OpenID Connect authorization request parameters', (context
 
   describe('offline_access (§11)', () => {
     async function exchange(scope: string) {
-      const params = authorizeParams(client, { scope });
-      const res = await new Browser(context().app).authorize(params, user);
-      return request(context().app)
-        .post('/token')
-        .set('Authorization', basic(client.id, client.secret!))
-        .type('form')
-        .send({ grant_type: 'authorization_code', code: redirectParams(res).get('code')!, redirect_uri: client.redirectUri, code_verifier: params.verifier });
+      return codeFlowTokens(context().app, new Browser(context().app), client, user, { scope });
     }
 
     it('issues no refresh token to an OpenID request without offline_access', async () => {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import request from 'supertest';
 import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
 import { describeEachDatabase } from '../../support/runtime.js';
-import { authorizeParams, basic, Browser, buildClient, buildUser, formAction, formFields, redirectParams, type TestClient, type TestUser } from '../../support/oauth.js';
+import { basic, Browser, buildClient, buildUser, codeFlowTokens, formAction, formFields, type TestClient, type TestUser } from '../../support/oauth.js';
 
 const SID = /^[A-Za-z0-9_-]{43}$/;
 
@@ -37,13 +37,7 @@ describeEachDatabase(
     });
 
     async function codeFlow(browser: Browser, client: TestClient) {
-      const params = authorizeParams(client, { scope: 'openid offline_access' });
-      const res = await browser.authorize(params, user);
-      const token = await request(context().app)
-        .post('/token')
-        .set('Authorization', basic(client.id, client.secret!))
-        .type('form')
-        .send({ grant_type: 'authorization_code', code: redirectParams(res).get('code')!, redirect_uri: client.redirectUri, code_verifier: params.verifier });
+      const token = await codeFlowTokens(context().app, browser, client, user, { scope: 'openid offline_access' });
       expect(token.status).toBe(200);
       return token.body as { id_token: string; refresh_token: string };
     }
