@@ -41,6 +41,8 @@ async function serve(io: Io, config: Config): Promise<void> {
     await runtime.close();
     throw error;
   }
+  // Prepared before listening, so the banner is out before the first request can be answered.
+  const demoBanner = demo ? await describeDemo(config, demo) : undefined;
   let server;
   try {
     server = await startServer(runtime);
@@ -55,7 +57,7 @@ async function serve(io: Io, config: Config): Promise<void> {
   io.stderr.write(
     [
       `Fieldgate is listening on ${config.issuer} (bound to ${server.url}, database: ${runtime.database.kind}, ${runtime.database.location})`,
-      ...(demo ? [await describeDemo(config, demo)] : []),
+      ...(demoBanner ? [demoBanner] : []),
       '',
     ].join('\n'),
   );
