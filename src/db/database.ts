@@ -11,7 +11,7 @@ import type { PgAsyncDatabase } from 'drizzle-orm/pg-core/async/db';
 import { relations, type Relations } from './relations.js';
 import { DEFAULT_PREPARED_STATEMENTS } from '../config.js';
 import { PreparedStatementPolicy, withPreparedStatements } from './performance/prepared-statements.js';
-import { withPgliteStatements } from './performance/pglite-statements.js';
+import { GENERIC_PLAN_START_PARAMS, withPgliteStatements } from './performance/pglite-statements.js';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.js';
 import { clusterDirectory, hasCluster } from './embedded-cluster.js';
 
@@ -127,7 +127,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   ]);
   limitWasmCompilation();
   const dataDir = options.dataDir ?? 'memory://';
-  const startParams = [...EMBEDDED_START_PARAMS];
+  const startParams = [...EMBEDDED_START_PARAMS, ...GENERIC_PLAN_START_PARAMS];
   let lock: DataDirLock | undefined;
   let client: PGlite;
   if (dataDir === 'memory://') {

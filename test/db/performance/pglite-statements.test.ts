@@ -2,6 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eq, sql } from 'drizzle-orm';
 import { PGlite } from '@electric-sql/pglite';
 import { openDatabase, type Database } from '../../../src/db/database.js';
+import { Executor } from '../../../src/graphql/executor.js';
+import { DEFAULT_LIMITS } from '../../../src/graphql/limits.js';
+import { schema } from '../../../src/graphql/schema/index.js';
+import { createTestRuntime, type TestRuntime } from '../../support/runtime.js';
+import { buildProduct } from '../../support/factories.js';
+import { issueTestToken } from '../../support/tokens.js';
 import { PreparedStatementPolicy } from '../../../src/db/performance/prepared-statements.js';
 import { withPgliteStatements, type PgliteQueryClient } from '../../../src/db/performance/pglite-statements.js';
 import { products, sellers } from '../../../src/db/schema.js';
@@ -104,5 +110,59 @@ describe('the embedded database through Drizzle', () => {
     }
     const result = await database.db.execute(sql`select count(*)::int as n from pg_prepared_statements where statement like '%from "products"%'`);
     expect((result as unknown as { rows: { n: number }[] }).rows[0]!.n).toBe(1);
+  });
+
+});
+
+describe('the nested product list on the embedded database', () => {
+  const NESTED_LIST = '{ products(limit: 20) { id name seller { name } reviews { rating } } }';
+  let test: TestRuntime;
+
+  beforeAll(async () => {
+    test = await createTestRuntime('pglite');
+    for (let i = 0; i < 30; i++) await buildProduct(test.runtime, { name: `Product ${i}`, reviews: 2 });
+  });
+
+  afterAll(() => test.close());
+
+  it('is planned once and its plan reused, where PostgreSQL left to choose plans it on every request', async () => {
+    const { runtime } = test;
+    const { principal } = await issueTestToken(runtime);
+    const executor = new Executor({ schema, db: runtime.db, logger: runtime.logger, limits: DEFAULT_LIMITS });
+    const sent: { query: string; params: unknown[] }[] = [];
+    const stop = runtime.database.onQuery((query, params) => sent.push({ query, params }));
+    try {
+      for (let i = 0; i < 12; i++) {
+        const result = await executor.run({ principal, source: NESTED_LIST });
+        expect(result.errors).toBeUndefined();
+        expect((result.data as { products: unknown[] }).products).toHaveLength(20);
+      }
+    } finally {
+      stop();
+    }
+    expect(new Set(sent.map(({ query }) => query)).size).toBe(1);
+    const { query, params } = sent[0]!;
+    const plansOf = async (text: string) => {
+      const result = await runtime.db.execute(sql`select generic_plans, custom_plans from pg_prepared_statements where statement = ${text}`);
+      return (result as unknown as { rows: { generic_plans: number; custom_plans: number }[] }).rows;
+    };
+    // Prepared after its second use, then run eleven times on the one plan.
+    expect(await plansOf(query)).toEqual([{ generic_plans: 11, custom_plans: 0 }]);
+
+    // The same statement, prepared by hand, with PostgreSQL's default choice in this session.
+    expect(params.every((value) => Number.isInteger(value))).toBe(true);
+    const byHand = `prepare left_to_choose as ${query}`;
+    await runtime.db.execute(sql`set plan_cache_mode = auto`);
+    try {
+      await runtime.db.execute(sql.raw(byHand));
+      for (let i = 0; i < 12; i++) await runtime.db.execute(sql.raw(`execute left_to_choose(${params.join(', ')})`));
+      expect(await plansOf(byHand)).toEqual([{ generic_plans: 0, custom_plans: 12 }]);
+    } finally {
+      await runtime.db.execute(sql`deallocate left_to_choose`).catch(() => undefined);
+      await runtime.db.execute(sql`reset plan_cache_mode`);
+    }
+    expect((await runtime.db.execute(sql`show plan_cache_mode`) as unknown as { rows: { plan_cache_mode: string }[] }).rows).toEqual([
+      { plan_cache_mode: 'force_generic_plan' },
+    ]);
   });
 });
