@@ -14,19 +14,23 @@ import vm from 'node:vm';
 export interface IdleCollectionOptions {
   /** Seconds of quiet before collecting (0: never collect). */
   idleSeconds: number;
-  /** Only collect when the heap has grown at least this much since the last collection. */
+  /** Only collect when the committed heap has grown at least this much since the last collection. */
   minGrowthBytes?: number;
   /** How often the event loop's utilization is sampled. */
   sampleMs?: number;
-  /** V8's full collection and heap size unless a caller brings its own. */
+  /** V8's full collection and committed heap size unless a caller brings its own. */
   collect?: () => Promise<void>;
-  heapUsed?: () => number;
+  heapSize?: () => number;
 }
 
 /** A sample this busy or busier counts as activity (a request every few ms is ~2 %). */
 const QUIET_UTILIZATION = 0.02;
 
-/** Decides, from one sample of the event loop and the heap at a time, when to collect. */
+/**
+ * Decides, from one sample of the event loop and the heap at a time, when to collect. The heap is
+ * V8's committed size, not the part in use: a burst often ends with V8's own full collection,
+ * which frees the garbage but keeps its pages, so the part in use looks small while RSS stays high.
+ */
 export class IdleCollectionPolicy {
   private quietMs = 0;
   private heapAfterCollection: number;
@@ -34,21 +38,21 @@ export class IdleCollectionPolicy {
   constructor(
     private readonly idleMs: number,
     private readonly minGrowthBytes: number,
-    heapUsed: number,
+    heapSize: number,
   ) {
-    this.heapAfterCollection = heapUsed;
+    this.heapAfterCollection = heapSize;
   }
 
-  /** Whether to collect now, given the utilization of the last `elapsedMs` and the heap in use. */
-  shouldCollect(elapsedMs: number, utilization: number, heapUsed: number): boolean {
+  /** Whether to collect now, given the utilization of the last `elapsedMs` and the committed heap. */
+  shouldCollect(elapsedMs: number, utilization: number, heapSize: number): boolean {
     this.quietMs = utilization < QUIET_UTILIZATION ? this.quietMs + elapsedMs : 0;
     // An idle server that has already collected stays below the threshold: one collection per quiet spell.
-    if (heapUsed < this.heapAfterCollection) this.heapAfterCollection = heapUsed;
-    return this.quietMs >= this.idleMs && heapUsed - this.heapAfterCollection >= this.minGrowthBytes;
+    if (heapSize < this.heapAfterCollection) this.heapAfterCollection = heapSize;
+    return this.quietMs >= this.idleMs && heapSize - this.heapAfterCollection >= this.minGrowthBytes;
   }
 
-  collected(heapUsed: number): void {
-    this.heapAfterCollection = heapUsed;
+  collected(heapSize: number): void {
+    this.heapAfterCollection = heapSize;
     this.quietMs = 0;
   }
 }
@@ -58,8 +62,9 @@ export class IdleCollectionPolicy {
  * every later one stay without it). From V8 12 (Node 22) on it runs as a `last-resort` collection,
  * which also compacts and hands the freed pages back to the OS, as a task of its own with no
  * JavaScript on the stack. V8 11 (Node 20) has no such option (it reads unknown options as a young
- * generation collection), so there it is a plain full collection: the garbage is freed, but most
- * pages stay committed.
+ * generation collection), so there it is two plain full collections: the first frees the garbage,
+ * and the second hands back most of the pages the first one's sweeping emptied, which one alone
+ * often leaves committed.
  */
 export function fullCollection(): () => Promise<void> {
   v8.setFlagsFromString('--expose-gc');
@@ -70,16 +75,19 @@ export function fullCollection(): () => Promise<void> {
     v8.setFlagsFromString('--no-expose-gc');
   }
   if (Number(process.versions.v8.split('.')[0]) >= 12) return async () => gc({ type: 'major', execution: 'async', flavor: 'last-resort' });
-  return async () => void gc();
+  return async () => {
+    gc();
+    gc();
+  };
 }
 
 /** Starts sampling; the returned function stops it. The timer never keeps the process alive. */
 export function startIdleCollection(options: IdleCollectionOptions): () => void {
   if (options.idleSeconds === 0) return () => {};
   const sampleMs = options.sampleMs ?? 1_000;
-  const heapUsed = options.heapUsed ?? (() => v8.getHeapStatistics().used_heap_size);
+  const heapSize = options.heapSize ?? (() => v8.getHeapStatistics().total_heap_size);
   const collect = options.collect ?? fullCollection();
-  const policy = new IdleCollectionPolicy(options.idleSeconds * 1000, options.minGrowthBytes ?? 16 * 1024 * 1024, heapUsed());
+  const policy = new IdleCollectionPolicy(options.idleSeconds * 1000, options.minGrowthBytes ?? 16 * 1024 * 1024, heapSize());
   let last = performance.eventLoopUtilization();
   let lastAt = performance.now();
   let collecting = false;
@@ -89,10 +97,10 @@ export function startIdleCollection(options: IdleCollectionOptions): () => void 
     last = performance.eventLoopUtilization();
     const elapsedMs = now - lastAt;
     lastAt = now;
-    if (collecting || !policy.shouldCollect(elapsedMs, sample.utilization, heapUsed())) return;
+    if (collecting || !policy.shouldCollect(elapsedMs, sample.utilization, heapSize())) return;
     collecting = true;
     collect()
-      .then(() => policy.collected(heapUsed()))
+      .then(() => policy.collected(heapSize()))
       .finally(() => (collecting = false));
   }, sampleMs);
   timer.unref();

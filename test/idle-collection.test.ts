@@ -71,7 +71,7 @@ describe('the full collection', () => {
       runs.push(Date.now());
       heap = 30 * MiB;
     };
-    const stop = startIdleCollection({ idleSeconds: 0.2, sampleMs: 50, minGrowthBytes: 16 * MiB, collect, heapUsed: () => heap });
+    const stop = startIdleCollection({ idleSeconds: 0.2, sampleMs: 50, minGrowthBytes: 16 * MiB, collect, heapSize: () => heap });
     try {
       heap = 90 * MiB;
       await vi.waitFor(() => expect(runs).toHaveLength(1), { timeout: 10_000, interval: 50 });
@@ -85,6 +85,22 @@ describe('the full collection', () => {
     heap = 90 * MiB;
     await new Promise((resolve) => setTimeout(resolve, 600));
     expect(runs).toHaveLength(2);
+  });
+
+  it('watches the heap V8 has committed, which stays high when V8’s own collection ended a burst', async () => {
+    const real = v8.getHeapStatistics();
+    let committed = real.total_heap_size;
+    // What a burst that ended in V8's own full collection leaves: little in use, much committed.
+    const statistics = vi.spyOn(v8, 'getHeapStatistics').mockImplementation(() => ({ ...real, used_heap_size: 8 * MiB, total_heap_size: committed }));
+    const runs: number[] = [];
+    const stop = startIdleCollection({ idleSeconds: 0.2, sampleMs: 50, collect: async () => void runs.push(committed) });
+    try {
+      committed += 64 * MiB;
+      await vi.waitFor(() => expect(runs).toHaveLength(1), { timeout: 10_000, interval: 50 });
+    } finally {
+      stop();
+      statistics.mockRestore();
+    }
   });
 
   it('takes V8’s collector when none is given', () => {
