@@ -15,7 +15,7 @@ import { OrderBySyntaxError, parseOrderBy, type OrderTerm } from '../api/order-b
 import { pageTokenBinding, PageTokenError, type KeyValue } from '../api/page-token.js';
 import { getSchemaConfig, queryFromInfo } from '@pothos/plugin-drizzle';
 import type { GraphQLResolveInfo } from 'graphql';
-import { placeholder } from '../db/performance/relational-query-cache.js';
+import { placeholder, rowCount } from '../db/performance/relational-query-cache.js';
 import { builder } from './builder.js';
 import type { GraphQLContext } from './context.js';
 import { GqlInvalidArgument } from './errors.js';
@@ -335,13 +335,12 @@ export async function resolveConnection<Row extends Record<string, unknown>>(
     ...(extras && { extras }),
     ...(where && { where }),
     orderBy: orderByOf(keys),
-    limit: placeholder('limit'),
+    limit: rowCount(size + 1),
   } as never) as object;
   const rows = await context.queries.findMany<Row>(context.db, request.table, query, {
     ...request.scope?.values,
     ...filter.values,
     ...keyset?.values,
-    limit: size + 1,
   });
   const page = rows.slice(0, size);
   const cursorOf = (row: Row) => context.pageTokens.sign(binding, keyValues(keys, row));

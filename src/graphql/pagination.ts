@@ -6,7 +6,8 @@
  * than GRAPHQL_MAX_COST.
  */
 import type { ObjectRef } from '@pothos/core';
-import { placeholder } from '../db/performance/relational-query-cache.js';
+import type { Placeholder } from 'drizzle-orm';
+import { placeholder, rowCount } from '../db/performance/relational-query-cache.js';
 import { POLICY, type NestedList } from '../policy.js';
 import { builder, type SchemaTypes } from './builder.js';
 import { GqlInvalidArgument } from './errors.js';
@@ -41,8 +42,15 @@ export function page(args: PageArgs, context?: { pageLookahead?: boolean | undef
   return { limit: context?.pageLookahead ? limit + 1 : limit, offset };
 }
 
-/** `limit` and `offset` of a relational query, bound per request from `page(args)`. */
-export const pagePlaceholders = { limit: placeholder('limit'), offset: placeholder('offset') };
+/**
+ * `limit` and `offset` of a relational query for `page(args)`: the page size written into the
+ * statement, so PostgreSQL can keep one plan for it (`rowCount`), the offset bound per request and
+ * left out on the first page, which is then planned once however large the table.
+ */
+export function pageQuery({ limit, offset }: { limit: number; offset: number }): { limit: Placeholder; offset?: Placeholder } {
+  // Drizzle writes whatever SQL it is given as a limit; its types name only numbers and placeholders.
+  return { limit: rowCount(limit) as unknown as Placeholder, ...(offset > 0 && { offset: placeholder('offset') }) };
+}
 
 /**
  * Complexity of a list field: its own 1 plus `limit` times its selection. An out-of-range

@@ -41,7 +41,7 @@ describeEachDatabase('GraphQL products', (context) => {
     });
     expect(sql).toMatchInlineSnapshot(`
       [
-        "select "d0"."id" as "id", "d0"."name" as "name" from "products" as "d0" order by "d0"."id" asc limit $1 offset $2",
+        "select "d0"."id" as "id", "d0"."name" as "name" from "products" as "d0" order by "d0"."id" asc limit 50",
       ]
     `);
   });
@@ -91,7 +91,7 @@ describeEachDatabase('GraphQL products', (context) => {
     expect(products[0]).toMatchObject({ name: 'Trail Backpack', seller: { name: 'Northwind' }, shippingPolicy: { minDays: 2, maxDays: 5, feeCents: 499, regions: ['US', 'CA'] } });
     expect(products[1]).toEqual({ name: 'Camp Mug', seller: { name: 'Northwind' }, shippingPolicy: null, reviews: [] });
     expect(sql).toEqual([
-      `select "d0"."name" as "name", "d0"."id" as "id", "seller"."r" as "seller", "shippingPolicy"."r" as "shippingPolicy", "reviews"."r" as "reviews" from (select "d0".* from "products" as "d0" order by "d0"."id" asc limit $1 offset $2) as "d0" left join lateral(select row_to_json("t".*) "r" from (select "d1"."name" as "name", "d1"."id" as "id" from "sellers" as "d1" where "d0"."seller_id" = "d1"."id" limit $3) as "t") as "seller" on true left join lateral(select row_to_json("t".*) "r" from (select "d1"."name" as "name", "d1"."min_days" as "minDays", "d1"."max_days" as "maxDays", "d1"."fee_cents" as "feeCents", "d1"."regions" as "regions", "d1"."id" as "id" from "shipping_policies" as "d1" where "d0"."shipping_policy_id" = "d1"."id" limit $4) as "t") as "shippingPolicy" on true left join lateral(select coalesce(json_agg(row_to_json("t".*)), '[]') as "r" from (select "d1"."rating" as "rating", "d1"."id" as "id" from "reviews" as "d1" where "d0"."id" = "d1"."product_id" order by "d1"."id" asc limit $5) as "t") as "reviews" on true order by "d0"."id" asc`,
+      `select "d0"."name" as "name", "d0"."id" as "id", "seller"."r" as "seller", "shippingPolicy"."r" as "shippingPolicy", "reviews"."r" as "reviews" from (select "d0".* from "products" as "d0" order by "d0"."id" asc limit 10) as "d0" left join lateral(select row_to_json("t".*) "r" from (select "d1"."name" as "name", "d1"."id" as "id" from "sellers" as "d1" where "d0"."seller_id" = "d1"."id" limit $1) as "t") as "seller" on true left join lateral(select row_to_json("t".*) "r" from (select "d1"."name" as "name", "d1"."min_days" as "minDays", "d1"."max_days" as "maxDays", "d1"."fee_cents" as "feeCents", "d1"."regions" as "regions", "d1"."id" as "id" from "shipping_policies" as "d1" where "d0"."shipping_policy_id" = "d1"."id" limit $2) as "t") as "shippingPolicy" on true left join lateral(select coalesce(json_agg(row_to_json("t".*)), '[]') as "r" from (select "d1"."rating" as "rating", "d1"."id" as "id" from "reviews" as "d1" where "d0"."id" = "d1"."product_id" order by "d1"."id" asc limit $3) as "t") as "reviews" on true order by "d0"."id" asc`,
     ]);
   });
 

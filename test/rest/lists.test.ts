@@ -283,7 +283,7 @@ describeEachDatabase('REST list paging, ordering and filtering', (context) => {
       expect(res!.status).toBe(200);
       expect(sql).toMatchInlineSnapshot(`
         [
-          "select "d0"."price_cents" as "priceCents", "d0"."name" as "name", "d0"."id" as "id" from "products" as "d0" where (((("d0"."price_cents" < $1) and (exists (select * from "sellers" as "f0" where (("d0"."seller_id" = "f0"."id") and ("f0"."name" = $2)))))) and ((("d0"."price_cents" < $3) or ((("d0"."price_cents" = $4) and ("d0"."name" > $5))) or ((("d0"."price_cents" = $6) and ("d0"."name" = $7) and ("d0"."id" > $8)))))) order by "d0"."price_cents" desc, "d0"."name" asc, "d0"."id" asc limit $9",
+          "select "d0"."price_cents" as "priceCents", "d0"."name" as "name", "d0"."id" as "id" from "products" as "d0" where (((("d0"."price_cents" < $1) and (exists (select * from "sellers" as "f0" where (("d0"."seller_id" = "f0"."id") and ("f0"."name" = $2)))))) and ((("d0"."price_cents" < $3) or ((("d0"."price_cents" = $4) and ("d0"."name" > $5))) or ((("d0"."price_cents" = $6) and ("d0"."name" = $7) and ("d0"."id" > $8)))))) order by "d0"."price_cents" desc, "d0"."name" asc, "d0"."id" asc limit 3",
         ]
       `);
     });

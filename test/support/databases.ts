@@ -57,7 +57,7 @@ export async function createPostgresDatabase(): Promise<{ url: string; drop(): P
   };
 }
 
-export async function createTestDatabase(kind: DatabaseKind): Promise<TestDatabase> {
+export async function createTestDatabase(kind: DatabaseKind, { poolSize = 5 }: { poolSize?: number } = {}): Promise<TestDatabase> {
   if (kind === 'pglite') {
     return {
       kind,
@@ -70,7 +70,7 @@ export async function createTestDatabase(kind: DatabaseKind): Promise<TestDataba
   return {
     kind,
     url: created.url,
-    open: () => openDatabase({ databaseUrl: created.url, poolSize: 5 }),
+    open: () => openDatabase({ databaseUrl: created.url, poolSize }),
     drop: created.drop,
   };
 }

@@ -41,8 +41,9 @@ export interface TestRuntime {
 export async function createTestRuntime(
   kind: DatabaseKind,
   env: Record<string, string> = {},
+  database: { poolSize?: number } = {},
 ): Promise<TestRuntime> {
-  const testDatabase = await createTestDatabase(kind);
+  const testDatabase = await createTestDatabase(kind, database);
   const config = loadConfig({ ISSUER: TEST_ISSUER, DATA_DIR: 'memory://', LOG_LEVEL: 'info', DEMO: 'false', ...env });
   const logs = new LogCapture();
   const runtime = await openRuntime(config, createLogger(config.logLevel, logs), await testDatabase.open());

@@ -1,13 +1,14 @@
 /**
  * Keeps Drizzle relational queries built across requests: the same selection gives the same
  * query config, so the config is the key to a prepared query and a request only binds its
- * arguments, given as `placeholder(name)`. A config holding anything else (an SQL expression,
- * a column, a function, a placeholder not made here) is built as usual and never kept.
+ * arguments, given as `placeholder(name)`; a page size is written in as `rowCount(n)`. A config
+ * holding anything else (an SQL expression, a column, a function, a placeholder not made here) is
+ * built as usual and never kept.
  * Measured gain and removal condition: docs/PERFORMANCE.md.
  *
  *   cache.findFirst(db, 'products', query({ where: { id: placeholder('id') } }), { id: args.id });
  */
-import { is, Placeholder, sql } from 'drizzle-orm';
+import { is, Placeholder, sql, type SQL } from 'drizzle-orm';
 import { LRUCache } from 'lru-cache';
 import type { Db } from '../database.js';
 
@@ -24,6 +25,28 @@ export function placeholder(name: string): Placeholder {
     made = sql.placeholder(name);
     placeholders.set(name, made);
     placeholderNames.set(made, name);
+  }
+  return made;
+}
+
+/** Row counts written into statements as constants (`rowCount`), by value. */
+const rowCounts = new Map<number, SQL>();
+const rowCountValues = new WeakMap<SQL, number>();
+
+/**
+ * A `limit` written into the statement as a constant instead of bound. PostgreSQL plans a
+ * `limit $1` for an unknown tenth of the table, so such a statement never earns a generic plan and
+ * is planned again on every execution; with `limit 20` it can keep one plan, and a custom plan
+ * still sees the size. Each value is a statement text of its own, so only for bounded counts
+ * (page sizes), never for offsets. Measured gain: docs/PERFORMANCE.md.
+ */
+export function rowCount(value: number): SQL {
+  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`a row count must be a non-negative integer, got ${value}`);
+  let made = rowCounts.get(value);
+  if (!made) {
+    made = sql.raw(String(value));
+    rowCounts.set(value, made);
+    rowCountValues.set(made, value);
   }
   return made;
 }
@@ -66,7 +89,7 @@ export class RelationalQueryCache {
   }
 }
 
-/** The canonical text of plain data and placeholders; undefined for anything else. */
+/** The canonical text of plain data, placeholders and row counts; undefined for anything else. */
 export function keyOf(value: unknown): string | undefined {
   if (value === null || typeof value === 'boolean' || typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'number') return Number.isFinite(value) ? String(value) : undefined;
@@ -76,6 +99,8 @@ export function keyOf(value: unknown): string | undefined {
     const name = placeholderNames.get(value);
     return name === undefined ? undefined : `$${JSON.stringify(name)}`;
   }
+  const count = rowCountValues.get(value as SQL);
+  if (count !== undefined) return `#${count}`;
   if (Array.isArray(value)) {
     const items: string[] = [];
     for (const item of value) {

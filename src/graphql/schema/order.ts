@@ -18,7 +18,7 @@ import {
   page,
   pageArgs,
   pageCost,
-  pagePlaceholders,
+  pageQuery,
   type NestedListBounds,
 } from '../pagination.js';
 import { allOf, listArgs, listQuery, orderByOf, resolveConnection, type ListSpec } from '../listing.js';
@@ -150,14 +150,14 @@ builder.queryFields((t) => ({
     args: { ...pageArgs, ...listArgs },
     complexity: pageCost,
     resolve: (query, _root, args, context) => {
-      const { limit, offset } = page(args, context);
+      const paged = page(args, context);
       const { filter, keys } = listQuery(ORDER_LIST, args);
       const config = query({
         where: allOf(ownOrders, filter.where) as never,
         orderBy: orderByOf(keys),
-        ...pagePlaceholders,
+        ...pageQuery(paged),
       });
-      return context.queries.findMany<OrderRow>(context.db, 'orders', config, { ...filter.values, userId: userIdOf(context), limit, offset });
+      return context.queries.findMany<OrderRow>(context.db, 'orders', config, { ...filter.values, userId: userIdOf(context), offset: paged.offset });
     },
   }),
   ordersConnection: t.field({

@@ -13,7 +13,7 @@ import {
   page,
   pageArgs,
   pageCost,
-  pagePlaceholders,
+  pageQuery,
   type NestedListBounds,
 } from '../pagination.js';
 import { POLICY } from '../../policy.js';
@@ -86,10 +86,10 @@ builder.queryFields((t) => ({
     args: { ...pageArgs, ...listArgs },
     complexity: pageCost,
     resolve: (query, _root, args, context) => {
-      const { limit, offset } = page(args, context);
+      const paged = page(args, context);
       const { filter, keys } = listQuery(PRODUCT_LIST, args);
-      const config = query({ ...(filter.where && { where: filter.where as never }), orderBy: orderByOf(keys), ...pagePlaceholders });
-      return context.queries.findMany<ProductRow>(context.db, 'products', config, { ...filter.values, limit, offset });
+      const config = query({ ...(filter.where && { where: filter.where as never }), orderBy: orderByOf(keys), ...pageQuery(paged) });
+      return context.queries.findMany<ProductRow>(context.db, 'products', config, { ...filter.values, offset: paged.offset });
     },
   }),
   productsConnection: t.field({

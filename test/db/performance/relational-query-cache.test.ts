@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { sql } from 'drizzle-orm';
-import { keyOf, placeholder, RelationalQueryCache } from '../../../src/db/performance/relational-query-cache.js';
+import { keyOf, placeholder, RelationalQueryCache, rowCount } from '../../../src/db/performance/relational-query-cache.js';
 import { products } from '../../../src/db/schema.js';
 import { describeEachDatabase } from '../../support/runtime.js';
 import { buildProduct } from '../../support/factories.js';
@@ -13,6 +13,17 @@ describe('the key of a relational query config', () => {
     expect(keyOf({ ...config(), columns: { id: true } })).not.toBe(keyOf(config()));
     expect(keyOf({ where: { id: 7 } })).not.toBe(keyOf({ where: { id: '7' } }));
     expect(keyOf({ where: { name: 'a"b' } })).not.toBe(keyOf({ where: { name: 'a', b: '' } }));
+    expect(keyOf({ limit: rowCount(20) })).toBe(keyOf({ limit: rowCount(20) }));
+    expect(keyOf({ limit: rowCount(20) })).not.toBe(keyOf({ limit: rowCount(21) }));
+    expect(keyOf({ limit: rowCount(20) })).not.toBe(keyOf({ limit: 20 }));
+    expect(keyOf({ limit: rowCount(20) })).not.toBe(keyOf({ limit: placeholder('limit') }));
+  });
+
+  it('takes a row count only as a non-negative integer, one SQL chunk per value', () => {
+    expect(rowCount(7)).toBe(rowCount(7));
+    for (const bad of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53]) expect(() => rowCount(bad)).toThrow(RangeError);
+    // Written into the text: any other SQL chunk stays unkept.
+    expect(keyOf({ limit: sql.raw('7') })).toBeUndefined();
   });
 
   it('is refused for anything but plain data and placeholders', () => {
@@ -46,6 +57,11 @@ describeEachDatabase('relational queries kept built', (context) => {
       cache.findMany<{ id: number }>(runtime.db, 'products', { columns: { id: true }, orderBy: { id: 'asc' }, limit: placeholder('limit') }, { limit });
     expect(await page(1)).toHaveLength(1);
     expect(await page(2)).toHaveLength(2);
+    const written = (limit: number) =>
+      cache.findMany<{ id: number }>(runtime.db, 'products', { columns: { id: true }, orderBy: { id: 'asc' }, limit: rowCount(limit) as never }, {});
+    expect(await written(1)).toEqual([{ id: first.id }]);
+    expect(await written(2)).toEqual([{ id: first.id }, { id: second.id }]);
+    expect(await written(1)).toEqual([{ id: first.id }]);
   });
 
   it('still runs, unkept, a query whose config carries a function', async () => {
