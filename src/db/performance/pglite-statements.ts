@@ -33,9 +33,9 @@ export interface PgliteQueryClient {
 
 /**
  * Server settings for the embedded start: prepared statements always run on their generic plan.
- * Left to choose, PostgreSQL re-plans a statement with `limit $1` on every execution (the generic
- * plan's estimate for an unknown limit is a tenth of the table, so it never looks as cheap as a
- * custom one), and in PGlite the planner runs on the server's own thread. Embedded data is
+ * Left to choose, PostgreSQL re-plans on every execution a statement whose generic plan can look
+ * dearer than a custom one: a later page of a larger table (`offset $1` is estimated at a tenth of
+ * it), a filter on bound values. In PGlite the planner runs on the server's own thread. Embedded data is
  * small enough that a generic plan's default selectivities choose the same indexes.
  */
 export const GENERIC_PLAN_START_PARAMS: readonly string[] = ['-c', 'plan_cache_mode=force_generic_plan'];

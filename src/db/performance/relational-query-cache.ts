@@ -8,30 +8,45 @@
  *
  *   cache.findFirst(db, 'products', query({ where: { id: placeholder('id') } }), { id: args.id });
  */
-import { is, Placeholder, sql, type SQL } from 'drizzle-orm';
+import { sql, type Placeholder, type SQL } from 'drizzle-orm';
 import { LRUCache } from 'lru-cache';
 import type { Db } from '../database.js';
 
 type TableName = keyof Db['query'];
 
-/** Placeholders made here, by name: one object per name, so the cache key reads no Drizzle internals. */
-const placeholders = new Map<string, Placeholder>();
-const placeholderNames = new WeakMap<Placeholder, string>();
+/**
+ * One Drizzle object per key, made here, and the key back from the object: the cache key names a
+ * config's placeholders and row counts without reading Drizzle's internals.
+ */
+class Interned<K, V extends object> {
+  private readonly byKey = new Map<K, V>();
+  private readonly keys = new WeakMap<object, K>();
+
+  constructor(private readonly make: (key: K) => V) {}
+
+  get(key: K): V {
+    let made = this.byKey.get(key);
+    if (!made) {
+      made = this.make(key);
+      this.byKey.set(key, made);
+      this.keys.set(made, key);
+    }
+    return made;
+  }
+
+  /** The key `value` was made for, or undefined when it was not made here. */
+  keyOf(value: object): K | undefined {
+    return this.keys.get(value);
+  }
+}
+
+const placeholders = new Interned((name: string) => sql.placeholder(name));
+const rowCounts = new Interned((value: number) => sql.raw(String(value)));
 
 /** A named argument of a kept query, bound per request (Drizzle's `sql.placeholder`). */
 export function placeholder(name: string): Placeholder {
-  let made = placeholders.get(name);
-  if (!made) {
-    made = sql.placeholder(name);
-    placeholders.set(name, made);
-    placeholderNames.set(made, name);
-  }
-  return made;
+  return placeholders.get(name);
 }
-
-/** Row counts written into statements as constants (`rowCount`), by value. */
-const rowCounts = new Map<number, SQL>();
-const rowCountValues = new WeakMap<SQL, number>();
 
 /**
  * A `limit` written into the statement as a constant instead of bound. PostgreSQL plans a
@@ -42,13 +57,7 @@ const rowCountValues = new WeakMap<SQL, number>();
  */
 export function rowCount(value: number): SQL {
   if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`a row count must be a non-negative integer, got ${value}`);
-  let made = rowCounts.get(value);
-  if (!made) {
-    made = sql.raw(String(value));
-    rowCounts.set(value, made);
-    rowCountValues.set(made, value);
-  }
-  return made;
+  return rowCounts.get(value);
 }
 
 interface PreparedRelationalQuery {
@@ -95,12 +104,6 @@ export function keyOf(value: unknown): string | undefined {
   if (typeof value === 'number') return Number.isFinite(value) ? String(value) : undefined;
   if (value === undefined) return 'undefined';
   if (typeof value !== 'object') return undefined;
-  if (is(value, Placeholder)) {
-    const name = placeholderNames.get(value);
-    return name === undefined ? undefined : `$${JSON.stringify(name)}`;
-  }
-  const count = rowCountValues.get(value as SQL);
-  if (count !== undefined) return `#${count}`;
   if (Array.isArray(value)) {
     const items: string[] = [];
     for (const item of value) {
@@ -111,7 +114,13 @@ export function keyOf(value: unknown): string | undefined {
     return `[${items.join(',')}]`;
   }
   const prototype = Object.getPrototypeOf(value) as unknown;
-  if (prototype !== Object.prototype && prototype !== null) return undefined;
+  if (prototype !== Object.prototype && prototype !== null) {
+    // Of all other objects, only the placeholders and row counts made here.
+    const name = placeholders.keyOf(value);
+    if (name !== undefined) return `$${JSON.stringify(name)}`;
+    const count = rowCounts.keyOf(value);
+    return count === undefined ? undefined : `#${count}`;
+  }
   const entries: string[] = [];
   for (const name of Object.keys(value)) {
     const key = keyOf((value as Record<string, unknown>)[name]);
