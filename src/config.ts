@@ -100,6 +100,8 @@ export interface Config {
   graphqlLimits: GraphQLLimits;
   /** Trusted documents by lowercase sha256 hex; when set, /graphql runs only these (GRAPHQL_TRUSTED_DOCUMENTS). */
   graphqlTrustedDocuments: ReadonlyMap<string, string> | undefined;
+  /** Run repeated queries as compiled code (see graphql/performance/compiled-queries.ts; GRAPHQL_COMPILED_QUERIES). */
+  graphqlCompiledQueries: boolean;
   /** Seconds between background sweeps of expired rows (0: no background sweep; `fieldgate janitor` still works). */
   janitorInterval: number;
   /** Seconds expired codes and refresh tokens, and revoked grants, are kept (never less than the access-token TTL). */
@@ -329,6 +331,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsToken: metricsToken(env),
     graphqlLimits: loadLimits(env),
     graphqlTrustedDocuments: trustedDocuments(env),
+    graphqlCompiledQueries: flag(env, 'GRAPHQL_COMPILED_QUERIES', true),
     janitorInterval: setting(env, POLICY.janitorInterval),
     janitorRetention: setting(env, POLICY.janitorRetention),
     janitorBatchSize: setting(env, POLICY.janitorBatchSize),

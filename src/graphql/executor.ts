@@ -37,6 +37,7 @@ import { needsUser } from '../oauth/scopes.js';
 import { CostCheck, limitRules, parseWithLimits, type GraphQLLimits } from './limits.js';
 import { requiredScopes } from './scopes.js';
 import { graphqlOperationCost } from '../http/metrics.js';
+import { CompiledQueries, type CompiledQueriesOptions } from './performance/compiled-queries.js';
 
 export interface OperationRequest {
   principal: Principal;
@@ -74,6 +75,8 @@ export interface ExecutorOptions {
   pageTokens?: PageTokens;
   /** Characters of document text kept in the cache (each text counts its length). */
   cacheSize?: number;
+  /** Run repeated queries compiled (see performance/compiled-queries.ts); on unless false. */
+  compiledQueries?: CompiledQueriesOptions | false;
 }
 
 export class Executor {
@@ -85,11 +88,13 @@ export class Executor {
   private readonly byNode = new WeakMap<DocumentNode, PreparedDocument>();
   private readonly queries = new RelationalQueryCache();
   private readonly pageTokens: PageTokens;
+  readonly compiled: CompiledQueries | undefined;
 
   constructor(private readonly options: ExecutorOptions) {
     this.schema = options.schema;
     this.pageTokens = options.pageTokens ?? new PageTokens(randomToken(32));
     this.rules = [...specifiedRules, ...limitRules(options.limits)];
+    if (options.compiledQueries !== false) this.compiled = new CompiledQueries(this.schema, options.logger, options.compiledQueries);
     this.byText = new LRUCache({ maxSize: options.cacheSize ?? 4_000_000, sizeCalculation: (_value, key) => key.length + 1 });
   }
 
@@ -101,25 +106,29 @@ export class Executor {
       const operation = this.selectOperation(prepared, request.operationName ?? undefined);
       refuseMutationOverGet(operation, request.method);
       authorize(operation, request.principal);
-      const contextValue: GraphQLContext = {
+      const context = (): GraphQLContext => ({
         principal: request.principal,
         db: this.options.db,
         queries: this.queries,
         logger: this.options.logger,
         pageTokens: this.pageTokens,
         ...(request.pageLookahead && { pageLookahead: true }),
-      };
+      });
+      const contextValue = context();
       const variables = request.variables ?? undefined;
       const cost = operation.cost.check(variables, contextValue);
       if (cost !== undefined) graphqlOperationCost.observe(cost);
-      const result = await execute({
-        schema: this.schema,
-        document: prepared.document,
-        operationName: request.operationName,
-        variableValues: variables,
-        contextValue,
-        hideSuggestions: true,
-      });
+      const compiled = await this.compiled?.run({ document: prepared.document, operation: operation.operation, variables, context });
+      const result =
+        compiled ??
+        (await execute({
+          schema: this.schema,
+          document: prepared.document,
+          operationName: request.operationName,
+          variableValues: variables,
+          contextValue,
+          hideSuggestions: true,
+        }));
       return this.finishResult(result);
     } catch (error) {
       if (error instanceof GqlError) return { errors: [error] };

@@ -45,7 +45,14 @@ export interface GraphQLOptions {
 
 export function createGraphQL(runtime: Runtime, options: GraphQLOptions = {}): GraphQLService {
   const limits = { ...runtime.config.graphqlLimits, ...options.limits };
-  const executor = new Executor({ schema, db: runtime.db, logger: runtime.logger, limits, pageTokens: new PageTokens(runtime.pageTokenSecret) });
+  const executor = new Executor({
+    schema,
+    db: runtime.db,
+    logger: runtime.logger,
+    limits,
+    pageTokens: new PageTokens(runtime.pageTokenSecret),
+    ...(!runtime.config.graphqlCompiledQueries && { compiledQueries: false }),
+  });
   return {
     router: createGraphQLRouter(runtime, executor),
     execute: (request) => executor.run(request),
