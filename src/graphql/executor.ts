@@ -8,7 +8,8 @@
  * text), the validation with the limit rules (by document object, and by text — printed
  * when the caller brings an AST), the chosen operation and the scopes it needs. Per request
  * remain the scope check against the caller's token, the cost (it depends on variables)
- * and graphql-js' `execute`.
+ * and execution: graphql-js' `execute`, or for a query seen before the code graphql-jit
+ * compiled from it (performance/compiled-queries.ts).
  */
 import { LRUCache } from 'lru-cache';
 import {
