@@ -14,6 +14,8 @@ import { PageTokens } from '../../../src/api/page-token.js';
 import { buildOrder, buildProduct } from '../../support/factories.js';
 import { describeEachDatabase } from '../../support/runtime.js';
 import { captureSql } from '../../support/sql.js';
+import { postGraphQL } from '../../support/graphql.js';
+import request from 'supertest';
 import { issueTestToken, type TestToken } from '../../support/tokens.js';
 
 const NESTED_LIST = '{ products(limit: 20) { id name seller { name } reviews { rating } } }';
@@ -208,6 +210,36 @@ describeEachDatabase('compiled queries', (context) => {
       const create = { source: 'mutation ($input: CreateOrderInput!) { createOrder(input: $input) { id status } }', variables: { input: { items: [{ productId: productIds[2], quantity: 1 }] } } };
       for (let i = 0; i < 3; i++) expect((await run(compiled, create)).errors).toBeUndefined();
       expect(compiled.compiled?.stats).toEqual({ compiled: 0, refused: 0 });
+    });
+  });
+
+  describe('over HTTP, where the server compiles by default', () => {
+    it('answers a repeated injection attempt on /graphql as graphql-js does, and runs nothing from it', async () => {
+      const { app } = context();
+      const injected = `{ products(limit: 1, filter: "${DATE_MARKER}0), pwned: (globalThis.FIELDGATE_PWNED_HTTP = 1") { id } }`;
+      const first = await postGraphQL(app, caller.token, injected);
+      expect(first.body.errors?.[0]?.extensions).toMatchObject({ code: 'INVALID_ARGUMENT' });
+      for (let i = 0; i < 3; i++) {
+        const again = await postGraphQL(app, caller.token, injected);
+        expect([again.status, again.body]).toEqual([first.status, first.body]);
+      }
+      expect((globalThis as { FIELDGATE_PWNED_HTTP?: unknown }).FIELDGATE_PWNED_HTTP).toBeUndefined();
+    });
+
+    it('answers a repeated REST read and nested list the same each time, one statement each', async () => {
+      const { app, runtime } = context();
+      for (const path of [`/products/${productIds[0]}?fields=id,name,seller.name,reviews.rating`, '/products?fields=id,name,reviews(rating)&page_size=2']) {
+        const first = await request(app).get(path).set('Authorization', caller.authorization);
+        expect(first.status).toBe(200);
+        for (let i = 0; i < 3; i++) {
+          let again: request.Response | undefined;
+          const statements = await captureSql(runtime, async () => {
+            again = await request(app).get(path).set('Authorization', caller.authorization);
+          });
+          expect([again!.status, again!.body]).toEqual([200, first.body]);
+          expect(statements).toHaveLength(1);
+        }
+      }
     });
   });
 
