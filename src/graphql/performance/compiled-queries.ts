@@ -137,6 +137,9 @@ function copyNodes<T>(value: T): T {
 }
 
 const GRAPHQL_NAME = /^[_A-Za-z][_0-9A-Za-z]*$/;
+/** Number literals as the GraphQL grammar writes them. */
+const INT_LITERAL = /^-?(0|[1-9][0-9]*)$/;
+const FLOAT_LITERAL = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$/;
 /** graphql-jit's names for list indices in generated code (`idx0`, `idx1`, …). */
 const INDEX_NAME = /^idx\d+$/;
 /** The prefix of the markers graphql-jit replaces with code in the argument literals it writes. */
@@ -146,7 +149,9 @@ const CODE_MARKER = '__MAGIC_';
  * Why a document must not be compiled, or undefined when it may. graphql-jit writes parts of a
  * document into the code it generates, so only documents whose parts cannot steer that code:
  *
- * - every name a GraphQL name (the REST layer builds ASTs that are never re-parsed);
+ * - every name a GraphQL name, and every literal shaped as the parser makes it (the REST layer
+ *   builds ASTs that are never re-parsed; `ID` keeps an Int literal's text as a string, and
+ *   graphql-jit writes `if: true` as it finds it);
  * - no string holding graphql-jit's value markers: it writes argument literals with
  *   `JSON.stringify` and then turns marker strings into code (`new Date(…)`), so a string
  *   holding one could leave its quotes and run in the server;
@@ -157,20 +162,22 @@ const CODE_MARKER = '__MAGIC_';
  */
 export function refusal(document: DocumentNode): string | undefined {
   let reason: string | undefined;
+  const refuse = (why: string | false) => {
+    if (why === false) return undefined;
+    reason = why;
+    return BREAK;
+  };
   visit(document, {
-    Name(node) {
-      if (!GRAPHQL_NAME.test(node.value)) reason = `name ${JSON.stringify(node.value)} is not a GraphQL name`;
-      return reason === undefined ? undefined : BREAK;
-    },
-    StringValue(node) {
-      if (node.value.includes(CODE_MARKER)) reason = `a string holds ${CODE_MARKER}`;
-      return reason === undefined ? undefined : BREAK;
-    },
+    Name: (node) => refuse(!GRAPHQL_NAME.test(node.value) && `name ${JSON.stringify(node.value)} is not a GraphQL name`),
+    EnumValue: (node) => refuse(!GRAPHQL_NAME.test(node.value) && `enum value ${JSON.stringify(node.value)} is not a GraphQL name`),
+    IntValue: (node) => refuse(!INT_LITERAL.test(node.value) && `Int literal ${JSON.stringify(node.value)}`),
+    FloatValue: (node) => refuse(!FLOAT_LITERAL.test(node.value) && `Float literal ${JSON.stringify(node.value)}`),
+    BooleanValue: (node) => refuse(typeof node.value !== 'boolean' && `Boolean literal ${JSON.stringify(node.value)}`),
+    StringValue: (node) => refuse(node.value.includes(CODE_MARKER) && `a string holds ${CODE_MARKER}`),
     Field(node) {
       const key = node.alias?.value ?? node.name.value;
       const typename = !node.alias && key === '__typename';
-      if (!typename && (key.includes('_') || INDEX_NAME.test(key))) reason = `response key ${key}`;
-      return reason === undefined ? undefined : BREAK;
+      return refuse(!typename && (key.includes('_') || INDEX_NAME.test(key)) && `response key ${key}`);
     },
   });
   return reason;

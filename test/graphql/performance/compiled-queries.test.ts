@@ -205,6 +205,30 @@ describeEachDatabase('compiled queries', (context) => {
       expect(refusal(parse('{ products { __typename: name } }'))).toMatch(/response key/);
     });
 
+    it('refuses literals a built AST shaped otherwise than the parser would, and runs nothing from them', async () => {
+      // graphql-jit writes `if: true` into its code as it finds it, and validation lets a Boolean
+      // literal that holds text through: a built AST's literals must be what parsing makes.
+      const compiled = executor();
+      const built = JSON.parse(JSON.stringify(parse('{ products(limit: 1) { id @include(if: true) } }', { noLocation: true })));
+      built.definitions[0].selectionSet.selections[0].selectionSet.selections[0].directives[0].arguments[0].value.value =
+        'true && (globalThis.FIELDGATE_PWNED = 2)';
+      await expectSameAsGraphQLJs(compiled, { document: built });
+      expect((globalThis as { FIELDGATE_PWNED?: unknown }).FIELDGATE_PWNED).toBeUndefined();
+      expect(compiled.compiled?.stats).toEqual({ compiled: 0, refused: 1 });
+
+      const literal = (source: string, set: (value: { value: unknown }) => void) => {
+        const document = JSON.parse(JSON.stringify(parse(source, { noLocation: true })));
+        set(document.definitions[0].selectionSet.selections[0].arguments[0].value);
+        return refusal(document);
+      };
+      expect(literal('{ product(id: 1) { id } }', (value) => (value.value = `1${DATE_MARKER}`))).toMatch(/Int literal/);
+      expect(literal('{ product(id: 1) { id } }', (value) => (value.value = '1e3'))).toMatch(/Int literal/);
+      expect(literal('{ products(limit: 1.5) { id } }', (value) => (value.value = 'NaN'))).toMatch(/Float literal/);
+      expect(literal('{ products(sort: NAME) { id } }', (value) => (value.value = 'NAME"]'))).toMatch(/enum value/);
+      expect(refusal(parse('{ product(id: -12) { id } products(limit: 2, filter: "x = 1.5e3") { id @skip(if: false) } }'))).toBeUndefined();
+      expect(refusal(parse('{ a: product(id: 0) { id } }'))).toBeUndefined();
+    });
+
     it('leaves mutations to graphql-js', async () => {
       const compiled = executor();
       const create = { source: 'mutation ($input: CreateOrderInput!) { createOrder(input: $input) { id status } }', variables: { input: { items: [{ productId: productIds[2], quantity: 1 }] } } };
