@@ -86,8 +86,8 @@ export class CostCheck {
 
   /** Throws MAX_COST when the operation with these variables costs more than the limit; returns the cost. */
   check(variables: Record<string, unknown> | undefined, context: object): number | undefined {
-    const key = this.costVariables.length === 0 ? '' : JSON.stringify(this.costVariables.map((name) => variables?.[name] ?? null));
-    let cost = this.memo.get(key);
+    const key = memoKey(this.costVariables, variables);
+    let cost = key === undefined ? undefined : this.memo.get(key);
     if (cost === undefined) {
       try {
         cost = complexityFromQuery(this.costDocument, { schema: this.schema, ctx: context, variables: variables ?? {} }).complexity;
@@ -96,8 +96,10 @@ export class CostCheck {
         if (error instanceof GraphQLError) return undefined;
         throw error;
       }
-      if (this.memo.size >= MAX_MEMOIZED_COSTS) this.memo.clear();
-      this.memo.set(key, cost);
+      if (key !== undefined) {
+        if (this.memo.size >= MAX_MEMOIZED_COSTS) this.memo.clear();
+        this.memo.set(key, cost);
+      }
     }
     if (cost > this.limits.maxCost) {
       throw rejectRequest('MAX_COST', `the query costs ${cost}, more than the limit of ${this.limits.maxCost}; ask for fewer items or fields`, {
@@ -109,6 +111,25 @@ export class CostCheck {
 }
 
 const MAX_MEMOIZED_COSTS = 256;
+
+/**
+ * The memo key of the cost variables' values, or undefined when one is an object or a list:
+ * those are costed afresh rather than serialized (a deeply nested one would overflow the
+ * stack). A missing variable takes its declared default and a null one the argument's, so the
+ * two never share a key; strings are length-prefixed, so no value can mimic a separator.
+ */
+function memoKey(names: readonly string[], variables: Record<string, unknown> | undefined): string | undefined {
+  let key = '';
+  for (const name of names) {
+    const value = variables !== undefined && Object.hasOwn(variables, name) ? variables[name] : undefined;
+    if (value === undefined) key += 'u;';
+    else if (value === null) key += 'n;';
+    else if (typeof value === 'string') key += `s${value.length}:${value};`;
+    else if (typeof value === 'number' || typeof value === 'boolean') key += `${typeof value}:${value};`;
+    else return undefined;
+  }
+  return key;
+}
 
 /** Names of the variables passed to arguments of fields whose cost is computed from arguments. */
 function costVariables(schema: GraphQLSchema, document: DocumentNode): string[] {

@@ -68,6 +68,24 @@ describeEachDatabase('GraphQL abuse limits', (context) => {
       expect((await executeGraphQL(strict, caller.principal, query(''))).errors).toBeUndefined();
     });
 
+    it('never lets a cost remembered for null variables stand for missing ones, which take their defaults', async () => {
+      // A missing variable takes its declared default (200 products), a null one the argument's.
+      const query = `query ($l: Int = 200) { a: products(limit: $l) { ${FULL_PRODUCT} } b: products(limit: $l) { ${FULL_PRODUCT} } }`;
+      const strict = createGraphQL(context().runtime, { limits: { maxCost: 13_800 } });
+      expect((await executeGraphQL(strict, caller.principal, query, { l: null })).errors).toBeUndefined();
+      await expectRefused(strict, query, 'MAX_COST');
+      await expectRefused(strict, query, 'MAX_COST', {});
+      expect((await executeGraphQL(strict, caller.principal, query, { l: null })).errors).toBeUndefined();
+    });
+
+    it('answers a deeply nested variable that the cost depends on as bad input, not a server error', async () => {
+      const nested = JSON.parse(`${'['.repeat(20_000)}${']'.repeat(20_000)}`) as unknown;
+      for (const query of ['query ($f: String) { products(filter: $f) { id } }', 'query ($l: Int) { products(limit: $l) { id } }']) {
+        const result = await executeGraphQL(graphql, caller.principal, query, { l: nested, f: nested });
+        expect(result.errors?.[0]?.extensions).toMatchObject({ code: 'INVALID_ARGUMENT', reason: 'BAD_USER_INPUT', http: { status: 400 } });
+      }
+    });
+
     it('multiplies aliased copies of a list', async () => {
       const copies = Array.from({ length: 10 }, (_, i) => `p${i}: products(limit: 200) { ${FULL_PRODUCT} }`).join(' ');
       await expectRefused(graphql, `{ ${copies} }`, 'MAX_COST');

@@ -155,6 +155,10 @@ const CODE_MARKER = '__MAGIC_';
  * - no string holding graphql-jit's value markers: it writes argument literals with
  *   `JSON.stringify` and then turns marker strings into code (`new Date(…)`), so a string
  *   holding one could leave its quotes and run in the server;
+ * - no variable named like a property every object inherits (`__proto__`, `constructor`…):
+ *   graphql-jit assigns coerced variables onto a plain object, where `__proto__` would set the
+ *   prototype and the variable vanish (its arguments falling back to their defaults, past the
+ *   cost the client's value was checked at);
  * - response keys without `_` (but `__typename`) that are not list-index names: graphql-jit
  *   names each field's resolve info by its response path joined with `_`, so two paths could
  *   share a name and a resolver be handed another field's info — and `__proto__` would be an
@@ -173,6 +177,7 @@ export function refusal(document: DocumentNode): string | undefined {
     IntValue: (node) => refuse(!INT_LITERAL.test(node.value) && `Int literal ${JSON.stringify(node.value)}`),
     FloatValue: (node) => refuse(!FLOAT_LITERAL.test(node.value) && `Float literal ${JSON.stringify(node.value)}`),
     BooleanValue: (node) => refuse(typeof node.value !== 'boolean' && `Boolean literal ${JSON.stringify(node.value)}`),
+    VariableDefinition: (node) => refuse(node.variable.name.value in Object.prototype && `variable $${node.variable.name.value}`),
     StringValue: (node) => refuse(node.value.includes(CODE_MARKER) && `a string holds ${CODE_MARKER}`),
     Field(node) {
       const key = node.alias?.value ?? node.name.value;

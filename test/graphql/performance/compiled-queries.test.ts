@@ -229,6 +229,18 @@ describeEachDatabase('compiled queries', (context) => {
       expect(refusal(parse('{ a: product(id: 0) { id } }'))).toBeUndefined();
     });
 
+    it('keeps variables named like inherited properties on graphql-js, so their values count', async () => {
+      // Compiled, `$__proto__` would set the prototype of graphql-jit's variables object: the
+      // variable would vanish and the limit fall back to its default, past the checked cost.
+      const compiled = executor();
+      for (const name of ['__proto__', 'constructor', 'toString']) {
+        const request = { source: `query ($${name}: Int) { products(limit: $${name}) { id } }`, variables: JSON.parse(`{"${name}": 1}`) };
+        const result = await expectSameAsGraphQLJs(compiled, request);
+        expect((result.data as { products: unknown[] }).products).toHaveLength(1);
+      }
+      expect(compiled.compiled?.stats).toEqual({ compiled: 0, refused: 3 });
+    });
+
     it('leaves mutations to graphql-js', async () => {
       const compiled = executor();
       const create = { source: 'mutation ($input: CreateOrderInput!) { createOrder(input: $input) { id status } }', variables: { input: { items: [{ productId: productIds[2], quantity: 1 }] } } };
