@@ -42,6 +42,7 @@ export type RequestRejection =
   | 'METHOD_NOT_ALLOWED'
   | 'UNSUPPORTED_MEDIA_TYPE'
   | 'BODY_TOO_LARGE'
+  | 'BODY_UNREADABLE'
   | 'PERSISTED_QUERY_INVALID'
   | 'PERSISTED_QUERY_VERSION_NOT_SUPPORTED'
   | 'PERSISTED_QUERY_HASH_MISMATCH'
@@ -194,17 +195,36 @@ export function rejectRequest(
 
 /**
  * The error as a client may see it: our own errors and graphql-js' own (a null in a non-null
- * field…) as they are; anything a resolver threw that is not a GqlError — a driver error, a
+ * field…) as they are, an argument value graphql-js refuses at run time as INVALID_ARGUMENT;
+ * anything a resolver threw that is not a GqlError — a driver error, a
  * bug, a plugin's internal error — replaced by INTERNAL_SERVER_ERROR at the same path, so no
  * stack or SQL leaves the server. `onMasked` receives the original to log it.
  */
 export function maskError(error: GraphQLError, onMasked: (original: unknown) => void): GraphQLError {
   const original = error.originalError;
   if (error instanceof GqlError || original == null || original instanceof GqlError) return error;
+  if (isArgumentValueError(original)) {
+    return new GraphQLError(original.message, {
+      nodes: error.nodes,
+      path: error.path,
+      extensions: { code: 'INVALID_ARGUMENT', reason: 'BAD_USER_INPUT' },
+    });
+  }
   onMasked(original);
   return new GraphQLError('Unexpected error.', {
     nodes: error.nodes,
     path: error.path,
     extensions: { code: 'INTERNAL_SERVER_ERROR' },
   });
+}
+
+/**
+ * graphql-js' own refusal of an argument's value at execution: a null sent for a nullable
+ * variable with a default that stands in a non-null argument (validation allows it). Its words
+ * name only the argument, its type and the client's own variable or literal.
+ */
+const ARGUMENT_VALUE_ERROR = /^Argument "[_A-Za-z][_0-9A-Za-z]*" (of non-null type|of required type|has invalid value)/;
+
+function isArgumentValueError(error: Error): error is GraphQLError {
+  return error instanceof GraphQLError && error.originalError == null && ARGUMENT_VALUE_ERROR.test(error.message);
 }

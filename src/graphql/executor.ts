@@ -209,6 +209,10 @@ export class Executor {
         operationName ? `the document has no operation named "${operationName}"` : 'the document has several operations: give operationName',
       );
     }
+    // graphql-js 16 validates a subscription against a schema without one and fails it at run time.
+    if (!this.schema.getRootType(operation.operation)) {
+      return rejectRequest('OPERATION_RESOLUTION_FAILURE', `this API has no ${operation.operation} operations: send a query or a mutation`);
+    }
     return {
       operation,
       requiredScopes: requiredScopes(this.schema, document, operation),

@@ -92,6 +92,40 @@ describeEachDatabase('GraphQL executor', (context) => {
       expect(ambiguous.errors?.[0]?.extensions).toMatchObject({ reason: 'OPERATION_RESOLUTION_FAILURE' });
     });
 
+    it('answers a null that a defaulted variable brings into a non-null argument as INVALID_ARGUMENT, in graphql-js’ words, and logs no error', async () => {
+      // Validation lets `$id: Int = 1` stand where `Int!` is wanted; an explicit null fails at run time.
+      const { app, logs } = context();
+      const before = logs.records().filter((record) => (record.level as number) >= 50).length;
+      for (let i = 0; i < 3; i++) {
+        const res = await postGraphQL(app, caller.token, 'query ($id: Int = 1) { product(id: $id) { id } }', { id: null });
+        expect(res.status).toBe(200);
+        expect(res.body).toEqual({
+          data: { product: null },
+          errors: [{
+            message: 'Argument "id" of non-null type "Int!" must not be null.',
+            locations: [{ line: 1, column: 36 }],
+            path: ['product'],
+            extensions: { code: 'INVALID_ARGUMENT', reason: 'BAD_USER_INPUT' },
+          }],
+        });
+      }
+      const mutation = await postGraphQL(app, caller.token, 'mutation ($i: UpdateOrderInput = { memo: "z" }) { updateOrder(id: 1, input: $i) { id } }', { i: null });
+      expect(mutation.body.errors?.[0]).toMatchObject({ message: 'Argument "input" of non-null type "UpdateOrderInput!" must not be null.', extensions: { code: 'INVALID_ARGUMENT' } });
+      expect(logs.records().filter((record) => (record.level as number) >= 50)).toHaveLength(before);
+    });
+
+    it('refuses a subscription, which this API does not have, as it refuses an unknown operation', async () => {
+      for (const query of ['subscription { products { id } }', 'subscription S { __typename }']) {
+        const res = await postGraphQL(context().app, caller.token, query);
+        expect(res.status).toBe(400);
+        expect(res.body.data).toBeUndefined();
+        expect(res.body.errors![0]).toMatchObject({
+          message: 'this API has no subscription operations: send a query or a mutation',
+          extensions: { code: 'INVALID_ARGUMENT', reason: 'OPERATION_RESOLUTION_FAILURE' },
+        });
+      }
+    });
+
     it('hands a string argument to its resolver as the string it is, never as code', async () => {
       // graphql-jit 0.8.9 turned this marker into `new Date(…)` in the code it compiles (docs/PERFORMANCE.md).
       const marker = '__MAGIC_DATE__33a9e76d_02e0_4128_8e92_3530ad3da74d';
