@@ -153,6 +153,20 @@ describeEachDatabase('GraphQL orders', (context) => {
       expect(await orderRow(order.id)).toMatchObject({ memo: 'clean' });
     });
 
+    it('refuses a memo holding half of a surrogate pair, which would be stored as U+FFFD, and keeps whole pairs', async () => {
+      const created = await run(me, CREATE, { input: { items: [{ productId: mug.id, quantity: 1 }], memo: 'a\ud800b' } });
+      expect(created.errors?.[0]).toMatchObject({
+        message: 'memo must be valid Unicode text (it holds half of a surrogate pair)',
+        extensions: { code: 'INVALID_ARGUMENT', field: 'memo' },
+      });
+      const order = await buildOrder(context().runtime, { userId: me.userId, memo: 'clean' });
+      const updated = await run(me, UPDATE, { id: order.id, input: { memo: '\udc00' } });
+      expect(updated.errors?.[0]?.extensions?.code).toBe('INVALID_ARGUMENT');
+      expect(await orderRow(order.id)).toMatchObject({ memo: 'clean' });
+      expect((await run(me, UPDATE, { id: order.id, input: { memo: 'anchor \u{1F6A2}' } })).errors).toBeUndefined();
+      expect(await orderRow(order.id)).toMatchObject({ memo: 'anchor \u{1F6A2}' });
+    });
+
     it.each([
       ['no items', [], 'an order has 1 to 100 items, got 0'],
       ['a zero quantity', [{ quantity: 0 }], 'quantity must be from 1 to 1000, got 0'],

@@ -209,6 +209,8 @@ const UpdateOrderInput = builder.inputType('UpdateOrderInput', {
   }),
 });
 
+const LONE_SURROGATE = /\p{Cs}/u;
+
 function checkMemo(memo: string | null | undefined): void {
   if (memo != null && [...memo].length > MAX_MEMO_LENGTH) {
     throw new GqlInvalidArgument(`memo must be at most ${MAX_MEMO_LENGTH} characters`, { extensions: { field: 'memo' } });
@@ -216,6 +218,10 @@ function checkMemo(memo: string | null | undefined): void {
   // PostgreSQL text cannot hold U+0000.
   if (memo?.includes('\u0000')) {
     throw new GqlInvalidArgument('memo must not contain the NUL character', { extensions: { field: 'memo' } });
+  }
+  // JSON may carry half of a surrogate pair ("\ud800"); the driver would store U+FFFD in its place.
+  if (memo != null && LONE_SURROGATE.test(memo)) {
+    throw new GqlInvalidArgument('memo must be valid Unicode text (it holds half of a surrogate pair)', { extensions: { field: 'memo' } });
   }
 }
 
