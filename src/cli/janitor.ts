@@ -1,7 +1,7 @@
 import { defineCommand, print, withRuntime } from './command.js';
 
 export default defineCommand({
-  summary: 'delete expired codes, refresh tokens, grants and throttle rows now',
+  summary: 'delete expired codes, refresh tokens, grants, ended sessions and throttle rows now',
   synopsis: 'janitor',
   details: ['What is kept and for how long: JANITOR_RETENTION and JANITOR_BATCH_SIZE, see README.md.'],
   options: {},

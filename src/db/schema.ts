@@ -254,6 +254,20 @@ export const usedJtis = pgTable(
   (t) => [primaryKey({ columns: [t.signer, t.jtiHash] }), index('used_jtis_expires_idx').on(t.expiresAt)],
 );
 
+/**
+ * Browser sessions signed out (RP-initiated logout, Switch account, another account signing in). The cookie is stateless,
+ * so a copy of it would outlive the sign-out; every check of a signed-in session refuses a `sid` listed here. `sid` is the
+ * cookie's own random id (not the per-client OpenID `sid` of grants); a row goes once the cookie would have expired anyway.
+ */
+export const endedSessions = pgTable(
+  'ended_sessions',
+  {
+    sid: text('sid').primaryKey(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [index('ended_sessions_expires_idx').on(t.expiresAt)],
+);
+
 /** Failed-login counters, shared by every instance: one row per account and one per IP. */
 export const loginThrottle = pgTable('login_throttle', {
   key: text('key').primaryKey(),

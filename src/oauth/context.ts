@@ -12,6 +12,7 @@ import { AuthorizationCodeStore } from './stores/codes.js';
 import { ClientGrantStore } from './stores/client-grants.js';
 import { ConsentStore } from './stores/consents.js';
 import { DeviceCodeStore } from './stores/device-codes.js';
+import { EndedSessionStore } from './stores/ended-sessions.js';
 import { RefreshTokenStore } from './stores/refresh-tokens.js';
 import type { UserStore } from './stores/users.js';
 import { ClientAssertions } from './client-assertion.js';
@@ -35,6 +36,8 @@ export interface OAuthContext {
   codes: AuthorizationCodeStore;
   refreshTokens: RefreshTokenStore;
   consents: ConsentStore;
+  /** Signed-out browser sessions, refused by the stores above (their cookies are stateless). */
+  endedSessions: EndedSessionStore;
   assertions: ClientAssertions;
   clientGrants: ClientGrantStore;
   deviceCodes: DeviceCodeStore;
@@ -72,6 +75,7 @@ export function createOAuthContext(runtime: Runtime, options: OAuthContextOption
     codes: new AuthorizationCodeStore(db, config.authCodeTtl),
     refreshTokens: new RefreshTokenStore(db, config.refreshTokenTtl, runtime.refreshTokenSecret),
     consents: new ConsentStore(db),
+    endedSessions: new EndedSessionStore(db),
     assertions: new ClientAssertions({ issuer: config.issuer, replay: runtime.usedJtis, allowPrivateJwksUri: config.clientJwksAllowPrivate }),
     clientGrants: new ClientGrantStore(db),
     deviceCodes: new DeviceCodeStore(db, config.deviceCodeTtl),

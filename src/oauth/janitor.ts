@@ -6,7 +6,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens, usedJtis, idempotencyKeys, clients, consents, deviceCodes } from '../db/schema.js';
+import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens, usedJtis, idempotencyKeys, clients, consents, deviceCodes, endedSessions } from '../db/schema.js';
 import { POLICY } from '../policy.js';
 import { queryRows } from './stores/rows.js';
 
@@ -37,6 +37,7 @@ export interface SweepResult {
   revokedAccessTokens: number;
   loginThrottle: number;
   usedJtis: number;
+  endedSessions: number;
   idempotencyKeys: number;
   unusedClients: number;
   skipped: boolean;
@@ -93,6 +94,15 @@ const TARGETS: Target[] = [
       returning 1`,
   },
   {
+    // Past its expiry the cookie is refused by its own expiresAt (browser/session.ts), so the row has nothing left to do.
+    name: 'endedSessions',
+    statement: (_retention, limit) => sql`
+      delete from ${endedSessions} where sid in (
+        select sid from ${endedSessions} where expires_at < now()
+        limit ${limit} for update skip locked)
+      returning 1`,
+  },
+  {
     name: 'loginThrottle',
     statement: (_retention, limit) => sql`
       delete from ${loginThrottle} where key in (
@@ -138,7 +148,7 @@ async function deleteBatch(db: Db, statement: SQL): Promise<number | undefined> 
 
 export async function sweep(db: Db, policy: JanitorPolicy): Promise<SweepResult> {
   const retention = sql`make_interval(secs => ${Math.max(policy.retentionSeconds, policy.accessTokenTtl)})`;
-  const result: SweepResult = { authorizationCodes: 0, deviceCodes: 0, refreshTokens: 0, grants: 0, revokedAccessTokens: 0, loginThrottle: 0, usedJtis: 0, idempotencyKeys: 0, unusedClients: 0, skipped: false };
+  const result: SweepResult = { authorizationCodes: 0, deviceCodes: 0, refreshTokens: 0, grants: 0, revokedAccessTokens: 0, loginThrottle: 0, usedJtis: 0, endedSessions: 0, idempotencyKeys: 0, unusedClients: 0, skipped: false };
   for (const target of TARGETS) {
     for (;;) {
       const statement = target.statement(retention, policy.batchSize, policy);
@@ -153,5 +163,5 @@ export async function sweep(db: Db, policy: JanitorPolicy): Promise<SweepResult>
 }
 
 export function sweptRows(result: SweepResult): number {
-  return result.authorizationCodes + result.deviceCodes + result.refreshTokens + result.grants + result.revokedAccessTokens + result.loginThrottle + result.usedJtis + result.idempotencyKeys + result.unusedClients;
+  return result.authorizationCodes + result.deviceCodes + result.refreshTokens + result.grants + result.revokedAccessTokens + result.loginThrottle + result.usedJtis + result.endedSessions + result.idempotencyKeys + result.unusedClients;
 }

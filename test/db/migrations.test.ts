@@ -9,6 +9,7 @@ const EXPECTED_TABLES = [
   'clients',
   'consents',
   'device_codes',
+  'ended_sessions',
   'grants',
   'idempotency_keys',
   'instance_secrets',

@@ -8,6 +8,7 @@ import { bodyParameters, formBody } from '../params.js';
 import { ACCOUNT_PATH } from '../oidc/paths.js';
 import { MIN_PASSWORD_LENGTH, MAX_PASSWORD_LENGTH, type User } from '../stores/users.js';
 import { createBrowserContext, type BrowserContext } from './flow.js';
+import { signedInSession } from './session.js';
 import { attemptSignIn, MAX_USERNAME_LENGTH, requireCsrf } from './login.js';
 import { accountLoginPage, accountPage } from './pages/account.js';
 import { PageError, sendErrorPage } from './pages/error.js';
@@ -27,9 +28,8 @@ function seeOther(browser: BrowserContext, res: Response, path: string): void {
 }
 
 async function signedInUser(browser: BrowserContext, req: Request): Promise<User | undefined> {
-  const session = browser.sessions.current(req);
-  if (session?.userId === undefined) return undefined;
-  return browser.oauth.users.findSignedIn(session.userId, session.epoch ?? 0);
+  const check = signedInSession(browser.sessions.current(req));
+  return check && browser.oauth.users.findSignedIn(check);
 }
 
 async function requireSignedIn(browser: BrowserContext, req: Request, form: string): Promise<User> {
@@ -65,7 +65,7 @@ function accountSignIn(browser: BrowserContext) {
       sendPage(res, accountLoginPage({ csrfToken: browser.csrf.token(req, res), issuer: browser.oauth.issuer, username, error: attempt.error }), { status: attempt.status });
       return;
     }
-    browser.sessions.signIn(req, res, attempt.user.id, attempt.user.sessionEpoch);
+    await browser.sessions.signIn(req, res, attempt.user.id, attempt.user.sessionEpoch);
     browser.oauth.events(req, 'login_succeeded', { userId: attempt.user.id });
     seeOther(browser, res, ACCOUNT_PATH);
   };
@@ -89,7 +89,7 @@ function signOutEverywhere(browser: BrowserContext) {
   return async function signOutAll(req: Request, res: Response): Promise<void> {
     const user = await requireSignedIn(browser, req, 'account_sign_out_everywhere');
     await browser.oauth.users.endSessions(user.id);
-    browser.sessions.signOut(req, res);
+    await browser.sessions.signOut(req, res);
     browser.oauth.events(req, 'sessions_ended', { userId: user.id });
     seeOther(browser, res, ACCOUNT_PATH);
   };
@@ -110,7 +110,7 @@ function changePassword(browser: BrowserContext) {
     await oauth.users.setPassword(user.username, next);
     const updated = await oauth.users.find(user.id);
     // This browser stays signed in under the new epoch; every other session is void.
-    if (updated) browser.sessions.signIn(req, res, updated.id, updated.sessionEpoch);
+    if (updated) await browser.sessions.signIn(req, res, updated.id, updated.sessionEpoch);
     oauth.events(req, 'password_changed', { userId: user.id });
     seeOther(browser, res, `${ACCOUNT_PATH}?notice=password`);
   };

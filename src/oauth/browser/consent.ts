@@ -9,6 +9,7 @@ import { PageError } from './pages/error.js';
 import { isSelfRegistered } from '../stores/clients.js';
 import { codeRequest } from '../endpoints/authorize.js';
 import { redirectWithCode } from '../authorize-response.js';
+import { signedInSession } from './session.js';
 
 export function consentHandler(browser: BrowserContext) {
   const { oauth } = browser;
@@ -17,8 +18,9 @@ export function consentHandler(browser: BrowserContext) {
     requireCsrf(browser, req, 'consent');
     const request = await readAuthorizationRequest(oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''), oauth.resources);
     const session = browser.sessions.current(req);
-    const user = session?.userId === undefined ? undefined : await oauth.consents.lookup(session.userId, request.client.id, session.epoch ?? 0);
-    if (!user) {
+    const check = signedInSession(session);
+    const user = check && (await oauth.consents.lookup(check, request.client.id));
+    if (!session || !user) {
       // Signed out meanwhile: /authorize shows the login page again.
       continueAuthorization(browser, res, request);
       return;
@@ -35,7 +37,7 @@ export function consentHandler(browser: BrowserContext) {
       if (isSelfRegistered(request.client)) {
         // /authorize would ask again (it never relies on a stored consent for such clients),
         // so this very decision issues the code.
-        const issued = await oauth.codes.issue(codeRequest(request, { ...session!, userId: user.userId }, oauth.sessionIds));
+        const issued = await oauth.codes.issue(codeRequest(request, { ...session, userId: user.userId }, oauth.sessionIds));
         oauth.events(req, 'code_issued', { clientId, userId: user.userId, grantId: issued.grantId });
         redirectWithCode(res, oauth.issuer, request.redirectUri, issued.code, request.state, 303);
         return;
@@ -56,7 +58,8 @@ export function switchAccountHandler(browser: BrowserContext) {
     const params = bodyParameters(res);
     requireCsrf(browser, req, 'switch_account');
     const request = await readAuthorizationRequest(browser.oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''), browser.oauth.resources);
-    browser.sessions.signOut(req, res);
+    // The user leaves this browser's session: ended like a logout, so a copy of its cookie is refused too.
+    await browser.sessions.signOut(req, res);
     continueAuthorization(browser, res, request, 'login');
   };
 }

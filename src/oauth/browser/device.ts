@@ -8,6 +8,7 @@ import { bodyParameters, formBody, queryParameters } from '../params.js';
 import { SCOPES, isScope, parseScope } from '../scopes.js';
 import { formatUserCode, normalizeUserCode } from '../stores/device-codes.js';
 import { createBrowserContext, type BrowserContext } from './flow.js';
+import { signedInSession } from './session.js';
 import type { ThrottleRule, ThrottleState } from './login-throttle.js';
 import { attemptSignIn, requireCsrf, usernameField } from './login.js';
 import { deviceCodePage, deviceConsentPage, deviceDonePage, deviceSignInPage } from './pages/device.js';
@@ -77,9 +78,8 @@ function shownCode(raw: string): string {
 }
 
 async function signedInUser(device: DeviceContext, req: Request): Promise<SignedInUser | undefined> {
-  const userId = device.sessions.current(req)?.userId;
-  if (userId === undefined) return undefined;
-  const user = await device.oauth.users.find(userId);
+  const check = signedInSession(device.sessions.current(req));
+  const user = check && (await device.oauth.users.findSignedIn(check));
   return user && { userId: user.id, username: user.username };
 }
 
@@ -139,7 +139,7 @@ function deviceSignIn(device: DeviceContext) {
       showSignIn(device, req, res, userCode, { status: attempt.status, error: attempt.error, username });
       return;
     }
-    device.sessions.signIn(req, res, attempt.user.id, attempt.user.sessionEpoch);
+    await device.sessions.signIn(req, res, attempt.user.id, attempt.user.sessionEpoch);
     device.oauth.events(req, 'login_succeeded', { userId: attempt.user.id });
     const query = userCode ? `?${new URLSearchParams({ user_code: userCode }).toString()}` : '';
     res.redirect(303, `${device.oauth.issuer}${DEVICE_PATH}${query}`);

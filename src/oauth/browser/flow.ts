@@ -27,7 +27,7 @@ export interface BrowserContext {
 }
 
 export function createBrowserContext(oauth: OAuthContext): BrowserContext {
-  const sessions = new Sessions(oauth.issuer, oauth.sessionSecret);
+  const sessions = new Sessions(oauth.issuer, oauth.sessionSecret, oauth.endedSessions);
   return { oauth, sessions, csrf: new CsrfProtection(sessions, oauth.sessionSecret) };
 }
 

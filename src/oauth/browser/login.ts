@@ -73,7 +73,7 @@ export function loginHandler(browser: BrowserContext) {
       return;
     }
     const { user } = attempt;
-    browser.sessions.signIn(req, res, user.id, user.sessionEpoch);
+    await browser.sessions.signIn(req, res, user.id, user.sessionEpoch);
     oauth.events(req, 'login_succeeded', { clientId, userId: user.id });
     continueAuthorization(browser, res, request, 'login');
   };

@@ -1,11 +1,13 @@
 /**
  * A stateless cookie signed with the session key, HttpOnly, SameSite=Lax, `__Host-` when https. Its id is replaced at
- * sign-in, so a session planted before sign-in is worth nothing after it.
+ * sign-in, so a session planted before sign-in is worth nothing after it. Signing out records the id in the database
+ * (stores/ended-sessions.ts), so a copy of the cookie kept elsewhere is refused too.
  */
 import cookieParser from 'cookie-parser';
 import type { CookieOptions, Request, RequestHandler, Response } from 'express';
 import { randomToken } from '../../crypto/secrets.js';
 import { POLICY } from '../../policy.js';
+import type { EndedSessionStore, SessionCheck } from '../stores/ended-sessions.js';
 
 export const SESSION_TTL_SECONDS = POLICY.sessionTtlSeconds.value;
 
@@ -17,6 +19,20 @@ export interface BrowserSession {
   epoch?: number;
   /** Void after this, whatever the cookie's Max-Age. */
   expiresAt: number;
+}
+
+/** A session that a sign-out ended. */
+export interface SignedOutSession {
+  userId: number;
+  sid: string;
+  /** False when an earlier or concurrent sign-out of the same session had already ended it. */
+  first: boolean;
+}
+
+/** What the stores check of a signed-in session; undefined for an anonymous one. */
+export function signedInSession(session: BrowserSession | undefined): SessionCheck | undefined {
+  if (session?.userId === undefined) return undefined;
+  return { userId: session.userId, epoch: session.epoch ?? 0, sid: session.sid };
 }
 
 const sessions = new WeakMap<Request, BrowserSession>();
@@ -38,7 +54,11 @@ export class Sessions {
   readonly cookies: RequestHandler;
   private readonly secure: boolean;
 
-  constructor(issuer: string, secret: string) {
+  constructor(
+    issuer: string,
+    secret: string,
+    private readonly ended: Pick<EndedSessionStore, 'end'>,
+  ) {
     this.secure = issuer.startsWith('https:');
     this.cookieName = this.secure ? '__Host-fieldgate-session' : 'fieldgate-session';
     this.cookies = cookieParser(secret) as RequestHandler;
@@ -72,13 +92,27 @@ export class Sessions {
     return this.current(req) ?? this.start(req, res, {});
   }
 
-  signIn(req: Request, res: Response, userId: number, epoch = 0): BrowserSession {
+  /**
+   * A new session for `userId`. Another account's session that it replaces is ended (its user is signed out of this
+   * browser, so a copy of their cookie must not stay signed in); the same user signing in again (prompt=login, max_age)
+   * ends nothing, as no one signed out.
+   */
+  async signIn(req: Request, res: Response, userId: number, epoch = 0): Promise<BrowserSession> {
+    const replaced = this.current(req);
+    if (replaced?.userId !== undefined && replaced.userId !== userId) await this.ended.end(replaced.sid, replaced.expiresAt);
     return this.start(req, res, { userId, authTime: Math.floor(Date.now() / 1000), epoch });
   }
 
-  /** Ends the sign-in: a new anonymous session (new id, so CSRF tokens of the old one die with it). */
-  signOut(req: Request, res: Response): BrowserSession {
-    return this.start(req, res, {});
+  /**
+   * Ends the sign-in: recorded in the database first (an error leaves the cookie as it was), then a new anonymous session
+   * (new id, so CSRF tokens of the old one die with it). Returns the ended session, undefined when nobody was signed in.
+   */
+  async signOut(req: Request, res: Response): Promise<SignedOutSession | undefined> {
+    const session = this.current(req);
+    const ended =
+      session?.userId === undefined ? undefined : { userId: session.userId, sid: session.sid, first: await this.ended.end(session.sid, session.expiresAt) };
+    this.start(req, res, {});
+    return ended;
   }
 
   private start(req: Request, res: Response, fields: Pick<BrowserSession, 'userId' | 'authTime' | 'epoch'>): BrowserSession {

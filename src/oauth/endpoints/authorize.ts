@@ -8,7 +8,7 @@ import type { OAuthContext } from '../context.js';
 import type { NewAuthorizationCode } from '../stores/codes.js';
 import { isSelfRegistered } from '../stores/clients.js';
 import { ConsentRequired, LoginRequired, OAuthError } from '../errors.js';
-import type { BrowserSession } from '../browser/session.js';
+import { signedInSession, type BrowserSession } from '../browser/session.js';
 import type { SessionIds } from '../oidc/session-id.js';
 import { loginHandler } from '../browser/login.js';
 import { formBody, queryParameters } from '../params.js';
@@ -50,28 +50,29 @@ function authorizeHandler(browser: BrowserContext) {
       if (silent) throw toClient(request, new LoginRequired('the user is not signed in'));
       showLogin(browser, req, res, request);
     };
-    if (session?.userId === undefined) return signIn();
+    const check = signedInSession(session);
+    if (!session || !check) return signIn();
     if (needsSignIn(request, session)) {
       if (silent) throw toClient(request, new LoginRequired('the sign-in is older than max_age'));
       return signIn();
     }
-    const signedIn = { ...session, userId: session.userId };
+    const signedIn = { ...session, userId: check.userId };
     if (request.prompt.has('consent')) {
-      const user = await browser.oauth.consents.lookup(session.userId, request.client.id, session.epoch ?? 0);
+      const user = await browser.oauth.consents.lookup(check, request.client.id);
       if (!user) return signIn();
       showConsent(browser, req, res, request, user);
       return;
     }
     // A self-registered client is unverified: the user decides every time, whatever they allowed before.
     if (isSelfRegistered(request.client)) {
-      const user = await browser.oauth.consents.lookup(session.userId, request.client.id, session.epoch ?? 0);
+      const user = await browser.oauth.consents.lookup(check, request.client.id);
       if (!user) return signIn();
       if (silent) throw toClient(request, new ConsentRequired('this application must be allowed on the consent page'));
       showConsent(browser, req, res, request, user);
       return;
     }
     // One statement: the user, their consent and — when it covers the request — the code.
-    const { user, issued } = await browser.oauth.codes.issueIfConsented(codeRequest(request, signedIn, browser.oauth.sessionIds), session.epoch ?? 0);
+    const { user, issued } = await browser.oauth.codes.issueIfConsented(codeRequest(request, signedIn, browser.oauth.sessionIds), check);
     if (!user) return signIn();
     if (!issued) {
       if (silent) throw toClient(request, new ConsentRequired('the user has not allowed this application these scopes'));

@@ -6,6 +6,7 @@
 import express, { type Request, type Response } from 'express';
 import type { OAuthContext } from '../context.js';
 import { createBrowserContext, type BrowserContext } from '../browser/flow.js';
+import { signedInSession } from '../browser/session.js';
 import { requireCsrf } from '../browser/login.js';
 import { logoutConfirmPage, signedOutPage } from '../browser/pages/logout.js';
 import { errorPage, PageError } from '../browser/pages/error.js';
@@ -81,8 +82,8 @@ function endSession(browser: BrowserContext, from: 'query' | 'body') {
   return async function askToSignOut(req: Request, res: Response): Promise<void> {
     const params = from === 'query' ? queryParameters(req.originalUrl) : bodyParameters(res);
     const logout = await readLogoutRequest(oauth, params);
-    const session = browser.sessions.current(req);
-    const user = session?.userId === undefined ? undefined : await oauth.users.findSignedIn(session.userId, session.epoch ?? 0);
+    const check = signedInSession(browser.sessions.current(req));
+    const user = check && (await oauth.users.findSignedIn(check));
     if (!user) {
       finish(oauth, res, logout, true);
       return;
@@ -103,12 +104,15 @@ function confirmSignOut(browser: BrowserContext) {
       sendPage(res, signedOutPage(false, oauth.issuer));
       return;
     }
-    const ended = browser.sessions.current(req);
-    browser.sessions.signOut(req, res);
+    const ended = await browser.sessions.signOut(req, res);
     let frames: FrontchannelFrame[] = [];
-    if (ended?.userId !== undefined) {
-      oauth.events(req, 'logout', { clientId: logout.client?.id, userId: ended.userId });
-      void notifyBackchannelLogout(oauth, ended.userId, ended.sid);
+    if (ended) {
+      // Of concurrent confirmations (a double click, two tabs), the one that ended the session tells the clients; each
+      // page still loads the front-channel frames, as the browser may show either answer.
+      if (ended.first) {
+        oauth.events(req, 'logout', { clientId: logout.client?.id, userId: ended.userId });
+        void notifyBackchannelLogout(oauth, ended.userId, ended.sid);
+      }
       frames = await frontchannelLogoutFrames(oauth, ended.userId, ended.sid);
     }
     finish(oauth, res, logout, true, frames);

@@ -13,6 +13,7 @@ import { randomToken, sha256 } from '../../crypto/secrets.js';
 import { queryRows, rowsOf } from './rows.js';
 import { parseScope } from '../scopes.js';
 import type { SignedInUser } from './consents.js';
+import { notEnded, type SessionCheck } from './ended-sessions.js';
 
 export interface NewAuthorizationCode {
   clientId: string;
@@ -107,7 +108,7 @@ function flowStatements(db: Db, ttlSeconds: number) {
         with signed_in as (
           select u.id, u.username, c.scope
           from ${users} u left join ${consents} c on c.user_id = u.id and c.client_id = ${p('clientId')}
-          where u.id = ${p('userId')} and u.session_epoch = ${p('sessionEpoch')}
+          where u.id = ${p('userId')} and u.session_epoch = ${p('sessionEpoch')} and ${notEnded(p('sessionId'))}
         ), consented as (
           select id from signed_in
           where string_to_array(coalesce(scope, ''), ' ') @> string_to_array(${p('scope')}, ' ')
@@ -157,10 +158,13 @@ export class AuthorizationCodeStore {
     return { code, grantId };
   }
 
-  /** Reads the user and their consent and, when it covers every requested scope, creates the grant and code. */
+  /**
+   * Reads the user and their consent and, when it covers every requested scope, creates the grant and code; `session` is
+   * the browser session of `input.userId`, refused when voided or signed out.
+   */
   async issueIfConsented(
     input: NewAuthorizationCode,
-    sessionEpoch = 0,
+    session: Omit<SessionCheck, 'userId'>,
   ): Promise<{ user?: SignedInUser; issued?: { code: string; grantId: string } }> {
     const code = randomToken(32);
     const grantId = randomToken(16);
@@ -168,7 +172,8 @@ export class AuthorizationCodeStore {
       .execute({
         clientId: input.clientId,
         userId: input.userId,
-        sessionEpoch,
+        sessionEpoch: session.epoch,
+        sessionId: session.sid,
         scope: input.scope,
         grantId,
         authTime: input.authTime ?? null,

@@ -5,6 +5,7 @@ import { clients, consents, grants, users } from '../../db/schema.js';
 import { formatScope, parseScope } from '../scopes.js';
 import { queryRows, toDate } from './rows.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
+import { notEnded, type SessionCheck } from './ended-sessions.js';
 
 export interface SignedInUser {
   userId: number;
@@ -35,13 +36,13 @@ export class ConsentStore {
     );
   }
 
-  /** One query; a session outliving its account reads as signed out. */
-  async lookup(userId: number, clientId: string, sessionEpoch = 0): Promise<SignedInUser | undefined> {
+  /** One query; a session outliving its account, or signed out, reads as signed out. */
+  async lookup(session: SessionCheck, clientId: string): Promise<SignedInUser | undefined> {
     const [row] = await queryRows<{ id: number; username: string; scope: string | null }>(
       this.db,
       sql`select u.id, u.username, c.scope
           from ${users} u left join ${consents} c on c.user_id = u.id and c.client_id = ${clientId}
-          where u.id = ${userId} and u.session_epoch = ${sessionEpoch}`,
+          where u.id = ${session.userId} and u.session_epoch = ${session.epoch} and ${notEnded(session.sid)}`,
     );
     if (!row) return undefined;
     return { userId: row.id, username: row.username, consentedScopes: new Set(parseScope(row.scope)) };

@@ -2,6 +2,7 @@ import { and, eq, isNull, sql } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { grants, users } from '../../db/schema.js';
 import { dummyPasswordHash, hashPassword, verifyPassword } from '../../crypto/passwords.js';
+import { notEnded, type SessionCheck } from './ended-sessions.js';
 
 export type User = typeof users.$inferSelect;
 
@@ -116,8 +117,12 @@ export class UserStore {
     return row?.epoch;
   }
 
-  async findSignedIn(id: number, sessionEpoch: number): Promise<User | undefined> {
-    const [row] = await this.db.select().from(users).where(and(eq(users.id, id), eq(users.sessionEpoch, sessionEpoch)));
+  /** The session's user, unless the session was signed out, everywhere (epoch) or on its own (ended-sessions.ts). */
+  async findSignedIn(session: SessionCheck): Promise<User | undefined> {
+    const [row] = await this.db
+      .select()
+      .from(users)
+      .where(and(eq(users.id, session.userId), eq(users.sessionEpoch, session.epoch), notEnded(session.sid)));
     return row;
   }
 

@@ -1,7 +1,7 @@
 /**
  * The code flow's two statements (issue a code if consented, redeem it) are built once with
  * placeholders: every flow must send the same text, whatever its values, and still get its own
- * answers back.
+ * answers back. The session checks (epoch, signed out) ride in the first; nothing else is sent.
  */
 import { beforeAll, expect, it } from 'vitest';
 import { describeEachDatabase } from '../../support/runtime.js';
@@ -50,5 +50,15 @@ describeEachDatabase('authorization code statements', (context) => {
     expect(redeem(second.statements)).toEqual(redeem(first.statements));
     // Values travel as parameters, never in the text.
     expect(issue(first.statements)[0]).not.toContain('products:read');
+  });
+
+  it('checks the session epoch and sign-out inside the issuing statement: a warm flow is still two statements', async () => {
+    const { statements } = await flow('products:read');
+    // /authorize issues, /token redeems; the client, keys and revocation answers come from caches.
+    expect(statements).toHaveLength(2);
+    expect(statements[0]).toContain('with signed_in as');
+    expect(statements[0]).toContain('u.session_epoch = $');
+    expect(statements[0]).toMatch(/not exists \(select 1 from "ended_sessions" where "ended_sessions"\."sid" = \$\d+\)/);
+    expect(statements[1]).toContain('with redeemed as');
   });
 });
