@@ -118,6 +118,24 @@ function useExecutor(runtime: Runtime, executor: Executor, persisted: PersistedO
   };
 }
 
+/**
+ * Yoga reads the `variables` and `extensions` of a GET's query string and of a form POST with a
+ * bare `JSON.parse`, and answers its SyntaxError as a 500: they are the client's to fix.
+ */
+const useParameterJsonErrors: Plugin = {
+  onRequestParse({ requestParser, setRequestParser }) {
+    if (!requestParser) return;
+    setRequestParser(async (request) => {
+      try {
+        return await requestParser(request);
+      } catch (error) {
+        if (error instanceof SyntaxError) throw rejectRequest('BAD_USER_INPUT', 'the variables and extensions parameters must be JSON');
+        throw error;
+      }
+    });
+  },
+};
+
 /** The POST body types yoga parses (multipart is off). */
 const ACCEPTED_POST_TYPES = ['application/json', 'application/graphql-response+json', 'application/graphql', 'application/x-www-form-urlencoded'];
 
@@ -146,6 +164,19 @@ const refuseOversizedBody: express.RequestHandler = (req, res, next) => {
   if (!(length > MAX_REQUEST_BODY_BYTES)) return next();
   req.resume();
   refuse(res, 413, 'BODY_TOO_LARGE', `the request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes`);
+};
+
+/**
+ * The one answer to a body `readJsonBody` could not read (body-parser's errors: corrupt
+ * compressed data, an unsupported Content-Encoding, an inflated body over the limit), as a
+ * GraphQL error; anything else goes on to the app's last-resort handler.
+ */
+const refuseUnreadableBody: express.ErrorRequestHandler = (error: unknown, _req, res, next) => {
+  const { status, type } = (error ?? {}) as { status?: unknown; type?: unknown };
+  if (res.headersSent || typeof status !== 'number' || status < 400 || status >= 500) return next(error);
+  if (type === 'entity.too.large') return refuse(res, 413, 'BODY_TOO_LARGE', `the request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes`);
+  if (type === 'encoding.unsupported') return refuse(res, 415, 'UNSUPPORTED_MEDIA_TYPE', 'the Content-Encoding of the request body is not supported');
+  refuse(res, 400, 'BODY_UNREADABLE', 'the request body could not be read');
 };
 
 /** The headers of the GraphiQL page yoga renders for a browser's GET (see shouldRenderGraphiQL). */
@@ -188,10 +219,10 @@ export function createGraphQLRouter(runtime: Runtime, executor: Executor): expre
       exposedHeaders: ['WWW-Authenticate', 'DPoP-Nonce'],
       credentials: false,
     },
-    plugins: [useExecutor(runtime, executor, persisted)],
+    plugins: [useParameterJsonErrors, useExecutor(runtime, executor, persisted)],
   });
   const router = express.Router();
   if (runtime.config.frontDoor) router.use(GRAPHQL_PATH, graphiqlPageHeaders);
-  router.use(GRAPHQL_PATH, refuseUnsupportedMediaType, refuseOversizedBody, readJsonBody(MAX_REQUEST_BODY_BYTES), answerPlainPost(runtime, executor, persisted), yoga);
+  router.use(GRAPHQL_PATH, refuseUnsupportedMediaType, refuseOversizedBody, readJsonBody(MAX_REQUEST_BODY_BYTES), answerPlainPost(runtime, executor, persisted), yoga, refuseUnreadableBody);
   return router;
 }

@@ -9,8 +9,12 @@
  * scalar, `{}`) is handed over as the text, which yoga parses and refuses with its usual errors.
  * Requests without a plain decimal Content-Length (chunked uploads) are left to yoga's reader,
  * which enforces the body limit while streaming.
+ *
+ * Yoga does not decode a Content-Encoding, so a compressed body of any type is read here, by
+ * body-parser, which inflates gzip, deflate and br, holds the inflated size to the limit and
+ * refuses other codings (415) and corrupt data (400) by passing the error on.
  */
-import type { RequestHandler } from 'express';
+import express, { type RequestHandler } from 'express';
 
 const DECIMAL = /^\d+$/;
 
@@ -39,9 +43,29 @@ function handOver(text: string): unknown {
   return typeof value === 'object' && value !== null && Object.keys(value).length > 0 ? value : text;
 }
 
+function isEncoded(contentEncoding: string | undefined): boolean {
+  const coding = contentEncoding?.trim().toLowerCase();
+  return coding !== undefined && coding !== '' && coding !== 'identity';
+}
+
+/** Inflates a compressed body; what yoga receives is what it would have for the same body sent plain. */
+function readEncodedBody(maxBytes: number): RequestHandler {
+  const inflate = express.raw({ type: () => true, limit: maxBytes });
+  return function readEncodedBody(req, res, next) {
+    inflate(req, res, (error?: unknown) => {
+      if (error !== undefined) return next(error);
+      const text = Buffer.isBuffer(req.body) ? req.body.toString('utf-8') : '';
+      req.body = text === '' ? undefined : isJsonPost(req.headers['content-type']) ? handOver(text) : text;
+      next();
+    });
+  };
+}
+
 /** `maxBytes`: bodies declared larger are not read here (the caller refuses them first). */
 export function readJsonBody(maxBytes: number): RequestHandler {
-  return function readJsonBody(req, _res, next) {
+  const encodedBody = readEncodedBody(maxBytes);
+  return function readJsonBody(req, res, next) {
+    if (req.method === 'POST' && isEncoded(req.headers['content-encoding'])) return encodedBody(req, res, next);
     const length = req.headers['content-length'];
     if (req.method !== 'POST' || !isJsonPost(req.headers['content-type']) || length === undefined || !DECIMAL.test(length)) return next();
     const declared = Number(length);

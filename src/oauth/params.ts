@@ -85,7 +85,12 @@ function requireFormContentType(req: express.Request, _res: express.Response, ne
   next();
 }
 
-const readRawBody = express.raw({ type: () => true, limit: FORM_BODY_LIMIT_BYTES });
+const rawBodyParser = express.raw({ type: () => true, limit: FORM_BODY_LIMIT_BYTES });
+
+/** Hands on body-read failures already as OAuth errors, so every page and endpoint using `formBody` answers them alike. */
+function readRawBody(req: express.Request, res: express.Response, next: express.NextFunction): void {
+  rawBodyParser(req, res, (error?: unknown) => next(error === undefined ? undefined : (bodyReadError(error) ?? error)));
+}
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -112,12 +117,19 @@ export function bodyParameters(res: express.Response): Parameters {
   return params;
 }
 
+/**
+ * What body-parser refuses is the client's fault (4xx): a body over the limit, a Content-Encoding it cannot decode
+ * (415), or one it can but whose data is corrupt — zlib's error, given `status: 400` but no `type`.
+ */
 export function bodyReadError(error: unknown): InvalidRequest | InvalidHttpRequest | undefined {
   const type = (error as { type?: unknown } | null)?.type;
   const status = (error as { status?: unknown } | null)?.status;
-  if (typeof type !== 'string' || typeof status !== 'number' || status < 400 || status >= 500) return undefined;
+  if (typeof status !== 'number' || status < 400 || status >= 500) return undefined;
   if (type === 'entity.too.large') {
     return new InvalidHttpRequest(`the request body is larger than ${FORM_BODY_LIMIT_BYTES} bytes`, { status: 413, cause: error });
+  }
+  if (type === 'encoding.unsupported') {
+    return new InvalidHttpRequest('the Content-Encoding of the request body is not supported', { status: 415, cause: error });
   }
   return new InvalidRequest('the request body could not be read', { cause: error });
 }

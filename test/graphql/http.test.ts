@@ -2,10 +2,11 @@
  * The HTTP edge of /graphql: requests refused before they reach GraphQL still answer with a
  * GraphQL error body and a meaningful status.
  */
-import { beforeAll, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { describeEachDatabase } from '../support/runtime.js';
 import { issueTestToken, type TestToken } from '../support/tokens.js';
 
@@ -82,5 +83,58 @@ describeEachDatabase('POST /graphql at the HTTP edge', (context) => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
     }
+  });
+
+  describe('a body with a Content-Encoding', () => {
+    /** Sends `body` as is (supertest would serialize a Buffer by its Content-Type). */
+    const post = (coding: string, body: Buffer | string, type = 'application/json') =>
+      request(context().app)
+        .post('/graphql')
+        .set('Authorization', me.authorization)
+        .set('Content-Type', type)
+        .set('Content-Encoding', coding)
+        .serialize((data: unknown) => data as string)
+        .send(body);
+    const errorLogs = () => context().logs.records().filter((record) => (record.level as number) >= 50);
+
+    it.each(['gzip', 'br', 'deflate'])('answers corrupt %s data with 400 and a GraphQL error, logging no error', async (coding) => {
+      const before = errorLogs().length;
+      const res = await post(coding, 'garbage');
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ errors: [{ message: 'the request body could not be read', extensions: { code: 'INVALID_ARGUMENT', reason: 'BODY_UNREADABLE' } }] });
+      expect(errorLogs().slice(before)).toEqual([]);
+    });
+
+    it('answers a Content-Encoding it cannot decode with 415 and a GraphQL error', async () => {
+      const res = await post('compress', 'garbage');
+      expect(res.status).toBe(415);
+      expect(res.body).toEqual({
+        errors: [{ message: 'the Content-Encoding of the request body is not supported', extensions: { code: 'INVALID_ARGUMENT', reason: 'UNSUPPORTED_MEDIA_TYPE' } }],
+      });
+    });
+
+    it('runs a well-formed compressed operation, JSON or application/graphql', async () => {
+      const operation = JSON.stringify({ query: '{ __typename }' });
+      for (const [coding, body] of [
+        ['gzip', gzipSync(operation)],
+        ['deflate', deflateSync(operation)],
+        ['br', brotliCompressSync(operation)],
+      ] as const) {
+        const res = await post(coding, body);
+        expect(res.status, coding).toBe(200);
+        expect(res.body, coding).toEqual({ data: { __typename: 'Query' } });
+      }
+      const graphql = await post('gzip', gzipSync('{ __typename }'), 'application/graphql');
+      expect(graphql.status).toBe(200);
+      expect(graphql.body).toEqual({ data: { __typename: 'Query' } });
+    });
+
+    it('holds the inflated body to the limit, whatever its compressed size', async () => {
+      const bomb = gzipSync(JSON.stringify({ query: '{ __typename }', variables: { padding: 'p'.repeat(1024 * 1024) } }));
+      expect(bomb.length).toBeLessThan(16 * 1024);
+      const res = await post('gzip', bomb);
+      expect(res.status).toBe(413);
+      expect(res.body.errors[0].extensions).toEqual({ code: 'INVALID_ARGUMENT', reason: 'BODY_TOO_LARGE' });
+    });
   });
 });

@@ -589,6 +589,11 @@ for (const kind of DATABASE_KINDS) {
         ['text/plain', () => graphql('{ products { id } }', { ...bearer(), 'content-type': 'text/plain' }), 415],
         ['no token', () => graphql(JSON.stringify({ query: '{ products { id } }' }), { 'content-type': 'application/json' }), 401],
         ['a mutation over GET', () => get(`/graphql?query=${encodeURIComponent('mutation { updateOrder(id: 1, input: { memo: "x" }) { id } }')}`, { headers: bearer() }), 405],
+        ['GET variables that are not JSON', () => get(`/graphql?query=${encodeURIComponent('{ products { id } }')}&variables=%7Bbad`, { headers: bearer() }), 400],
+        ['GET extensions that are not JSON, without a token', () => get(`/graphql?query=${encodeURIComponent('{ products { id } }')}&extensions=%5B1`), 400],
+        ['form-encoded variables that are not JSON', () => graphql(`query=${encodeURIComponent('{ products { id } }')}&variables=%7Bbad`, { ...bearer(), 'content-type': 'application/x-www-form-urlencoded' }), 400],
+        ['a subscription', () => query('subscription { products { id } }'), 400],
+        ['a costed variable nested 20,000 deep', () => graphql(`{"query":"query ($l: Int) { products(limit: $l) { id } }","variables":{"l":${'['.repeat(20_000)}${']'.repeat(20_000)}}}`), 400],
       ];
 
       it.each(cases)('answers %s with GraphQL errors', async (_name, request, status) => {
