@@ -71,6 +71,7 @@ export interface AuthorizationRequest {
   dpopJkt: string | null;
   openid: boolean;
   nonce: string | null;
+  /** As sent, plus `login` for max_age=0. */
   prompt: ReadonlySet<Prompt>;
   maxAge: number | null;
   loginHint: string | null;
@@ -158,6 +159,16 @@ function promptOf(params: Parameters): Set<Prompt> {
   return prompt;
 }
 
+/**
+ * OIDC Core §3.1.2.1 (errata set 2): max_age=0 is prompt=login. Whole seconds cannot tell a sign-in from now, so it is
+ * made one here; the sign-in then drops max_age from the query it continues with (flow.ts), as it drops
+ * prompt=login, so it asks once. Beside prompt=none it makes the answer login_required.
+ */
+function promptInEffect(prompt: Set<Prompt>, maxAge: number | null): ReadonlySet<Prompt> {
+  if (maxAge === 0) prompt.add('login');
+  return prompt;
+}
+
 function maxAgeOf(params: Parameters): number | null {
   const raw = params.get('max_age');
   if (raw === undefined) return null;
@@ -212,6 +223,8 @@ export async function readAuthorizationRequest(clients: ClientCache, params: Par
     const scopes = requestedScopes(client, params.get('scope'));
     const openid = scopes.includes('openid');
     const requestedResources = resources.resolve(params.getAll(RESOURCE_PARAMETER));
+    const prompt = promptOf(params);
+    const maxAge = maxAgeOf(params);
     return {
       client,
       redirectUri,
@@ -224,8 +237,8 @@ export async function readAuthorizationRequest(clients: ClientCache, params: Par
       openid,
       // The `claims` parameter (§5.5) is ignored, as claims_parameter_supported=false announces.
       nonce: boundedText(params, 'nonce', MAX_NONCE_LENGTH),
-      prompt: promptOf(params),
-      maxAge: maxAgeOf(params),
+      prompt: promptInEffect(prompt, maxAge),
+      maxAge,
       loginHint: boundedText(params, 'login_hint', MAX_LOGIN_HINT_LENGTH),
       query: canonicalQuery(params),
     };

@@ -49,12 +49,25 @@ function fail(field: string, problem: string): never {
   throw new InvalidClientMetadata(`${field} ${problem}`);
 }
 
+/**
+ * Control characters (C0, DEL, C1), line and paragraph separators, and the bidirectional controls (U+061C, U+200E,
+ * U+200F, U+202A–U+202E, U+2066–U+2069), with which a right-to-left override makes a client_name on the consent page
+ * read as something else.
+ */
+const NOT_IN_TEXT = /[\p{Cc}\p{Zl}\p{Zp}\p{Bidi_Control}]/u;
+
+/** Why a human-readable value (a client's name…) cannot be shown as it is, or undefined. */
+export function textProblem(value: string): string | undefined {
+  return NOT_IN_TEXT.test(value) ? 'must not contain control or bidirectional formatting characters' : undefined;
+}
+
 function optionalString(body: Record<string, unknown>, field: string, max = MAX_TEXT_LENGTH): string | undefined {
   const value = body[field];
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'string') fail(field, 'must be a string');
   if (value.length > max) fail(field, `must be at most ${max} characters`);
-  if (/[\u0000-\u001f\u007f]/.test(value)) fail(field, 'must not contain control characters');
+  const problem = textProblem(value);
+  if (problem) fail(field, problem);
   return value;
 }
 

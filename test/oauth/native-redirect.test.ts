@@ -21,7 +21,7 @@ describeEachDatabase('loopback redirect URIs of native apps', (context) => {
     user = await buildUser(context().runtime);
   });
 
-  it.each(['http://127.0.0.1:51234/cb', 'http://127.0.0.1:80/cb', 'http://[::1]:8080/cb', 'http://127.0.0.1/cb'])(
+  it.each(['http://127.0.0.1:51234/cb', 'http://127.0.0.1:80/cb', 'http://[::1]:8080/cb', 'http://127.0.0.1/cb', 'http://127.0.0.1:05555/cb'])(
     'accepts %s at /authorize and /token',
     async (redirectUri) => {
       const params = authorizeParams(native, { redirect_uri: redirectUri });
@@ -54,6 +54,9 @@ describeEachDatabase('loopback redirect URIs of native apps', (context) => {
     ['a name that starts like the literal', 'http://127.0.0.1.nip.io:5000/cb'],
     ['userinfo before the literal', 'http://127.0.0.1:5000@evil.example/cb'],
     ['localhost on another port (only IP literals are relaxed)', 'http://localhost:4000/cb'],
+    ['port 0, which no app listens on', 'http://127.0.0.1:0/cb'],
+    ['port 0 written with leading zeros', 'http://127.0.0.1:000/cb'],
+    ['port 0 on the IPv6 loopback', 'http://[::1]:0/cb'],
   ])('refuses %s', async (_name, redirectUri) => {
     const res = await request(context().app).get(authorizePath(authorizeParams(native, { redirect_uri: redirectUri }))).redirects(0);
     expect(res.status).toBe(400);

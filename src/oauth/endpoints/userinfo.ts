@@ -1,6 +1,7 @@
 /**
  * The UserInfo endpoint, `GET|POST /userinfo` (OIDC Core §5.3): JSON, or a signed JWT for a client that registered
- * `userinfo_signed_response_alg` (§5.3.2). Errors are RFC 6750 challenges with the §5.2 JSON body.
+ * `userinfo_signed_response_alg` (§5.3.2). It takes Bearer tokens and, like the APIs, DPoP-bound tokens with their
+ * proof (RFC 9449 §7). Errors are RFC 6750 / RFC 9449 §7.1 challenges with the §5.2 JSON body.
  */
 import type express from 'express';
 import type { Request, RequestHandler, Response } from 'express';
@@ -11,12 +12,15 @@ import { userClaims } from '../oidc/claims.js';
 import { USERINFO_PATH } from '../oidc/paths.js';
 import { subjectFor } from '../oidc/subject.js';
 import { signUserinfo, USERINFO_JWT_CONTENT_TYPE } from '../oidc/signed-userinfo.js';
-import { authenticateBearer, requireScope, wwwAuthenticate } from '../../tokens/bearer.js';
+import { authenticateRequest, challengeHeaders, requireScope } from '../../tokens/bearer.js';
 import type { Principal } from '../../tokens/access-token.js';
 
-/** The caller's access token. DPoP-bound tokens will be accepted here too: this is the one line to change. */
+/** The caller's access token, checked as the APIs check theirs: a DPoP token's proof is for this URL and method. */
 function authenticate(oauth: OAuthContext, req: Request): Promise<Principal> {
-  return authenticateBearer(oauth.accessTokens, req.headers.authorization);
+  return authenticateRequest(
+    { accessTokens: oauth.accessTokens, dpop: oauth.dpop, config: { issuer: oauth.issuer, dpopNonce: oauth.dpopNonce } },
+    { authorization: req.headers.authorization, dpop: req.headers.dpop, method: req.method, path: req.originalUrl },
+  );
 }
 
 function userinfoHandler(oauth: OAuthContext): RequestHandler {
@@ -35,7 +39,7 @@ function userinfoHandler(oauth: OAuthContext): RequestHandler {
     } catch (error) {
       const oauthError = error instanceof OAuthError ? error : new ServerError('userinfo failed', { cause: error });
       if (!oauthError.expose) oauth.logger.error({ err: error, reqId: req.id }, 'userinfo failed');
-      else res.setHeader('WWW-Authenticate', wwwAuthenticate(oauthError));
+      else res.set(challengeHeaders(oauthError));
       sendJsonError(res, oauthError);
     }
   };

@@ -5,7 +5,7 @@ import { clients } from '../../db/schema.js';
 import { ALL_SCOPES, isScope, parseScope } from '../scopes.js';
 import { constantTimeEqual, hmacSha256, randomIdentifier, randomToken } from '../../crypto/secrets.js';
 import { isSubjectType, sectorOf, type SubjectType } from '../oidc/subject.js';
-import { frontchannelOriginProblem, publicJwkSetProblem, webUriProblem, type ClientMetadata } from '../client-metadata.js';
+import { frontchannelOriginProblem, publicJwkSetProblem, textProblem, webUriProblem, type ClientMetadata } from '../client-metadata.js';
 import { isUserinfoSigningAlg, USERINFO_SIGNING_ALGS } from '../oidc/signed-userinfo.js';
 
 export type Client = typeof clients.$inferSelect;
@@ -152,7 +152,7 @@ export function validateRedirectUri(raw: string): string {
 const LOOPBACK_IP_ORIGIN = /^http:\/\/(\[::1\]|127\.\d{1,3}\.\d{1,3}\.\d{1,3})(?::\d{1,5})?(?=[/?]|$)/;
 
 /**
- * RFC 9700 §4.1.3 simple string comparison, except that an http loopback IP literal's port is ignored, since a native
+ * RFC 9700 §4.1.3 simple string comparison, except that an http loopback IP literal's port (not port 0) is ignored, since a native
  * app listens on whatever port the OS gives it (RFC 8252 §7.3); `localhost` is not relaxed (RFC 8252 §8.3).
  */
 export function redirectUriMatches(registered: string, presented: string): boolean {
@@ -163,7 +163,8 @@ export function redirectUriMatches(registered: string, presented: string): boole
   if (registered.slice(registeredOrigin[0].length) !== presented.slice(presentedOrigin[0].length)) return false;
   try {
     const uri = new URL(presented); // rejects a port above 65535
-    return isLoopbackIp(uri.hostname) && !presented.includes('#');
+    // Port 0 (also written `:00`…) is no port an app listens on.
+    return isLoopbackIp(uri.hostname) && uri.port !== '0' && !presented.includes('#');
   } catch {
     return false;
   }
@@ -437,6 +438,9 @@ function validateClientKeys(input: NewClient): Pick<Client, 'tokenEndpointAuthMe
 function validateName(raw: string): string {
   const name = raw.trim();
   if (!name) throw new ClientRegistrationError('a client needs a name');
+  // The consent page shows it: the rule /register applies to client_name.
+  const problem = textProblem(name);
+  if (problem) throw new ClientRegistrationError(`the name ${problem}`);
   return name;
 }
 

@@ -107,6 +107,10 @@ describeEachDatabase(
       ['client_name a number', { ...NATIVE, client_name: 5 }, 'invalid_client_metadata'],
       ['client_name an object', { ...NATIVE, client_name: { en: 'x' } }, 'invalid_client_metadata'],
       ['client_name too long', { ...NATIVE, client_name: 'x'.repeat(201) }, 'invalid_client_metadata'],
+      ['client_name with a C0 control', { ...NATIVE, client_name: 'Agent\u0007' }, 'invalid_client_metadata'],
+      ['client_name with a C1 control', { ...NATIVE, client_name: 'Agent\u0085Bank' }, 'invalid_client_metadata'],
+      ['client_name with a line separator', { ...NATIVE, client_name: 'Agent\u2028Bank' }, 'invalid_client_metadata'],
+      ['software_id with a right-to-left override', { ...NATIVE, software_id: 'agent\u202Eevil' }, 'invalid_client_metadata'],
       ['logo_uri over http', { ...NATIVE, logo_uri: 'http://app.example/logo.png' }, 'invalid_client_metadata'],
       ['client_uri javascript:', { ...NATIVE, client_uri: 'javascript:alert(1)' }, 'invalid_client_metadata'],
       ['unknown grant type', { ...NATIVE, grant_types: ['password'] }, 'invalid_client_metadata'],
@@ -137,6 +141,26 @@ describeEachDatabase(
       expect(res.body.error).toBe(error);
       expect(typeof res.body.error_description).toBe('string');
       expect(await clientCount(context)).toBe(before);
+    });
+
+    // A right-to-left override shows "Agent\u202Egnp.exe" as "Agentexe.png" on the consent page.
+    it.each(['202A', '202B', '202C', '202D', '202E', '2066', '2067', '2068', '2069', '200E', '200F', '061C'])(
+      'refuses a client_name with the bidi control U+%s as invalid_client_metadata and stores nothing',
+      async (code) => {
+        const before = await clientCount(context);
+        const res = await register({ ...NATIVE, client_name: `Agent${String.fromCharCode(parseInt(code, 16))}gnp.exe` });
+        expect(res.status).toBe(400);
+        expect(res.body).toEqual({ error: 'invalid_client_metadata', error_description: 'client_name must not contain control or bidirectional formatting characters' });
+        expect(await clientCount(context)).toBe(before);
+      },
+    );
+
+    it('keeps a client_name in any script, with emoji joiners', async () => {
+      for (const name of ['Größe Café', 'متجر', 'חנות', '価格 ✓', '👩‍💻 Dev']) {
+        const res = await register({ ...NATIVE, client_name: name });
+        expect(res.status, name).toBe(201);
+        expect(res.body.client_name).toBe(name);
+      }
     });
 
     it('refuses a body that is not JSON, not UTF-8, or of another media type', async () => {

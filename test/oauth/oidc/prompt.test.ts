@@ -122,6 +122,35 @@ describeEachDatabase('OpenID Connect authorization request parameters', (context
     expect(isLoginPage(stale)).toBe(true);
   });
 
+  describe('max_age=0, which is prompt=login (§3.1.2.1)', () => {
+    it('asks a user who signed in this very second to sign in again, then issues the code (no loop)', async () => {
+      const browser = await signedIn();
+      const page = await browser.open(authorizePath(authorizeParams(client, { scope: 'openid products:read', max_age: '0' })));
+      expect(isLoginPage(page)).toBe(true);
+      const after = await browser.signIn(page, user.username, user.password);
+      expect(after.status).toBe(303);
+      expect(new URL(after.headers.location!).searchParams.has('max_age')).toBe(false);
+      const landing = await browser.open(pathOf(after.headers.location!));
+      expect(landing.status).toBe(302);
+      expect(redirectParams(landing).get('code')).toBeTruthy();
+    });
+
+    it('takes a new browser through sign-in and consent to the code', async () => {
+      const res = await new Browser(context().app).authorize(authorizeParams(client, { scope: 'openid products:read', max_age: '0' }), user);
+      expect(res.status).toBe(302);
+      expect(redirectParams(res).get('code')).toBeTruthy();
+    });
+
+    it('answers login_required beside prompt=none, however fresh the sign-in', async () => {
+      const browser = await signedIn();
+      const params = authorizeParams(client, { scope: 'openid products:read', prompt: 'none', max_age: '0' });
+      const res = await browser.open(authorizePath(params));
+      expect(res.status).toBe(302);
+      expect(redirectParams(res).get('error')).toBe('login_required');
+      expect(redirectParams(res).get('state')).toBe(params.state);
+    });
+  });
+
   for (const maxAge of ['-1', 'abc', '1e3', '99999999999']) {
     it(`refuses max_age=${maxAge} as invalid_request`, async () => {
       const res = await new Browser(context().app).open(authorizePath(authorizeParams(client, { max_age: maxAge })));

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { eq } from 'drizzle-orm';
 import { clients } from '../../../src/db/schema.js';
-import { ClientRegistrationError, validateRedirectUri } from '../../../src/oauth/stores/clients.js';
+import { ClientRegistrationError, redirectUriMatches, validateRedirectUri } from '../../../src/oauth/stores/clients.js';
 import { describeEachDatabase } from '../../support/runtime.js';
 
 describe('redirect URI registration', () => {
@@ -40,7 +40,38 @@ describe('redirect URI registration', () => {
   });
 });
 
+describe('redirect URI matching', () => {
+  it.each([
+    ['the registered URI itself', 'http://127.0.0.1/cb', 'http://127.0.0.1/cb'],
+    ['a loopback IP literal on another port', 'http://127.0.0.1/cb', 'http://127.0.0.1:49152/cb'],
+    ['a port written with leading zeros', 'http://127.0.0.1/cb', 'http://127.0.0.1:05555/cb'],
+    ['IPv6 loopback on another port', 'http://[::1]/cb', 'http://[::1]:8080/cb'],
+  ])('matches %s', (_name, registered, presented) => {
+    expect(redirectUriMatches(registered, presented)).toBe(true);
+  });
+
+  it.each([
+    ['port 0, where no app listens', 'http://127.0.0.1/cb', 'http://127.0.0.1:0/cb'],
+    ['port 0 written :00', 'http://127.0.0.1:8080/cb', 'http://127.0.0.1:00/cb'],
+    ['IPv6 port 0', 'http://[::1]/cb', 'http://[::1]:0/cb'],
+    ['localhost on another port', 'http://localhost/cb', 'http://localhost:8080/cb'],
+    ['another path', 'http://127.0.0.1/cb', 'http://127.0.0.1:8080/other'],
+  ])('does not match %s', (_name, registered, presented) => {
+    expect(redirectUriMatches(registered, presented)).toBe(false);
+  });
+});
+
 describeEachDatabase('client registration', (context) => {
+  it('refuses a name with control or bidirectional formatting characters from the command line too', async () => {
+    const { runtime } = context();
+    for (const name of ['Pay\u202egnp.exe', 'Two\nlines', 'Null\u0000']) {
+      await expect(runtime.clients.create({ name, redirectUris: ['https://good.example/cb'] })).rejects.toThrow(/bidirectional formatting/);
+    }
+    const created = await runtime.clients.create({ name: 'Café \u{1F469}\u200D\u{1F4BB} مرحبا', redirectUris: ['https://good.example/cb'] });
+    const updated = runtime.clients.update(created.client_id, { name: 'Evil\u2066' });
+    await expect(updated).rejects.toThrow(ClientRegistrationError);
+  });
+
   it('refuses a client with a bad redirect URI and stores nothing', async () => {
     const { runtime } = context();
     await expect(runtime.clients.create({ id: 'bad-client', name: 'Bad', redirectUris: ['http://evil.example/cb'] })).rejects.toThrow(
