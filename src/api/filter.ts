@@ -50,6 +50,9 @@ const SPACE = /[ \t\r\n]+/y;
 const COMPARATORS: readonly Comparator[] = ['<=', '>=', '!=', '=', '<', '>', ':'];
 const ESCAPES: Record<string, string> = { n: '\n', t: '\t', r: '\r', '\\': '\\', '"': '"', "'": "'" };
 
+const isSurrogate = (char: string) => /^[\uD800-\uDFFF]$/.test(char);
+const isPair = (chars: string) => /^[\uD800-\uDBFF][\uDC00-\uDFFF]$/.test(chars);
+
 function tokenize(text: string): Token[] {
   const tokens: Token[] = [];
   let i = 0;
@@ -77,6 +80,15 @@ function tokenize(text: string): Token[] {
           const escaped = text[j + 1];
           if (escaped === undefined || !Object.hasOwn(ESCAPES, escaped)) throw new FilterSyntaxError('unknown escape in string', j + 1);
           value += ESCAPES[escaped];
+          j += 2;
+          continue;
+        }
+        // PostgreSQL text cannot hold NUL, and the driver would silently turn a lone surrogate into U+FFFD.
+        if (c === '\0') throw new FilterSyntaxError('NUL character in string', j + 1);
+        if (isSurrogate(c)) {
+          const pair = c + (text[j + 1] ?? '');
+          if (!isPair(pair)) throw new FilterSyntaxError('unpaired UTF-16 surrogate in string', j + 1);
+          value += pair;
           j += 2;
           continue;
         }

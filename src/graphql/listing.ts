@@ -21,7 +21,12 @@ import type { GraphQLContext } from './context.js';
 import { GqlInvalidArgument } from './errors.js';
 import { connectionSize, type ConnectionShape } from './pagination.js';
 
-export type FieldType = 'int' | 'float' | 'string' | 'timestamp' | 'enum';
+/**
+ * How a filter literal is read, named after the column's PostgreSQL type so its range is known:
+ * `int` an `integer` (or `serial`) column, `real` a `real` column, `timestamp` a `timestamptz`.
+ * A literal the column cannot hold is refused here, never sent to fail in SQL.
+ */
+export type FieldType = 'int' | 'real' | 'string' | 'timestamp' | 'enum';
 
 /** A filterable field: a column of the list's table, or of a related table (`seller.name`). */
 export interface FilterField {
@@ -62,31 +67,76 @@ export interface CompiledFilter {
 
 const INT_MIN = -2_147_483_648;
 const INT_MAX = 2_147_483_647;
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})$/;
+/** The largest `real` (FLT_MAX, printed as PostgreSQL prints it). */
+const REAL_MAX = 3.4028235e38;
+/** The smallest nonzero `real` magnitude (a subnormal), as PostgreSQL prints it. */
+const REAL_MIN = 1e-45;
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,6})?(?:Z|[+-](\d{2}):(\d{2}))$/;
+/** PostgreSQL refuses a UTC offset of 16 hours or more ("time zone displacement out of range"). */
+const MAX_OFFSET_HOURS = 15;
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+const TIMESTAMP_SYNTAX = 'an RFC 3339 timestamp in quotes, such as "2024-01-31T12:00:00Z"';
 const OPERATORS = { '=': 'eq', '!=': 'ne', '<': 'lt', '<=': 'lte', '>': 'gt', '>=': 'gte' } as const;
 
 function invalidFilter(detail: string, position: number): FilterSyntaxError {
   return new FilterSyntaxError(detail, position);
 }
 
+const isLeapYear = (year: number) => year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+
+/**
+ * What is wrong with `text` as a timestamp (phrased to follow "takes"), or undefined when it is an
+ * RFC 3339 date-time that PostgreSQL reads as written: a real proleptic Gregorian date in years
+ * 0001–9999, hours 00–23 (PostgreSQL would also read 24:00:00, RFC 3339 has no hour 24), and an
+ * offset PostgreSQL accepts. Second 60 (a leap second) is allowed without a fraction, and means,
+ * as in PostgreSQL, the first instant of the next minute.
+ */
+function timestampProblem(text: string): string | undefined {
+  const match = RFC3339.exec(text);
+  if (!match) return TIMESTAMP_SYNTAX;
+  const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const fraction = match[7] ?? '';
+  if (year < 1) return 'a year from 0001 to 9999';
+  if (month < 1 || month > 12) return 'a month from 01 to 12';
+  const days = month === 2 && isLeapYear(year) ? 29 : DAYS_IN_MONTH[month - 1]!;
+  if (day < 1 || day > days) return `a day from 01 to ${days} in ${match[1]}-${match[2]}`;
+  if (hour > 23) return 'an hour from 00 to 23';
+  if (minute > 59) return 'minutes from 00 to 59';
+  if (second > 60 || (second === 60 && /[1-9]/.test(fraction))) return 'seconds from 00 to 59 (60, without a fraction, for a leap second)';
+  if (match[8] !== undefined && (Number(match[8]) > MAX_OFFSET_HOURS || Number(match[9]) > 59)) {
+    return `a UTC offset from -${MAX_OFFSET_HOURS}:59 to +${MAX_OFFSET_HOURS}:59`;
+  }
+  return undefined;
+}
+
+/** Whether PostgreSQL reads `value` (sent as JavaScript prints it) as a `real` without overflow or underflow to 0. */
+function fitsReal(value: number): boolean {
+  // Math.fround rounds to nearest as strtof does. A double it keeps finite and nonzero prints as a
+  // decimal that strtof keeps finite and nonzero too, so this never lets through what PostgreSQL refuses.
+  const rounded = Math.fround(value);
+  return Number.isFinite(rounded) && (rounded !== 0 || value === 0);
+}
+
 /** The value a literal stands for in a field of `type`, or a FilterSyntaxError. */
 function literalFor(field: FilterField, path: string, value: FilterValue, position: number): string | number {
   switch (field.type) {
     case 'int':
-      if (value.kind !== 'number' || !Number.isInteger(value.value) || value.value < INT_MIN || value.value > INT_MAX) {
-        throw invalidFilter(`'${path}' takes a whole number`, position);
-      }
+      if (value.kind !== 'number' || !Number.isInteger(value.value)) throw invalidFilter(`'${path}' takes a whole number`, position);
+      if (value.value < INT_MIN || value.value > INT_MAX) throw invalidFilter(`'${path}' takes a whole number from ${INT_MIN} to ${INT_MAX}`, position);
       return value.value;
-    case 'float':
+    case 'real':
       if (value.kind !== 'number') throw invalidFilter(`'${path}' takes a number`, position);
+      if (!fitsReal(value.value)) {
+        throw invalidFilter(`'${path}' takes a number in the range of a 4-byte float: 0, or a magnitude from ${REAL_MIN} to ${REAL_MAX}`, position);
+      }
       return value.value;
     case 'string':
       if (value.kind !== 'string' && value.kind !== 'text') throw invalidFilter(`'${path}' takes a "string"`, position);
       return value.value;
     case 'timestamp': {
-      if (value.kind !== 'string' || !RFC3339.test(value.value) || Number.isNaN(Date.parse(value.value))) {
-        throw invalidFilter(`'${path}' takes an RFC 3339 timestamp in quotes, such as "2024-01-31T12:00:00Z"`, position);
-      }
+      if (value.kind !== 'string') throw invalidFilter(`'${path}' takes ${TIMESTAMP_SYNTAX}`, position);
+      const problem = timestampProblem(value.value);
+      if (problem) throw invalidFilter(`'${path}' takes ${problem}`, position);
       return value.value;
     }
     case 'enum': {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { FilterSyntaxError, MAX_FILTER_DEPTH, MAX_FILTER_LENGTH, MAX_FILTER_TERMS, parseFilter } from '../../src/api/filter.js';
+import { FilterSyntaxError, MAX_FILTER_DEPTH, MAX_FILTER_LENGTH, MAX_FILTER_TERMS, parseFilter, type FilterNode } from '../../src/api/filter.js';
 import { OrderBySyntaxError, parseOrderBy } from '../../src/api/order-by.js';
 import { PageTokenError, PageTokens } from '../../src/api/page-token.js';
 
@@ -38,6 +38,12 @@ describe('AIP-160 filter syntax', () => {
     ['price # 1', 7, 'unexpected character'],
     ['price = *', 9, "'*' is only allowed after ':'"],
     ['"x" = 1', 1, 'expected a field name'],
+    ['name = "a\u0000b"', 10, 'NUL character in string'],
+    ["name = 'a\\\\b\u0000'", 13, 'NUL character in string'],
+    ['name = "\ud800"', 9, 'unpaired UTF-16 surrogate in string'],
+    ['name = "x\udc00\ud83d"', 10, 'unpaired UTF-16 surrogate in string'],
+    ['name = "\ud83d"', 9, 'unpaired UTF-16 surrogate in string'],
+    ['name = a\u0000', 9, 'unexpected character "\\u0000"'],
   ])('refuses %j at position %i', (text, position, message) => {
     let error: unknown;
     try {
@@ -48,6 +54,37 @@ describe('AIP-160 filter syntax', () => {
     expect(error).toBeInstanceOf(FilterSyntaxError);
     expect((error as FilterSyntaxError).position).toBe(position);
     expect((error as FilterSyntaxError).message).toContain(message);
+  });
+
+  it('keeps control characters, escapes and surrogate pairs in strings', () => {
+    expect(parseFilter('name = "\u0001\u001f\u007f😀\\t"')).toEqual(compare('name', '=', { kind: 'string', value: '\u0001\u001f\u007f😀\t' }));
+    expect(parseFilter('name = "\\t\\n"')).toEqual(compare('name', '=', { kind: 'string', value: '\t\n' }));
+  });
+
+  it('never yields a string PostgreSQL cannot store as sent: no NUL, no lone surrogate (fast-check)', () => {
+    const wellFormed = (text: string) => !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text);
+    const strings = (node: FilterNode | undefined): string[] => {
+      if (!node) return [];
+      if (node.kind === 'compare') return node.value.kind === 'string' || node.value.kind === 'text' ? [node.value.value] : [];
+      if (node.kind === 'not') return strings(node.child);
+      return node.children.flatMap(strings);
+    };
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 20 }), fc.string({ unit: 'binary', maxLength: 20 }), (text, other) => {
+        let node: FilterNode | undefined;
+        try {
+          node = parseFilter(`name = "${text}" OR name:'${other}'`);
+        } catch (error) {
+          if (!(error instanceof FilterSyntaxError)) throw error;
+          return;
+        }
+        for (const value of strings(node)) {
+          expect(value).not.toContain('\u0000');
+          expect(wellFormed(value)).toBe(true);
+        }
+      }),
+      { numRuns: 3000 },
+    );
   });
 
   it('bounds length, nesting and the number of comparisons', () => {

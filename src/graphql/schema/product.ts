@@ -38,7 +38,7 @@ export const PRODUCT_LIST: ListSpec = {
     updatedAt: { column: 'updatedAt', type: 'timestamp' },
     'seller.id': { relation: 'seller', column: 'id', type: 'int' },
     'seller.name': { relation: 'seller', column: 'name', type: 'string' },
-    'seller.rating': { relation: 'seller', column: 'rating', type: 'float' },
+    'seller.rating': { relation: 'seller', column: 'rating', type: 'real' },
     'reviews.rating': { relation: 'reviews', column: 'rating', type: 'int' },
     'reviews.author': { relation: 'reviews', column: 'author', type: 'string' },
   },
