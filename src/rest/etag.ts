@@ -1,10 +1,11 @@
 /**
- * Entity tags and conditional reads (RFC 9110 §8.8.3, §13.1.2; AIP-154). Reads depend on the bearer token, so they
+ * Entity tags and conditional reads (RFC 9110 §8.8.3, §13.1.1, §13.1.2; AIP-154). Reads depend on the bearer token, so they
  * are `private, no-cache` with `Vary: Authorization`. If-None-Match is evaluated here, not by Express's `req.fresh`,
  * which ignores it under `Cache-Control: no-cache`, as fetch() sends with every If-None-Match (RFC 9110 §13.2.1).
  */
 import { hash } from 'node:crypto';
 import type { RequestHandler, Response } from 'express';
+import { RestFailedPrecondition, RestInvalidArgument } from './errors.js';
 
 const RESOURCE_VERSION = 'resourceVersion';
 
@@ -35,6 +36,51 @@ export function noneMatchHolds(header: string | undefined, tag: string): boolean
   return false;
 }
 
+export interface ListedTag {
+  /** The quoted tag, `"…"`. */
+  opaque: string;
+  weak: boolean;
+}
+
+export type ConditionHeader = 'If-Match' | 'If-None-Match';
+
+/**
+ * An If-Match or If-None-Match value (RFC 9110 §13.1.1, §13.1.2): `*`, or its entity tags; undefined when absent. Anything
+ * else is a 400 naming the header: guessing what a malformed precondition meant could let through what it was to stop.
+ */
+export function parseTagList(name: ConditionHeader, header: string | undefined): '*' | ListedTag[] | undefined {
+  if (header === undefined) return undefined;
+  if (header.trim() === '*') return '*';
+  const tags: ListedTag[] = [];
+  const item = /[ \t]*(W\/)?("[\x21\x23-\x7e\x80-\xff]*")[ \t]*(?:,|$)/y;
+  while (item.lastIndex < header.length) {
+    const start = item.lastIndex;
+    const match = item.exec(header);
+    if (!match) {
+      if (header.slice(start).trim() === '') break;
+      const description = `${name} must be * or a list of entity tags such as "abc"`;
+      throw new RestInvalidArgument(description, { reason: 'INVALID_PRECONDITION', fieldViolations: [{ field: name, description }] });
+    }
+    tags.push({ opaque: match[2]!, weak: match[1] !== undefined });
+    if (item.lastIndex === start) break;
+  }
+  return tags;
+}
+
+/**
+ * If-Match on a read (RFC 9110 §13.1.1), evaluated before If-None-Match (§13.2.2): the representation about to be
+ * sent must strongly match a listed tag; `*` matches any. Throws the 412, which the route's error handler sends.
+ */
+function requireIfMatch(header: string | undefined, tag: string): void {
+  const listed = parseTagList('If-Match', header);
+  if (listed === undefined || listed === '*' || listed.some((candidate) => !candidate.weak && candidate.opaque === tag)) return;
+  throw new RestFailedPrecondition('the representation has changed since the ETag in If-Match was issued', {
+    httpStatus: 412,
+    reason: 'ETAG_MISMATCH',
+    metadata: { etag: tag },
+  });
+}
+
 function isRead(method: string): boolean {
   return method === 'GET' || method === 'HEAD';
 }
@@ -62,8 +108,10 @@ function sendTaggedJson(this: Response, body: unknown): Response {
   }
   const version = res.locals[RESOURCE_VERSION] as string | undefined;
   const tag = representationTag(text, version);
+  const conditionalRead = res.statusCode === 200 && isRead(req.method);
+  if (conditionalRead) requireIfMatch(req.headers['if-match'], tag);
   res.setHeader('ETag', tag);
-  if (res.statusCode === 200 && isRead(req.method)) {
+  if (conditionalRead) {
     if (noneMatchHolds(req.headers['if-none-match'], tag)) {
       res.status(304).end();
       return res;

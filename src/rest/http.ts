@@ -102,10 +102,30 @@ function deeperThan(value: unknown, max: number): boolean {
   return false;
 }
 
-/** Refuses undocumented query parameters (a typo such as `field=id` would change the answer silently) and repeats. */
+/** How many `&`-separated pairs the app's query parser (node's querystring, `maxKeys`) reads; it drops the rest. */
+export const MAX_QUERY_PAIRS = 1000;
+
+/** Whether the raw query string has pairs the parser dropped (empty ones count, as they do for the parser). */
+function hasUnreadPairs(url: string): boolean {
+  const start = url.indexOf('?');
+  // Fewer characters than pairs allowed cannot hold too many separators.
+  if (start < 0 || url.length - start <= MAX_QUERY_PAIRS) return false;
+  let pairs = 1;
+  for (let at = url.indexOf('&', start); at >= 0; at = url.indexOf('&', at + 1)) if (++pairs > MAX_QUERY_PAIRS) return true;
+  return false;
+}
+
+/**
+ * Refuses undocumented query parameters (a typo such as `field=id` would change the answer silently), repeats, and
+ * more pairs than the parser reads (a `filter` after the 1000th `&` would be dropped, not applied).
+ */
 export function onlyQueryParameters(names: readonly QueryParameter[]): RequestHandler {
   const known = new Set<string>(names);
   return function refuseUnknownQueryParameters(req, _res, next) {
+    if (hasUnreadPairs(req.originalUrl)) {
+      const description = `too many query parameters: at most ${MAX_QUERY_PAIRS} '&'-separated pairs, empty ones included`;
+      return next(new RestInvalidArgument(description, { reason: 'TOO_MANY_QUERY_PARAMETERS', metadata: { limit: String(MAX_QUERY_PAIRS) } }));
+    }
     for (const [name, value] of Object.entries(queryOf(req))) {
       if (!known.has(name)) {
         const shown = name.length > 64 ? `${name.slice(0, 64)}…` : name;

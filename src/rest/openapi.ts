@@ -175,7 +175,7 @@ const PARAMETERS: Record<QueryParameter, JsonSchema> = {
     required: false,
     description:
       'AIP-160 filter, e.g. `price < 5000 AND seller.name = "Acme"`: comparisons (`=`, `!=`, `<`, `<=`, `>`, `>=`), `:` (has: substring for text, any item for lists, `field:*` for present), ' +
-      '`AND`, `OR` (binds tighter than AND), `NOT` or `-`, parentheses; "strings", numbers, true/false, quoted RFC 3339 timestamps. ' +
+      '`AND`, `OR` (binds tighter than AND), `NOT` or `-`, parentheses; "strings" (no NUL), numbers (within the field\'s range), true/false, quoted RFC 3339 timestamps (years 0001–9999, UTC offsets up to ±15:59). ' +
       'Products: id, name, description, priceCents (price), currency, createdAt, updatedAt, seller.id, seller.name, seller.rating, reviews.rating, reviews.author. ' +
       'Orders: id, status, memo, totalCents, createdAt, updatedAt, items.productId, items.quantity. ' +
       `Errors are 400 with the position. At most ${MAX_FILTER_LENGTH} characters, ${MAX_FILTER_DEPTH} levels of nesting and ${MAX_FILTER_TERMS} comparisons.`,
@@ -209,7 +209,9 @@ const ERROR_STATUS_TEXT: Record<number, string> = {
   409:
     'FAILED_PRECONDITION: the change is not allowed in the current state (ILLEGAL_STATUS_MOVE names both states in `metadata`); ' +
     'or ABORTED (AIP-154): the `etag` in the body is no longer current (ETAG_MISMATCH, `metadata.etag` is the current one). Nothing changed.',
-  412: 'FAILED_PRECONDITION: `If-Match` does not match the current ETag (ETAG_MISMATCH, `metadata.etag` is the current one); nothing changed.',
+  412:
+    'FAILED_PRECONDITION: `If-Match` does not match the current ETag (ETAG_MISMATCH, `metadata.etag` is the current one), or, on a PATCH, ' +
+    '`If-None-Match` names the order’s current version or is `*` (ETAG_MATCH); nothing changed.',
   422: 'FAILED_PRECONDITION: this `Idempotency-Key` was already used with a different request (IDEMPOTENCY_KEY_REUSED); nothing was created.',
   413: `The request body is larger than ${MAX_BODY_BYTES} bytes.`,
   415: 'The request body is not application/json.',
@@ -252,8 +254,8 @@ export function openApiDocument(runtime: Runtime, schema: GraphQLSchema, routes:
     const parameters: JsonSchema[] = [];
     if (route.path.includes(':id')) parameters.push({ $ref: '#/components/parameters/id' });
     for (const name of route.query) parameters.push({ $ref: `#/components/parameters/${name}` });
-    if (route.method === 'patch') parameters.push({ $ref: '#/components/parameters/If-Match' });
-    if (route.method === 'get') parameters.push({ $ref: '#/components/parameters/If-None-Match' });
+    if (route.method === 'patch') parameters.push({ $ref: '#/components/parameters/If-Match' }, { $ref: '#/components/parameters/If-None-Match-write' });
+    if (route.method === 'get') parameters.push({ $ref: '#/components/parameters/If-Match-read' }, { $ref: '#/components/parameters/If-None-Match' });
     if (route.method === 'post') parameters.push({ $ref: '#/components/parameters/Idempotency-Key' });
     // Every answer is tagged (src/rest/etag.ts); reads are private and revalidated.
     // (`Idempotent-Replayed` is only on replays, so the POST's description names it rather than its headers.)
@@ -268,7 +270,7 @@ export function openApiDocument(runtime: Runtime, schema: GraphQLSchema, routes:
     if (route.method === 'get') {
       responses['304'] = { description: 'Not Modified: `If-None-Match` holds the current ETag. No body.', headers: { ETag: HEADERS.ETag, 'Cache-Control': HEADERS['Cache-Control'] } };
     }
-    const errors = [...route.errors, ...(route.method === 'post' ? [422] : [])];
+    const errors = [...route.errors, ...(route.method === 'post' ? [422] : []), ...(route.method === 'get' ? [412] : [])];
     for (const status of [...new Set([400, 401, 403, ...errors])].sort()) responses[String(status)] = { $ref: `#/components/responses/Error${status}` };
     (paths[path] ??= {})[route.method] = {
       operationId: route.operationId,
@@ -356,6 +358,22 @@ export function openApiDocument(runtime: Runtime, schema: GraphQLSchema, routes:
           description:
             'Apply the change only if the order’s current version is one of these tags (an ETag or the order’s `etag`; or `*`); otherwise 412 and nothing changes. ' +
             'A body `etag` (AIP-154) does the same but answers 409 ABORTED; if both are given they must agree.',
+          schema: { type: 'string' },
+        },
+        'If-Match-read': {
+          name: 'If-Match',
+          in: 'header',
+          required: false,
+          description: 'Answer only if the ETag of this exact representation (strong comparison) is one of these tags, or `*`; otherwise 412 without the body.',
+          schema: { type: 'string' },
+        },
+        'If-None-Match-write': {
+          name: 'If-None-Match',
+          in: 'header',
+          required: false,
+          description:
+            'Apply the change only if the order’s current version is none of these tags (ETags or the order’s `etag`, weak comparison); `*` refuses any ' +
+            'existing order. Otherwise 412 and nothing changes. Checked against the version the UPDATE itself requires, so it holds under concurrent writes.',
           schema: { type: 'string' },
         },
         'If-None-Match': {

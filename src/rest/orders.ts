@@ -1,6 +1,6 @@
 /**
  * The caller's orders. A PATCH with `If-Match` passes it to updateOrder's `etag` argument, so the check and the
- * write are one atomic step.
+ * write are one atomic step; with `If-None-Match`, the version it checked is passed the same way.
  */
 import { coerceInputValue, getNamedType, isInputObjectType, type GraphQLSchema } from 'graphql';
 import type { Response } from 'express';
@@ -18,8 +18,8 @@ import { itemRoute, listRoute, readItem, type Collection } from './collection.js
 import { allowedFields, rootField, rootFieldType, type CompiledOperation } from './selection.js';
 import { parseUpdateMask, planUpdate } from './update-mask.js';
 import { schemaRef } from './openapi.js';
-import { representationTag, setResourceVersion, versionOf } from './etag.js';
-import { idempotencyKeyOf } from './idempotency.js';
+import { parseTagList, representationTag, setResourceVersion, versionOf } from './etag.js';
+import { idempotencyKeyOf, namingTheHeader } from './idempotency.js';
 import { findKey, orderRequestHash, storeResponse } from '../graphql/idempotency.js';
 
 function internalFields(schema: GraphQLSchema, operation: 'query' | 'mutation', field: string, names: string[]): FieldTree {
@@ -36,21 +36,19 @@ export function etagHeader(etag: string): string {
  * accepted: the condition is on the order, not on one view of it.
  */
 function parseIfMatch(header: string | undefined): '*' | string[] | undefined {
-  if (header === undefined) return undefined;
-  if (header.trim() === '*') return '*';
-  const tags: string[] = [];
-  const item = /[ \t]*(W\/)?("[\x21\x23-\x7e\x80-\xff]*")[ \t]*(?:,|$)/y;
-  while (item.lastIndex < header.length) {
-    const start = item.lastIndex;
-    const match = item.exec(header);
-    if (!match) {
-      if (header.slice(start).trim() === '') break;
-      throw new RestInvalidArgument('If-Match must be * or a list of entity tags such as "abc"');
-    }
-    if (!match[1]) tags.push(versionOf(match[2]!));
-    if (item.lastIndex === start) break;
-  }
-  return tags;
+  const listed = parseTagList('If-Match', header);
+  return listed === undefined || listed === '*' ? listed : listed.filter((tag) => !tag.weak).map((tag) => versionOf(tag.opaque));
+}
+
+/** Weak comparison (RFC 9110 §13.1.2), on the order's version like If-Match: `W/` tags count. */
+function parseIfNoneMatch(header: string | undefined): '*' | string[] | undefined {
+  const listed = parseTagList('If-None-Match', header);
+  return listed === undefined || listed === '*' ? listed : listed.map((tag) => versionOf(tag.opaque));
+}
+
+/** Whether If-None-Match refuses a write to the order at `version` (`*`: any existing order). */
+function noneMatchRefuses(noneMatch: '*' | string[] | undefined, version: string | undefined): boolean {
+  return noneMatch === '*' || (noneMatch !== undefined && version !== undefined && noneMatch.includes(version));
 }
 
 function etagOf(order: unknown): string | undefined {
@@ -158,7 +156,9 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
             }
           }
           const operation = orderOperation('orders.create', 'mutation', 'createOrder', key === undefined ? ['input'] : ['input', 'idempotencyKey'], fields);
-          const order = (await rest.run(operation, { input, ...(key === undefined ? {} : { idempotencyKey: key }) }, principal)) as { id: number };
+          const order = (await rest.run(operation, { input, ...(key === undefined ? {} : { idempotencyKey: key }) }, principal).catch((error: unknown) => {
+            throw namingTheHeader(error);
+          })) as { id: number };
           const location = `${runtime.config.issuer}/orders/${order.id}`;
           const body = operation.project(order);
           if (key !== undefined) {
@@ -194,6 +194,7 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
         'Applies the body fields named in `update_mask` (and present in the body); other fields keep their values. ' +
         'Output-only fields in the mask are ignored (AIP-203), so sending back a just-read order with its mask changes nothing. ' +
         '`If-Match` with the order’s ETag makes the change conditional: a stale one gets 412 and changes nothing. ' +
+        '`If-None-Match` refuses the change (412) when the order is in a state it names, or with `*`. ' +
         'An illegal status move is 409.',
       scope: 'orders:write',
       query: ['update_mask', 'fields'],
@@ -209,6 +210,7 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
           const mask = parseUpdateMask(queryParameter(req, 'update_mask'));
           const fields = parseFields(queryParameter(req, 'fields'));
           const ifMatch = parseIfMatch(req.headers['if-match']);
+          const noneMatch = parseIfNoneMatch(req.headers['if-none-match']);
           const inBody = bodyEtag(req.body as Record<string, unknown>);
           if (inBody !== undefined && Array.isArray(ifMatch) && !ifMatch.includes(inBody)) {
             throw new RestInvalidArgument('If-Match and the etag in the body name different versions of the order; send one of them', {
@@ -232,6 +234,19 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
             const etag = etagOf(order);
             const wanted = inBody === undefined ? ifMatch : [inBody];
             if (Array.isArray(wanted) && (etag === undefined || !wanted.includes(etag))) throw staleEtag(source, etag);
+            if (noneMatchRefuses(noneMatch, etag)) throw versionListed(etag);
+            setEtag(res, order);
+            res.json(operation.project(order));
+            return;
+          }
+
+          if (noneMatch !== undefined) {
+            const operation = orderOperation('orders.update', 'mutation', 'updateOrder', ['id', 'input', 'etag'], fields);
+            const wanted = inBody === undefined ? ifMatch : [inBody];
+            const order = await writeUnlessNoneMatch((version) => rest.run(operation, { id, input: plan.input, etag: version }, principal), (current) => {
+              if (Array.isArray(wanted) && !wanted.includes(current)) throw staleEtag(source, current);
+              if (noneMatchRefuses(noneMatch, current)) throw versionListed(current);
+            });
             setEtag(res, order);
             res.json(operation.project(order));
             return;
@@ -265,6 +280,41 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
 }
 
 type EtagSource = 'If-Match' | 'body';
+
+/** Never an order's etag (those are base64url of `id:updated_at`), so a write with it only reports the current one. */
+const NO_VERSION = '""';
+/** Each lost round means another request's write succeeded, so this many concurrent writers all get through. */
+const MAX_WRITE_ROUNDS = 10;
+
+/**
+ * A write under If-None-Match (RFC 9110 §13.1.2), as atomic as If-Match: updateOrder can only require the version it
+ * is given, so learn the current version from its ETAG_MISMATCH answer (which needs no more scope than the write),
+ * evaluate the preconditions on it (`check`: If-Match first, §13.2.2), then write requiring exactly that version. If
+ * another write lands in between, the UPDATE matches no row, and the new version is checked again.
+ */
+async function writeUnlessNoneMatch(write: (version: string) => Promise<unknown>, check: (current: string) => void): Promise<unknown> {
+  let current: string | undefined;
+  for (let round = 0; round <= MAX_WRITE_ROUNDS; round++) {
+    if (current !== undefined) check(current);
+    try {
+      return await write(current ?? NO_VERSION);
+    } catch (error) {
+      const reported = error instanceof RestError && error.reason === 'ETAG_MISMATCH' ? error.metadata.etag : undefined;
+      if (reported === undefined) throw error;
+      current = reported;
+    }
+  }
+  throw new RestAborted('the order kept changing while it was being updated; try again', { reason: 'CONCURRENT_UPDATE' });
+}
+
+/** If-None-Match names the order's current version (or is `*`): 412, as RFC 9110 §13.1.2 says for a write. */
+function versionListed(current: string | undefined) {
+  return new RestFailedPrecondition('the order is in a state that If-None-Match names; nothing was changed', {
+    httpStatus: 412,
+    reason: 'ETAG_MATCH',
+    metadata: current === undefined ? {} : { etag: current },
+  });
+}
 
 /** 412 for If-Match (RFC 9110 §13.1.1), 409 ABORTED for a body `etag` (AIP-154). */
 function staleEtag(source: EtagSource, current: string | undefined, cause?: unknown) {

@@ -1,6 +1,6 @@
 /**
  * Entity tags and conditional requests on the REST layer: RFC 9110 §8.8.3 (ETag), §13.1.1
- * (If-Match), §13.1.2 (If-None-Match), §15.4.5 (304), RFC 9111 §5.2.2.7 (private), and
+ * (If-Match), §13.1.2 (If-None-Match), §13.2.2 (their order), §15.4.5 (304), RFC 9111 §5.2.2.7 (private), and
  * AIP-154 (an `etag` in the request body; a stale one is ABORTED).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -18,12 +18,14 @@ const ERROR_INFO = 'type.googleapis.com/google.rpc.ErrorInfo';
 describeEachDatabase('REST caching and preconditions', (context) => {
   let owner: string;
   let userId: number;
+  let writeOnly: string;
   let stranger: string;
   let product: Product;
 
   beforeAll(async () => {
     const { runtime } = context();
     ({ authorization: owner, userId } = await issueTestToken(runtime));
+    ({ authorization: writeOnly } = await issueTestToken(runtime, { userId, scope: 'orders:write' }));
     ({ authorization: stranger } = await issueTestToken(runtime));
     product = await buildProduct(runtime, { name: 'Lantern', priceCents: 1500, reviews: 1 });
   });
@@ -32,6 +34,7 @@ describeEachDatabase('REST caching and preconditions', (context) => {
   const get = (path: string, authorization = owner, headers: Record<string, string> = {}) => app().get(path).set('Authorization', authorization).set(headers);
   const newOrder = () => buildOrder(context().runtime, { userId, memo: 'first', items: [{ product, quantity: 1 }] });
   const memoOf = async (id: number) => (await context().runtime.db.select({ memo: orders.memo }).from(orders).where(eq(orders.id, id)))[0]!.memo;
+  const storedOrder = async (id: number) => (await context().runtime.db.select().from(orders).where(eq(orders.id, id)))[0]!;
   const patch = (id: number, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
     app().patch(`/orders/${id}?update_mask=memo`).set('Authorization', owner).set(headers).send(body);
 
@@ -122,6 +125,171 @@ describeEachDatabase('REST caching and preconditions', (context) => {
       const anonymous = await app().get(`/orders/${order.id}`).set('If-None-Match', mine.headers.etag!);
       expect(anonymous.status).toBe(401);
       expect(anonymous.headers.etag).toBeUndefined();
+    });
+  });
+
+  describe('If-Match on GET and HEAD (RFC 9110 §13.1.1, §13.2.2)', () => {
+    const singles = async () => {
+      const order = await newOrder();
+      return [`/products/${product.id}`, `/products/${product.id}?fields=name`, `/orders/${order.id}`, `/orders/${order.id}?fields=id`];
+    };
+
+    it('answers when the representation strongly matches a listed tag or *, and 412 with the current ETag otherwise', async () => {
+      for (const path of await singles()) {
+        const first = await get(path);
+        const tag = first.headers.etag!;
+        for (const ifMatch of [tag, `"other", ${tag}`, '*']) {
+          const ok = await get(path, owner, { 'If-Match': ifMatch });
+          expect(ok.status, `${path} ${ifMatch}`).toBe(200);
+          expect(ok.text).toBe(first.text);
+          expect(ok.headers.etag).toBe(tag);
+        }
+        // A weak tag never matches strongly, nor does the tag of the same resource read with other fields.
+        for (const ifMatch of ['"nope"', `W/${tag}`, '""']) {
+          const refused = await get(path, owner, { 'If-Match': ifMatch });
+          expect(refused.status, `${path} ${ifMatch}`).toBe(412);
+          expect(refused.headers.etag, path).toBeUndefined();
+          expect(refused.body.error).toMatchObject({ code: 412, status: 'FAILED_PRECONDITION' });
+          expect(refused.body.error.details[0]).toEqual({ '@type': ERROR_INFO, reason: 'ETAG_MISMATCH', domain: 'fieldgate.dev', metadata: { etag: tag } });
+        }
+      }
+    });
+
+    it('HEAD evaluates If-Match the same way: 412 without a body, or 200 with the headers of the GET', async () => {
+      for (const path of await singles()) {
+        const tag = (await get(path)).headers.etag!;
+        const refused = await app().head(path).set('Authorization', owner).set('If-Match', '"nope"');
+        expect(refused.status, path).toBe(412);
+        expect(refused.text ?? '', path).toBe('');
+        expect(refused.headers.etag, path).toBeUndefined();
+        const ok = await app().head(path).set('Authorization', owner).set('If-Match', tag);
+        expect(ok.status, path).toBe(200);
+        expect(ok.headers.etag, path).toBe(tag);
+      }
+    });
+
+    it('is evaluated before If-None-Match: a failed If-Match is 412 even where If-None-Match would be 304', async () => {
+      for (const path of await singles()) {
+        const tag = (await get(path)).headers.etag!;
+        expect((await get(path, owner, { 'If-Match': '"nope"', 'If-None-Match': tag })).status, path).toBe(412);
+        expect((await get(path, owner, { 'If-Match': tag, 'If-None-Match': tag })).status, path).toBe(304);
+        expect((await app().head(path).set('Authorization', owner).set({ 'If-Match': '"nope"', 'If-None-Match': tag })).status, path).toBe(412);
+      }
+    });
+
+    it('lists take If-Match too, on the ETag of the page', async () => {
+      const page = await get('/orders?fields=id');
+      expect((await get('/orders?fields=id', owner, { 'If-Match': page.headers.etag! })).status).toBe(200);
+      expect((await get('/orders?fields=id', owner, { 'If-Match': '"nope"' })).status).toBe(412);
+      expect((await get('/products', owner, { 'If-Match': '"nope"' })).status).toBe(412);
+    });
+
+    it("comes after authorization and lookup: another user's order is 404 whatever If-Match says; a malformed one is 400", async () => {
+      const order = await newOrder();
+      for (const ifMatch of ['*', '"nope"']) expect((await get(`/orders/${order.id}`, stranger, { 'If-Match': ifMatch })).status).toBe(404);
+      expect((await get('/products/2147483647', owner, { 'If-Match': '*' })).status).toBe(404);
+      const malformed = await get(`/orders/${order.id}`, owner, { 'If-Match': 'not-a-tag' });
+      expect(malformed.status).toBe(400);
+      expect(malformed.body.error.details[1]).toMatchObject({ fieldViolations: [{ field: 'If-Match' }] });
+    });
+  });
+
+  describe('If-None-Match on PATCH (RFC 9110 §13.1.2)', () => {
+    const patchIfNoneMatch = (id: number, ifNoneMatch: string, memo: string, authorization = owner) =>
+      app().patch(`/orders/${id}?update_mask=memo`).set('Authorization', authorization).set('If-None-Match', ifNoneMatch).send({ memo });
+
+    it('is 412 and writes nothing when it names the current version, in any of its forms, or is *', async () => {
+      const order = await newOrder();
+      const read = await get(`/orders/${order.id}`);
+      const header = read.headers.etag!;
+      const before = await storedOrder(order.id);
+      // The ETag header, the tag of another view of the same version, the order's `etag`, weak, in a list, and *.
+      const otherView = (await get(`/orders/${order.id}?fields=id`)).headers.etag!;
+      for (const ifNoneMatch of [header, otherView, read.body.etag as string, `W/${header}`, `"other", ${header}`, '*']) {
+        const res = await patchIfNoneMatch(order.id, ifNoneMatch, 'overwritten');
+        expect(res.status, ifNoneMatch).toBe(412);
+        expect(res.headers.etag, ifNoneMatch).toBeUndefined();
+        expect(res.body.error).toMatchObject({ code: 412, status: 'FAILED_PRECONDITION' });
+        expect(res.body.error.details[0]).toEqual({ '@type': ERROR_INFO, reason: 'ETAG_MATCH', domain: 'fieldgate.dev', metadata: { etag: read.body.etag } });
+      }
+      expect(await storedOrder(order.id)).toEqual(before);
+    });
+
+    it('applies the change when the order is at another version', async () => {
+      const order = await newOrder();
+      const stale = (await get(`/orders/${order.id}`)).headers.etag!;
+      expect((await patch(order.id, { memo: 'second' })).status).toBe(200);
+      const res = await patchIfNoneMatch(order.id, `${stale}, "never-issued"`, 'third');
+      expect(res.status).toBe(200);
+      expect(res.body.memo).toBe('third');
+      expect(res.headers.etag).toBe((await get(`/orders/${order.id}`)).headers.etag);
+      expect(await memoOf(order.id)).toBe('third');
+    });
+
+    it('needs only orders:write, as the PATCH itself does', async () => {
+      const order = await newOrder();
+      const current = (await get(`/orders/${order.id}`)).headers.etag!;
+      expect((await patchIfNoneMatch(order.id, current, 'x', writeOnly)).status).toBe(412);
+      expect((await patchIfNoneMatch(order.id, '"never-issued"', 'by the writer', writeOnly)).status).toBe(200);
+      expect(await memoOf(order.id)).toBe('by the writer');
+    });
+
+    it('a missing or foreign order is 404 even with *; a malformed header is 400; both kept unchanged', async () => {
+      const order = await newOrder();
+      expect((await patchIfNoneMatch(order.id, '*', 'theirs', stranger)).status).toBe(404);
+      expect((await patchIfNoneMatch(2147483647, '*', 'x')).status).toBe(404);
+      const malformed = await patchIfNoneMatch(order.id, 'not-a-tag', 'x');
+      expect(malformed.status).toBe(400);
+      expect(malformed.body.error.details[1]).toMatchObject({ fieldViolations: [{ field: 'If-None-Match' }] });
+      expect(await memoOf(order.id)).toBe('first');
+    });
+
+    it('is evaluated after If-Match (§13.2.2), and together they must both hold', async () => {
+      const order = await newOrder();
+      const current = (await get(`/orders/${order.id}`)).headers.etag!;
+      const both = (ifMatch: string, ifNoneMatch: string, memo: string) =>
+        app().patch(`/orders/${order.id}?update_mask=memo`).set('Authorization', owner).set({ 'If-Match': ifMatch, 'If-None-Match': ifNoneMatch }).send({ memo });
+      const staleMatch = await both('"c29tZXRoaW5nIGVsc2U"', current, 'x');
+      expect(staleMatch.status).toBe(412);
+      expect(staleMatch.body.error.details[0]).toMatchObject({ reason: 'ETAG_MISMATCH' });
+      const listed = await both(current, current, 'x');
+      expect(listed.status).toBe(412);
+      expect(listed.body.error.details[0]).toMatchObject({ reason: 'ETAG_MATCH' });
+      // A body etag with If-None-Match: a stale body etag is still 409 ABORTED (AIP-154).
+      const staleBody = await app().patch(`/orders/${order.id}?update_mask=memo`).set('Authorization', owner).set('If-None-Match', '"x"').send({ memo: 'x', etag: '"c29tZXRoaW5nIGVsc2U"' });
+      expect(staleBody.status).toBe(409);
+      expect(await memoOf(order.id)).toBe('first');
+      expect((await both(current, '"never-issued"', 'both hold')).status).toBe(200);
+      expect(await memoOf(order.id)).toBe('both hold');
+    });
+
+    it('a mask that writes nothing is refused the same way', async () => {
+      const order = await newOrder();
+      const current = (await get(`/orders/${order.id}`)).headers.etag!;
+      const noop = (ifNoneMatch: string) => app().patch(`/orders/${order.id}?update_mask=id`).set('Authorization', owner).set('If-None-Match', ifNoneMatch).send({});
+      expect((await noop(current)).status).toBe(412);
+      expect((await noop('*')).status).toBe(412);
+      expect((await noop('"never-issued"')).status).toBe(200);
+    });
+
+    it('of 10 concurrent PATCHes with If-None-Match naming the current version, all are 412 and nothing changes', async () => {
+      const order = await newOrder();
+      const current = (await get(`/orders/${order.id}`)).headers.etag!;
+      const before = await storedOrder(order.id);
+      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => patchIfNoneMatch(order.id, current, `writer ${i}`)));
+      expect(results.map((res) => res.status)).toEqual(Array<number>(10).fill(412));
+      expect(await storedOrder(order.id)).toEqual(before);
+    });
+
+    it('of 10 concurrent PATCHes with a stale If-None-Match, each applies its change as without it', async () => {
+      const order = await newOrder();
+      const stale = (await get(`/orders/${order.id}`)).headers.etag!;
+      expect((await patch(order.id, { memo: 'second' })).status).toBe(200);
+      const memos = Array.from({ length: 10 }, (_, i) => `writer ${i}`);
+      const results = await Promise.all(memos.map((memo) => patchIfNoneMatch(order.id, stale, memo)));
+      // Writers that lose a round to another's write check the new version and try again.
+      expect(results.map((res) => res.status)).toEqual(Array<number>(10).fill(200));
+      expect(memos).toContain(await memoOf(order.id));
     });
   });
 

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
 import { randomUUID } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import { eq } from 'drizzle-orm';
 import { describeEachDatabase } from '../support/runtime.js';
 import { issueTestToken, type TestToken } from '../support/tokens.js';
@@ -105,6 +106,36 @@ describeEachDatabase('REST requests', (context) => {
       expect((await send('patch', `/orders/${orderId}?update_mask=memo`).set('Content-Type', 'application/json').send(fits)).status).toBe(200);
       const huge = await send('post', '/orders').set('Content-Type', 'application/json').send(JSON.stringify({ items: [], memo: 'm'.repeat(10 * 1024 * 1024) }));
       expect(huge.status).toBe(413);
+    });
+  });
+
+  describe('request bodies with a Content-Encoding', () => {
+    /** Sends `body` as is (supertest would serialize a Buffer by its Content-Type). */
+    const encoded = (method: 'post' | 'patch', path: string, coding: string, body: Buffer | string) =>
+      send(method, path).set('Content-Type', 'application/json').set('Content-Encoding', coding).serialize((data: unknown) => data as string).send(body);
+    const errorLogs = () => context().logs.records().filter((record) => (record.level as number) >= 50);
+
+    it.each(['gzip', 'br', 'deflate'])('corrupt %s data is 400 INVALID_ARGUMENT, logged as no error', async (coding) => {
+      const before = errorLogs().length;
+      for (const method of ['post', 'patch'] as const) {
+        const res = await encoded(method, method === 'post' ? '/orders' : `/orders/${orderId}?update_mask=memo`, coding, 'garbage');
+        expect(res.status, method).toBe(400);
+        expect(res.body.error, method).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT' });
+      }
+      expect(errorLogs().slice(before)).toEqual([]);
+      expect(await memo()).toBe('kept');
+    });
+
+    it('a Content-Encoding it cannot decode is 415', async () => {
+      const res = await encoded('patch', `/orders/${orderId}?update_mask=memo`, 'compress', 'garbage');
+      expect(res.status).toBe(415);
+      expect(res.body.error).toMatchObject({ code: 415, status: 'INVALID_ARGUMENT', details: [expect.objectContaining({ reason: 'UNSUPPORTED_ENCODING' })] });
+    });
+
+    it('a well-formed gzip body is read', async () => {
+      const res = await encoded('patch', `/orders/${orderId}?update_mask=memo&fields=memo`, 'gzip', gzipSync('{"memo":"kept"}'));
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ memo: 'kept' });
     });
   });
 
@@ -246,6 +277,24 @@ describeEachDatabase('REST requests', (context) => {
       const res = await get(`/products?${'x'.repeat(1000)}=1`);
       expect(res.status).toBe(400);
       expect(res.body.error.message.length).toBeLessThan(200);
+    });
+
+    it('a query past the pairs the parser reads is 400, never answered without its last parameters', async () => {
+      // node's querystring reads 1000 '&'-separated pairs, empty ones included, and drops the rest.
+      const hidden = await get(`/orders?fields=id,status&${'&'.repeat(1000)}filter=status%3Dpaid`);
+      expect(hidden.status).toBe(400);
+      expect(hidden.body.error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT' });
+      expect(hidden.body.error.message).toMatch(/^too many query parameters/);
+      expect(hidden.body.error.details[0]).toMatchObject({ reason: 'TOO_MANY_QUERY_PARAMETERS', metadata: { limit: '1000' } });
+      for (const path of [`/products?${'&'.repeat(1000)}`, `/orders/${orderId}?fields=id${'&'.repeat(1000)}`]) expect((await get(path)).status, path).toBe(400);
+      const write = await send('patch', `/orders/${orderId}?update_mask=memo${'&'.repeat(1000)}`).send({ memo: 'changed' });
+      expect(write.status).toBe(400);
+      expect(await memo()).toBe('kept');
+      // Exactly 1000 pairs are all read: the filter in the last one applies.
+      const most = await get(`/orders?fields=id,status${'&'.repeat(999)}filter=status%3Dpaid`);
+      expect(most.status).toBe(200);
+      expect(most.body.every((order: { status: string }) => order.status === 'paid')).toBe(true);
+      expect((await get(`/orders?fields=id,status${'&'.repeat(999)}filter=status%3Dpending`)).body).toContainEqual({ id: orderId, status: 'pending' });
     });
 
     it.each([

@@ -122,6 +122,42 @@ describeEachDatabase('idempotent order creation', (context) => {
       expect(again.body).toEqual({ id: first.body.id, memo: 'retry me' });
     });
 
+    it('two Idempotency-Key fields are 400 naming the header, creating nothing and claiming neither key', async () => {
+      const [shared, other] = [`shared-${randomUUID()}`, `other-${randomUUID()}`];
+      const before = await orderCount();
+      // superagent sends an array as repeated header fields; its types allow that only for Cookie.
+      const res = await app()
+        .post('/orders')
+        .set('Authorization', buyer.authorization)
+        .set('Idempotency-Key', [shared, other] as unknown as string)
+        .send(body());
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT', message: 'the Idempotency-Key header is given more than once' });
+      expect(res.body.error.details).toEqual([
+        expect.objectContaining({ reason: 'INVALID_IDEMPOTENCY_KEY' }),
+        expect.objectContaining({ fieldViolations: [expect.objectContaining({ field: 'Idempotency-Key' })] }),
+      ]);
+      expect(await orderCount()).toBe(before);
+      const stored = await context().runtime.db.select().from(idempotencyKeys).where(eq(idempotencyKeys.userId, buyer.userId));
+      expect(stored.map((row) => row.key)).not.toContain(`${shared}, ${other}`);
+      // Neither key was used: each still creates its own order.
+      expect((await post(shared, body())).status).toBe(201);
+      expect((await post(other, body())).status).toBe(201);
+      expect(await orderCount()).toBe(before + 2);
+    });
+
+    it('a reused key names the Idempotency-Key header, not the GraphQL argument', async () => {
+      const key = randomUUID();
+      expect((await post(key, body())).status).toBe(201);
+      const res = await post(key, { ...body(), memo: 'other' });
+      expect(res.status).toBe(422);
+      expect(res.body.error.details[1]).toEqual({
+        '@type': 'type.googleapis.com/google.rpc.BadRequest',
+        fieldViolations: [{ field: 'Idempotency-Key', description: expect.any(String) }],
+      });
+      expect(JSON.stringify(res.body)).not.toContain('idempotencyKey');
+    });
+
     it.each([
       ['', 'empty'],
       ['x'.repeat(256), 'too long'],
