@@ -85,11 +85,14 @@ function createInput(schema: GraphQLSchema, body: Record<string, unknown>): Reco
   const outputOnly = allowedFields(rootFieldType(schema, 'mutation', 'createOrder'));
   const accepted = inputType.getFields();
   const input = Object.fromEntries(Object.entries(body).filter(([name]) => Object.hasOwn(accepted, name) || !outputOnly.has(name)));
-  let problem: string | undefined;
+  let problem: { field: string | undefined; message: string } | undefined;
   coerceInputValue(input, arg.type, (path, _value, error) => {
-    problem ??= path.length ? `${pathText(path)}: ${error.message}` : error.message;
+    problem ??= { field: path.length ? pathText(path) : undefined, message: path.length ? `${pathText(path)}: ${error.message}` : error.message };
   });
-  if (problem !== undefined) throw new RestInvalidArgument(`the order is not valid: ${problem}`);
+  if (problem !== undefined) {
+    const description = `the order is not valid: ${problem.message}`;
+    throw new RestInvalidArgument(description, problem.field === undefined ? {} : { fieldViolations: [{ field: problem.field, description }] });
+  }
   return input;
 }
 

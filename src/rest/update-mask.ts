@@ -80,7 +80,7 @@ export function planUpdate(schema: GraphQLSchema, mutation: string, mask: string
 
 function inputValue(field: GraphQLInputField, value: unknown, nonNull: boolean): unknown {
   if (value === null) {
-    if (nonNull) throw new RestInvalidArgument(`'${field.name}' cannot be null`);
+    if (nonNull) throw invalidField(field, `'${field.name}' cannot be null`);
     return null;
   }
   const named = getNamedType(field.type);
@@ -89,7 +89,7 @@ function inputValue(field: GraphQLInputField, value: unknown, nonNull: boolean):
     const mapped = typeof value === 'string' ? enumValueFromRest(named, value) : undefined;
     if (mapped === undefined) {
       const shown = typeof value === 'string' ? `'${truncate(value)}'` : `a JSON ${jsonType(value)}`;
-      throw new RestInvalidArgument(`'${field.name}' must be one of ${allowed.join(', ')}; got ${shown}`);
+      throw invalidField(field, `'${field.name}' must be one of ${allowed.join(', ')}; got ${shown}`);
     }
     return mapped;
   }
@@ -97,8 +97,13 @@ function inputValue(field: GraphQLInputField, value: unknown, nonNull: boolean):
   coerceInputValue(value, field.type, (_path, _invalid, error) => {
     problem ??= error.message;
   });
-  if (problem !== undefined) throw new RestInvalidArgument(`'${field.name}' is not valid: ${problem}`);
+  if (problem !== undefined) throw invalidField(field, `'${field.name}' is not valid: ${problem}`);
   return value;
+}
+
+/** A body field's value the update cannot take, named in BadRequest's field violations (AIP-193). */
+function invalidField(field: GraphQLInputField, description: string): RestInvalidArgument {
+  return new RestInvalidArgument(description, { fieldViolations: [{ field: field.name, description }] });
 }
 
 export function jsonType(value: unknown): string {

@@ -95,6 +95,16 @@ describeEachDatabase('REST orders', (context) => {
       expect(res.body.error.message).toMatch(message);
     });
 
+    it.each([
+      [{ items: [{ productId: 'one', quantity: 1 }] }, 'items[0].productId'],
+      [{ items: [{ productId: 1, quantity: 1.5 }] }, 'items[0].quantity'],
+      [{ items: [{ productId: 1, quantity: 1 }], memo: 7 }, 'memo'],
+    ])('POST /orders names the field of %j in BadRequest', async (body, field) => {
+      const res = await app().post('/orders').set('Authorization', authorization).send(body);
+      expect(res.status).toBe(400);
+      expect(res.body.error.details).toContainEqual(expect.objectContaining({ fieldViolations: [expect.objectContaining({ field })] }));
+    });
+
     it('POST /orders needs orders:write', async () => {
       const res = await app().post('/orders').set('Authorization', readOnly).send({ items: [{ productId: other.id, quantity: 1 }] });
       expect(res.status).toBe(403);
@@ -249,6 +259,7 @@ describeEachDatabase('REST orders', (context) => {
       const res = await patch(order.id, 'update_mask=status,memo', { status: null, memo: 'lost' });
       expect(res.status).toBe(400);
       expect(res.body.error.message).toBe("'status' cannot be null");
+      expect(res.body.error.details).toContainEqual(expect.objectContaining({ fieldViolations: [{ field: 'status', description: "'status' cannot be null" }] }));
       expect(await stored(order.id)).toMatchObject({ memo: 'first', status: 'pending' });
     });
 
@@ -371,6 +382,9 @@ describeEachDatabase('REST orders', (context) => {
       expect(res.body.error.status).toBe('INVALID_ARGUMENT');
       if (typeof message === 'string') expect(res.body.error.message).toBe(message);
       else expect(res.body.error.message).toMatch(message);
+      // AIP-193: the field is named in BadRequest, whichever check refused it.
+      const field = Object.keys(body)[0];
+      expect(res.body.error.details).toContainEqual(expect.objectContaining({ fieldViolations: [expect.objectContaining({ field })] }));
       expect(await stored(order.id)).toMatchObject({ memo: 'first', status: 'pending' });
     });
 
