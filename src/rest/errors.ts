@@ -224,8 +224,10 @@ export function fromGraphQLErrors(errors: readonly GraphQLFormattedError[]): Res
   return new RestInternal('internal error', { cause });
 }
 
-const BODY_PARSER_ERRORS: Record<string, [message: string, reason: string]> = {
+const BODY_PARSER_ERRORS: Record<string, [message: string, reason: string, status?: number]> = {
   'entity.too.large': ['the request body is too large', 'BODY_TOO_LARGE'],
+  // Thrown by http.ts' verify step, which body-parser answers with 403 whatever the error says.
+  'entity.charset.malformed': ['the request body is not valid UTF-8', 'INVALID_UTF8', 400],
   'entity.parse.failed': ['the request body is not valid JSON', 'INVALID_JSON'],
   'encoding.unsupported': ['the request body encoding is not supported', 'UNSUPPORTED_ENCODING'],
   'charset.unsupported': ['the request body encoding is not supported', 'UNSUPPORTED_ENCODING'],
@@ -236,11 +238,11 @@ export function toRestError(error: unknown): RestError {
   const status = (error as { status?: unknown; statusCode?: unknown })?.status ?? (error as { statusCode?: unknown })?.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     const type = (error as { type?: string }).type;
-    const [message, reason] = (type !== undefined && Object.hasOwn(BODY_PARSER_ERRORS, type) ? BODY_PARSER_ERRORS[type] : undefined) ?? [
+    const [message, reason, ownStatus] = (type !== undefined && Object.hasOwn(BODY_PARSER_ERRORS, type) ? BODY_PARSER_ERRORS[type] : undefined) ?? [
       'the request is not valid',
       'INVALID_REQUEST',
     ];
-    return new RestInvalidArgument(message, { httpStatus: status, cause: error, reason });
+    return new RestInvalidArgument(message, { httpStatus: ownStatus ?? status, cause: error, reason });
   }
   return new RestInternal('internal error', { cause: error });
 }

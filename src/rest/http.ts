@@ -55,7 +55,19 @@ export function principalOf(res: Response): Principal {
   return principal;
 }
 
-const parseJson = express.json({ limit: MAX_BODY_BYTES, strict: false, type: () => true });
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** body-parser decodes bytes that are not UTF-8 as U+FFFD, which a write would then store in their place. */
+function refuseMalformedUtf8(_req: unknown, _res: unknown, body: Buffer, encoding: string): void {
+  if (encoding.toLowerCase() !== 'utf-8') return;
+  try {
+    utf8.decode(body);
+  } catch {
+    throw Object.assign(new Error('the request body is not valid UTF-8'), { type: 'entity.charset.malformed' });
+  }
+}
+
+const parseJson = express.json({ limit: MAX_BODY_BYTES, strict: false, type: () => true, verify: refuseMalformedUtf8 });
 
 export function jsonObjectBody(): RequestHandler[] {
   return [

@@ -78,6 +78,24 @@ describeEachDatabase('REST requests', (context) => {
     });
 
     it.each([
+      ['a lone continuation byte', [0x80]],
+      ['a truncated sequence', [0xe2, 0x82]],
+      ['bytes no UTF-8 has', [0xff, 0xfe]],
+      ['an encoded surrogate', [0xed, 0xa0, 0x80]],
+    ])('a body with %s in a string is 400 and stores nothing, not U+FFFD', async (_name, bytes) => {
+      // superagent would serialize a Buffer as JSON; the bytes must go as they are.
+      const raw = (path: string, body: Buffer) => send('patch', path).set('Content-Type', 'application/json').serialize(() => body as never).send(body);
+      const res = await raw(`/orders/${orderId}?update_mask=memo`, Buffer.concat([Buffer.from('{"memo":"a'), Buffer.from(bytes), Buffer.from('b"}')]));
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT', message: 'the request body is not valid UTF-8' });
+      expect(res.body.error.details[0]).toMatchObject({ reason: 'INVALID_UTF8' });
+      expect(await memo()).toBe('kept');
+      const valid = await raw(`/orders/${orderId}?update_mask=memo&fields=memo`, Buffer.from('{"memo":"kept \u00e9 \u{1F6A2}"}', 'utf-8'));
+      expect(valid.body).toEqual({ memo: 'kept \u00e9 \u{1F6A2}' });
+      await send('patch', `/orders/${orderId}?update_mask=memo`).set('Content-Type', 'application/json').send('{"memo":"kept"}');
+    });
+
+    it.each([
       ['[{"memo":"x"}]', 'an array'],
       ['"memo"', 'a string'],
       ['42', 'a number'],
