@@ -52,12 +52,13 @@ export function parseTagList(name: ConditionHeader, header: string | undefined):
   if (header === undefined) return undefined;
   if (header.trim() === '*') return '*';
   const tags: ListedTag[] = [];
-  const item = /[ \t]*(W\/)?("[\x21\x23-\x7e\x80-\xff]*")[ \t]*(?:,|$)/y;
+  // Empty list elements (`"a", , "b"`) are skipped, as RFC 9110 §5.6.1.2 asks of a recipient.
+  const item = /[ \t,]*(W\/)?("[\x21\x23-\x7e\x80-\xff]*")[ \t]*(?:,|$)/y;
   while (item.lastIndex < header.length) {
     const start = item.lastIndex;
     const match = item.exec(header);
     if (!match) {
-      if (header.slice(start).trim() === '') break;
+      if (/^[ \t,]*$/.test(header.slice(start))) break;
       const description = `${name} must be * or a list of entity tags such as "abc"`;
       throw new RestInvalidArgument(description, { reason: 'INVALID_PRECONDITION', fieldViolations: [{ field: name, description }] });
     }
@@ -69,11 +70,15 @@ export function parseTagList(name: ConditionHeader, header: string | undefined):
 
 /**
  * If-Match on a read (RFC 9110 §13.1.1), evaluated before If-None-Match (§13.2.2): the representation about to be
- * sent must strongly match a listed tag; `*` matches any. Throws the 412, which the route's error handler sends.
+ * sent must strongly match a listed tag; `*` matches any. A resource with a version (an order) matches any strong tag
+ * of that version — its `etag` field, or the ETag of another `fields` view — as a PATCH's If-Match does. Throws the
+ * 412, which the route's error handler sends.
  */
-function requireIfMatch(header: string | undefined, tag: string): void {
+function requireIfMatch(header: string | undefined, tag: string, version: string | undefined): void {
   const listed = parseTagList('If-Match', header);
-  if (listed === undefined || listed === '*' || listed.some((candidate) => !candidate.weak && candidate.opaque === tag)) return;
+  if (listed === undefined || listed === '*') return;
+  const current = version === undefined ? tag : versionOf(tag);
+  if (listed.some((candidate) => !candidate.weak && (version === undefined ? candidate.opaque : versionOf(candidate.opaque)) === current)) return;
   throw new RestFailedPrecondition('the representation has changed since the ETag in If-Match was issued', {
     httpStatus: 412,
     reason: 'ETAG_MISMATCH',
@@ -109,7 +114,7 @@ function sendTaggedJson(this: Response, body: unknown): Response {
   const version = res.locals[RESOURCE_VERSION] as string | undefined;
   const tag = representationTag(text, version);
   const conditionalRead = res.statusCode === 200 && isRead(req.method);
-  if (conditionalRead) requireIfMatch(req.headers['if-match'], tag);
+  if (conditionalRead) requireIfMatch(req.headers['if-match'], tag, version);
   res.setHeader('ETag', tag);
   if (conditionalRead) {
     if (noneMatchHolds(req.headers['if-none-match'], tag)) {

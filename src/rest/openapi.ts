@@ -364,7 +364,7 @@ export function openApiDocument(runtime: Runtime, schema: GraphQLSchema, routes:
           name: 'If-Match',
           in: 'header',
           required: false,
-          description: 'Answer only if the ETag of this exact representation (strong comparison) is one of these tags, or `*`; otherwise 412 without the body.',
+          description: 'Answer only if the ETag of this representation (strong comparison; for an order, any strong tag of its current version, such as its `etag` field) is one of these tags, or `*`; otherwise 412 without the body.',
           schema: { type: 'string' },
         },
         'If-None-Match-write': {
