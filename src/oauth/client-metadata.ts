@@ -50,15 +50,15 @@ function fail(field: string, problem: string): never {
 }
 
 /**
- * Control characters (C0, DEL, C1), line and paragraph separators, and the bidirectional controls (U+061C, U+200E,
- * U+200F, U+202A–U+202E, U+2066–U+2069), with which a right-to-left override makes a client_name on the consent page
- * read as something else.
+ * Control characters (C0, DEL, C1), line and paragraph separators, halves of surrogate pairs, and the invisible format
+ * characters — the bidirectional controls (a right-to-left override makes a client_name on the consent page read as
+ * something else), zero-width spaces, soft hyphens, tag characters — but the joiners emoji and several scripts need.
  */
-const NOT_IN_TEXT = /[\p{Cc}\p{Zl}\p{Zp}\p{Bidi_Control}]/u;
+const NOT_IN_TEXT = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200C\u200D])\p{Cf}/u;
 
 /** Why a human-readable value (a client's name…) cannot be shown as it is, or undefined. */
 export function textProblem(value: string): string | undefined {
-  return NOT_IN_TEXT.test(value) ? 'must not contain control or bidirectional formatting characters' : undefined;
+  return NOT_IN_TEXT.test(value) ? 'must not contain control, invisible or bidirectional formatting characters' : undefined;
 }
 
 function optionalString(body: Record<string, unknown>, field: string, max = MAX_TEXT_LENGTH): string | undefined {

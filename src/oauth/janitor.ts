@@ -51,7 +51,7 @@ interface Target {
   statement(retention: SQL, limit: number, policy: JanitorPolicy): SQL | undefined;
 }
 
-function expiredRows(table: typeof authorizationCodes | typeof refreshTokens | typeof deviceCodes, key: string): Target['statement'] {
+function expiredRows(table: typeof authorizationCodes | typeof refreshTokens | typeof deviceCodes | typeof endedSessions, key: string): Target['statement'] {
   return (retention, limit) => sql`
       delete from ${table} where ${sql.identifier(key)} in (
         select ${sql.identifier(key)} from ${table} where expires_at < now() - ${retention}
@@ -93,15 +93,9 @@ const TARGETS: Target[] = [
         limit ${limit} for update skip locked)
       returning 1`,
   },
-  {
-    // Past its expiry the cookie is refused by its own expiresAt (browser/session.ts), so the row has nothing left to do.
-    name: 'endedSessions',
-    statement: (_retention, limit) => sql`
-      delete from ${endedSessions} where sid in (
-        select sid from ${endedSessions} where expires_at < now()
-        limit ${limit} for update skip locked)
-      returning 1`,
-  },
+  // Past its expiry a cookie is refused by its own expiresAt (browser/session.ts), checked on the app's clock; the
+  // retention keeps the row past the database's, so an instance whose clock lags it cannot take a copy back.
+  { name: 'endedSessions', statement: expiredRows(endedSessions, 'sid') },
   {
     name: 'loginThrottle',
     statement: (_retention, limit) => sql`

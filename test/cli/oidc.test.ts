@@ -28,6 +28,12 @@ describe('fieldgate user and client OpenID options', () => {
     expect(bad.stderr).toContain('email address');
     const nobody = await runCli(['user', 'update', 'nobody', '--name', 'X'], env);
     expect(nobody.code).not.toBe(0);
+    // The account and consent pages show the name: no right-to-left override or invisible characters.
+    for (const name of ['Ada\u202Eecalevol', 'Ada\u200BLovelace']) {
+      const disguised = await runCli(['user', 'update', 'ada', '--name', name], env);
+      expect(disguised.code, name).not.toBe(0);
+      expect(disguised.stderr).toContain('printable characters');
+    }
   });
 
   it('client create takes pairwise subjects, logout URIs and policy links, and refuses pairwise across hosts', async () => {

@@ -57,7 +57,7 @@ export class Sessions {
   constructor(
     issuer: string,
     secret: string,
-    private readonly ended: Pick<EndedSessionStore, 'end'>,
+    private readonly ended: Pick<EndedSessionStore, 'end' | 'isEnded'>,
   ) {
     this.secure = issuer.startsWith('https:');
     this.cookieName = this.secure ? '__Host-fieldgate-session' : 'fieldgate-session';
@@ -93,14 +93,17 @@ export class Sessions {
   }
 
   /**
-   * A new session for `userId`. Another account's session that it replaces is ended (its user is signed out of this
-   * browser, so a copy of their cookie must not stay signed in); the same user signing in again (prompt=login, max_age)
-   * ends nothing, as no one signed out.
+   * A signed-in session for `userId`. Another account's session that it replaces is ended (its user is signed out of
+   * this browser, so a copy of their cookie must not stay signed in). The same user signing in again (prompt=login,
+   * max_age) keeps the session's id, unless it has ended: its clients know the session by it, and a later sign-out then
+   * ends every copy of the cookie, from before the new sign-in too. An anonymous session always gets a new id.
    */
   async signIn(req: Request, res: Response, userId: number, epoch = 0): Promise<BrowserSession> {
     const replaced = this.current(req);
+    let sid: string | undefined;
     if (replaced?.userId !== undefined && replaced.userId !== userId) await this.ended.end(replaced.sid, replaced.expiresAt);
-    return this.start(req, res, { userId, authTime: Math.floor(Date.now() / 1000), epoch });
+    else if (replaced?.userId === userId && !(await this.ended.isEnded(replaced.sid))) sid = replaced.sid;
+    return this.start(req, res, { userId, authTime: Math.floor(Date.now() / 1000), epoch }, sid);
   }
 
   /**
@@ -115,8 +118,8 @@ export class Sessions {
     return ended;
   }
 
-  private start(req: Request, res: Response, fields: Pick<BrowserSession, 'userId' | 'authTime' | 'epoch'>): BrowserSession {
-    const session: BrowserSession = { sid: randomToken(16), ...fields, expiresAt: Math.floor(Date.now() / 1000) + SESSION_TTL_SECONDS };
+  private start(req: Request, res: Response, fields: Pick<BrowserSession, 'userId' | 'authTime' | 'epoch'>, sid = randomToken(16)): BrowserSession {
+    const session: BrowserSession = { sid, ...fields, expiresAt: Math.floor(Date.now() / 1000) + SESSION_TTL_SECONDS };
     res.cookie(this.cookieName, Buffer.from(JSON.stringify(session)).toString('base64url'), this.cookieOptions());
     sessions.set(req, session);
     return session;

@@ -146,6 +146,7 @@ export function validateRedirectUri(raw: string): string {
     throw new ClientRegistrationError(`redirect URI "${raw}" must use https (or http on a loopback host)`);
   }
   if (uri.username || uri.password) throw new ClientRegistrationError(`redirect URI "${raw}" must not contain credentials`);
+  if (uri.port === '0') throw new ClientRegistrationError(`redirect URI "${raw}" must not use port 0, where nothing listens`);
   return raw;
 }
 

@@ -3,7 +3,7 @@
  * (stolen, or another tab's jar) would stay signed in until it expires. Each store that accepts a signed-in session adds
  * `notEnded` to the statement it already runs, so the check costs no round trip.
  */
-import { sql, type Placeholder, type SQL } from 'drizzle-orm';
+import { eq, sql, type Placeholder, type SQL } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { endedSessions } from '../../db/schema.js';
 
@@ -26,6 +26,12 @@ export class EndedSessionStore {
    * Records the sign-out until the cookie's own expiry (epoch seconds). Returns false when the session had already ended,
    * so concurrent sign-outs of one session all succeed and exactly one of them reports it as its own.
    */
+  /** Whether the session with this cookie id was signed out. */
+  async isEnded(sid: string): Promise<boolean> {
+    const [row] = await this.db.select({ sid: endedSessions.sid }).from(endedSessions).where(eq(endedSessions.sid, sid)).limit(1);
+    return row !== undefined;
+  }
+
   async end(sid: string, expiresAt: number): Promise<boolean> {
     const inserted = await this.db
       .insert(endedSessions)

@@ -3,6 +3,7 @@ import type { Db } from '../../db/database.js';
 import { grants, users } from '../../db/schema.js';
 import { dummyPasswordHash, hashPassword, verifyPassword } from '../../crypto/passwords.js';
 import { notEnded, type SessionCheck } from './ended-sessions.js';
+import { textProblem } from '../client-metadata.js';
 
 export type User = typeof users.$inferSelect;
 
@@ -32,7 +33,8 @@ function validateProfile(profile: UserProfile): Partial<typeof users.$inferInser
   const set: Partial<typeof users.$inferInsert> = {};
   if (profile.displayName !== undefined) {
     const name = profile.displayName?.trim() || null;
-    if (name !== null && (name.length > MAX_DISPLAY_NAME_LENGTH || /[\u0000-\u001f\u007f]/.test(name))) {
+    // Shown on the account and consent pages: the rule client names follow.
+    if (name !== null && (name.length > MAX_DISPLAY_NAME_LENGTH || textProblem(name) !== undefined)) {
       throw new UserRegistrationError(`a display name is at most ${MAX_DISPLAY_NAME_LENGTH} printable characters`);
     }
     set.displayName = name;

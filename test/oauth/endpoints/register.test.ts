@@ -144,19 +144,21 @@ describeEachDatabase(
     });
 
     // A right-to-left override shows "Agent\u202Egnp.exe" as "Agentexe.png" on the consent page.
-    it.each(['202A', '202B', '202C', '202D', '202E', '2066', '2067', '2068', '2069', '200E', '200F', '061C'])(
-      'refuses a client_name with the bidi control U+%s as invalid_client_metadata and stores nothing',
+    // Invisible characters (zero-width space, word joiner, BOM, soft hyphen, tag characters) hide in a name as well,
+    // and half of a surrogate pair would be stored as U+FFFD.
+    it.each(['202A', '202B', '202C', '202D', '202E', '2066', '2067', '2068', '2069', '200E', '200F', '061C', '200B', '2060', 'FEFF', '00AD', 'E0041', 'D800'])(
+      'refuses a client_name with the bidi control or invisible character U+%s as invalid_client_metadata and stores nothing',
       async (code) => {
         const before = await clientCount(context);
-        const res = await register({ ...NATIVE, client_name: `Agent${String.fromCharCode(parseInt(code, 16))}gnp.exe` });
+        const res = await register({ ...NATIVE, client_name: `Agent${String.fromCodePoint(parseInt(code, 16))}gnp.exe` });
         expect(res.status).toBe(400);
-        expect(res.body).toEqual({ error: 'invalid_client_metadata', error_description: 'client_name must not contain control or bidirectional formatting characters' });
+        expect(res.body).toEqual({ error: 'invalid_client_metadata', error_description: 'client_name must not contain control, invisible or bidirectional formatting characters' });
         expect(await clientCount(context)).toBe(before);
       },
     );
 
     it('keeps a client_name in any script, with emoji joiners', async () => {
-      for (const name of ['Größe Café', 'متجر', 'חנות', '価格 ✓', '👩‍💻 Dev']) {
+      for (const name of ['Größe Café', 'متجر', 'חנות', '価格 ✓', '👩‍💻 Dev', 'می\u200Cخواهم']) {
         const res = await register({ ...NATIVE, client_name: name });
         expect(res.status, name).toBe(201);
         expect(res.body.client_name).toBe(name);

@@ -61,10 +61,16 @@ describe('redirect URI matching', () => {
   });
 });
 
+describe('redirect URI registration: port 0', () => {
+  it.each(['http://127.0.0.1:0/cb', 'http://[::1]:00/cb', 'https://app.example:0/cb'])('refuses %s, where nothing listens', (uri) => {
+    expect(() => validateRedirectUri(uri)).toThrow(/port 0/);
+  });
+});
+
 describeEachDatabase('client registration', (context) => {
   it('refuses a name with control or bidirectional formatting characters from the command line too', async () => {
     const { runtime } = context();
-    for (const name of ['Pay\u202egnp.exe', 'Two\nlines', 'Null\u0000']) {
+    for (const name of ['Pay\u202egnp.exe', 'Two\nlines', 'Null\u0000', 'Zero\u200Bwidth']) {
       await expect(runtime.clients.create({ name, redirectUris: ['https://good.example/cb'] })).rejects.toThrow(/bidirectional formatting/);
     }
     const created = await runtime.clients.create({ name: 'Café \u{1F469}\u200D\u{1F4BB} مرحبا', redirectUris: ['https://good.example/cb'] });

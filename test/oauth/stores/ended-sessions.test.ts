@@ -171,6 +171,31 @@ describeEachDatabase(
       expect(redirectParams(await silently(sameUser)).get('code')).toBeTruthy();
     });
 
+    it('keeps the session id when the same user signs in again, so a later logout also ends copies from before it', async () => {
+      const who = await buildUser(context().runtime);
+      const browser = await signedIn(who);
+      const beforeReauthentication = cookiesOf(browser);
+      for (const again of [params({ prompt: 'login' }), params({ max_age: '0' })]) {
+        expect(redirectParams(await browser.authorize(again, who)).get('code')).toBeTruthy();
+      }
+      /** The session id inside the signed cookie (`s:<base64url JSON>.<signature>`). */
+      const sid = (cookies: string): string => {
+        const value = /(?:^|;\s*)fieldgate-session=([^;]+)/.exec(cookies)![1]!;
+        return JSON.parse(Buffer.from(decodeURIComponent(value).replace(/^s:/, '').split('.')[0]!, 'base64url').toString()).sid;
+      };
+      expect(sid(cookiesOf(browser))).toBe(sid(beforeReauthentication));
+      await logOut(browser);
+      expect(redirectParams(await silently(beforeReauthentication)).get('error')).toBe('login_required');
+      expect((await withCookies(beforeReauthentication, '/account')).text).toContain('Sign in to your account');
+
+      // Signing in over the ended copy itself gives a new id, never the ended one (which would sign out at once).
+      const replay = new Browser(context().app);
+      replay.agent.jar.setCookies(beforeReauthentication.split('; ').map((cookie) => `${cookie}; Path=/`), '127.0.0.1', '/');
+      expect(redirectParams(await replay.authorize(params(), who)).get('code')).toBeTruthy();
+      expect(sid(cookiesOf(replay))).not.toBe(sid(beforeReauthentication));
+      expect(redirectParams(await silently(cookiesOf(replay))).get('code')).toBeTruthy();
+    });
+
     it('refuses a copy kept from before “Sign out everywhere” as well, /device included', async () => {
       const browser = await signedIn(await buildUser(context().runtime));
       const copy = cookiesOf(browser);
