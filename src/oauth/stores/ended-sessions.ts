@@ -22,16 +22,16 @@ export function notEnded(sid: string | Placeholder): SQL {
 export class EndedSessionStore {
   constructor(private readonly db: Db) {}
 
-  /**
-   * Records the sign-out until the cookie's own expiry (epoch seconds). Returns false when the session had already ended,
-   * so concurrent sign-outs of one session all succeed and exactly one of them reports it as its own.
-   */
   /** Whether the session with this cookie id was signed out. */
   async isEnded(sid: string): Promise<boolean> {
     const [row] = await this.db.select({ sid: endedSessions.sid }).from(endedSessions).where(eq(endedSessions.sid, sid)).limit(1);
     return row !== undefined;
   }
 
+  /**
+   * Records the sign-out until the cookie's own expiry (epoch seconds). Returns false when the session had already ended,
+   * so concurrent sign-outs of one session all succeed and exactly one of them reports it as its own.
+   */
   async end(sid: string, expiresAt: number): Promise<boolean> {
     const inserted = await this.db
       .insert(endedSessions)
