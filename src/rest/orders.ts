@@ -222,6 +222,12 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
             });
           }
           const source: EtagSource = inBody === undefined ? 'If-Match' : 'body';
+          const wanted = inBody === undefined ? ifMatch : [inBody];
+          /** RFC 9110 §13.2.2: If-Match (or the body etag) first, then If-None-Match, on the order's current version. */
+          const requirePreconditions = (current: string | undefined): void => {
+            if (Array.isArray(wanted) && (current === undefined || !wanted.includes(current))) throw staleEtag(source, current);
+            if (noneMatchRefuses(noneMatch, current)) throw versionListed(current);
+          };
           const plan = planUpdate(rest.schema, 'updateOrder', mask, req.body as Record<string, unknown>);
           const principal = principalOf(res);
 
@@ -234,10 +240,7 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
               throw error instanceof OAuthError ? fromOAuthError(error) : error;
             }
             const { operation, order } = await readOrder(id, fields, principal);
-            const etag = etagOf(order);
-            const wanted = inBody === undefined ? ifMatch : [inBody];
-            if (Array.isArray(wanted) && (etag === undefined || !wanted.includes(etag))) throw staleEtag(source, etag);
-            if (noneMatchRefuses(noneMatch, etag)) throw versionListed(etag);
+            requirePreconditions(etagOf(order));
             setEtag(res, order);
             res.json(operation.project(order));
             return;
@@ -245,11 +248,7 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
 
           if (noneMatch !== undefined) {
             const operation = orderOperation('orders.update', 'mutation', 'updateOrder', ['id', 'input', 'etag'], fields);
-            const wanted = inBody === undefined ? ifMatch : [inBody];
-            const order = await writeUnlessNoneMatch((version) => rest.run(operation, { id, input: plan.input, etag: version }, principal), (current) => {
-              if (Array.isArray(wanted) && !wanted.includes(current)) throw staleEtag(source, current);
-              if (noneMatchRefuses(noneMatch, current)) throw versionListed(current);
-            });
+            const order = await writeUnlessNoneMatch((version) => rest.run(operation, { id, input: plan.input, etag: version }, principal), requirePreconditions);
             setEtag(res, order);
             res.json(operation.project(order));
             return;
@@ -262,7 +261,7 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
             } else {
               // Several candidates: the current one, if listed, becomes the atomic precondition.
               const current = etagOf((await readOrder(id, parseFields('id'), principal)).order);
-              if (current === undefined || !ifMatch.includes(current)) throw staleEtag(source, current);
+              requirePreconditions(current);
               etag = current;
             }
           }
