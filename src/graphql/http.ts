@@ -163,8 +163,13 @@ const refuseOversizedBody: express.RequestHandler = (req, res, next) => {
   const length = Number(req.headers['content-length'] ?? 0);
   if (!(length > MAX_REQUEST_BODY_BYTES)) return next();
   req.resume();
-  refuse(res, 413, 'BODY_TOO_LARGE', `the request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes`);
+  refuseTooLarge(res);
 };
+
+/** One answer for a body over the limit, declared (above) or found while inflating it (below). */
+function refuseTooLarge(res: express.Response): void {
+  refuse(res, 413, 'BODY_TOO_LARGE', `the request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes`);
+}
 
 /**
  * The one answer to a body `readJsonBody` could not read (body-parser's errors: corrupt
@@ -174,7 +179,7 @@ const refuseOversizedBody: express.RequestHandler = (req, res, next) => {
 const refuseUnreadableBody: express.ErrorRequestHandler = (error: unknown, _req, res, next) => {
   const { status, type } = (error ?? {}) as { status?: unknown; type?: unknown };
   if (res.headersSent || typeof status !== 'number' || status < 400 || status >= 500) return next(error);
-  if (type === 'entity.too.large') return refuse(res, 413, 'BODY_TOO_LARGE', `the request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes`);
+  if (type === 'entity.too.large') return refuseTooLarge(res);
   if (type === 'encoding.unsupported') return refuse(res, 415, 'UNSUPPORTED_MEDIA_TYPE', 'the Content-Encoding of the request body is not supported');
   refuse(res, 400, 'BODY_UNREADABLE', 'the request body could not be read');
 };
