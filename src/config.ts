@@ -104,7 +104,7 @@ export interface Config {
   graphqlCompiledQueries: boolean;
   /** Seconds between background sweeps of expired rows (0: no background sweep; `fieldgate janitor` still works). */
   janitorInterval: number;
-  /** Seconds expired codes and refresh tokens, and revoked grants, are kept (never less than the access-token TTL). */
+  /** Seconds expired codes and refresh tokens, revoked grants, and signed-out sessions past their cookie expiry, are kept (never less than the access-token TTL). */
   janitorRetention: number;
   janitorBatchSize: number;
   /** Seconds of quiet before the server collects garbage once (0: never; see idle-collection.ts). */

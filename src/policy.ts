@@ -188,7 +188,7 @@ export const POLICY = {
     max: DAY,
   },
   janitorRetention: {
-    description: 'Seconds expired codes and refresh tokens, and revoked grants, are kept (never less than the access-token TTL).',
+    description: 'Seconds expired codes and refresh tokens, revoked grants, and signed-out sessions past their cookie expiry, are kept (never less than the access-token TTL).',
     default: DAY,
     env: 'JANITOR_RETENTION',
     min: 0,
