@@ -131,8 +131,6 @@ describeEachDatabase('filter literals the column cannot hold', (context) => {
     request(context().app).get(`/${list}?page_size=100&fields=id&filter=${encodeURIComponent(filter)}`).set('Authorization', caller.authorization);
   const graphql = (list: List, filter: string) => postGraphQL(context().app, caller.token, LIST_QUERY[list], { filter });
   const sorted = (ids: number[]) => [...ids].sort((a, b) => a - b);
-  /** The statements reading a list's tables: the bearer token's revocation check may run too, once its cached answer is stale. */
-  const listStatements = (statements: string[]) => statements.filter((statement) => /"(products|orders|sellers|reviews|order_items)"/.test(statement));
   /** A URL cannot carry a lone surrogate (encodeURIComponent throws); GraphQL's JSON can. */
   const fitsUrl = (text: string) => {
     try {
@@ -160,7 +158,7 @@ describeEachDatabase('filter literals the column cannot hold', (context) => {
           expect.objectContaining({ fieldViolations: [{ field: 'filter', description: expect.stringMatching(message) }] }),
         ]),
       });
-      expect(listStatements(sql)).toEqual([]);
+      expect(sql).toEqual([]);
       expect(errorLogs().slice(before)).toEqual([]);
     });
 
@@ -173,7 +171,7 @@ describeEachDatabase('filter literals the column cannot hold', (context) => {
       expect(res!.body.errors, JSON.stringify(res!.body)).toHaveLength(1);
       expect(res!.body.errors![0]!.message).toMatch(message);
       expect(res!.body.errors![0]!.extensions).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'filter', reason: 'INVALID_FILTER', position });
-      expect(listStatements(sql)).toEqual([]);
+      expect(sql).toEqual([]);
       expect(errorLogs().slice(before)).toEqual([]);
     });
   });

@@ -202,8 +202,7 @@ describeEachDatabase('REST products', (context) => {
   });
 
   describe('translation: schema allow-list, AST, LRU, column-level SQL', () => {
-    // Each capture follows the same request at once, so the token's revocation status (cached
-    // for a second, see README "Tokens") is known and only the data statement remains.
+    // The token's revocation check is left out of each capture (test/support/sql.ts): only the data statement remains.
     it('GET /products?fields=id,name is one SQL statement reading only id and name', async () => {
       await get('/products?fields=id,name');
       const statements = await captureSql(context().runtime, async () => {
