@@ -2,7 +2,7 @@
  * Validated in the order RFC 6749 §4.1.2.1 requires: client and redirect URI first, whose failures are shown on our
  * own page (else the endpoint is an open redirector), then the rest, whose failures go to the now trusted redirect URI.
  */
-import { redirectUriMatches, type Client } from './stores/clients.js';
+import { isSelfRegistered, redirectUriMatches, type Client } from './stores/clients.js';
 import {
   InvalidClientMetadata,
   InvalidRequest,
@@ -53,6 +53,12 @@ export class AuthorizationError extends Error {
     readonly redirectUri: string,
     readonly state: string | undefined,
     readonly clientId: string,
+    /**
+     * The redirect URI is not trusted enough to be sent to without the user (a self-registered client's: anyone can
+     * register a phishing page and send broken requests to bounce users there, RFC 9700 §4.11.2), so the error is
+     * shown on our page with a link the user may follow. False for an answer to the user's own decision (Deny).
+     */
+    readonly confirmBeforeRedirect = false,
   ) {
     super(error.message, { cause: error });
   }
@@ -244,7 +250,7 @@ export async function readAuthorizationRequest(clients: ClientCache, params: Par
     };
   } catch (error) {
     if (error instanceof OAuthError && error.expose) {
-      throw new AuthorizationError(error, redirectUri, state, client.id);
+      throw new AuthorizationError(error, redirectUri, state, client.id, isSelfRegistered(client));
     }
     throw error;
   }

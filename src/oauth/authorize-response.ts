@@ -23,12 +23,16 @@ export function redirectWithCode(res: Response, issuer: string, redirectUri: str
   redirectTo(res, authorizationResponseLocation(redirectUri, { code, state, iss: issuer }), status);
 }
 
-export function redirectWithError(res: Response, issuer: string, error: AuthorizationError, status: 302 | 303): void {
-  const location = authorizationResponseLocation(error.redirectUri, {
+/** Where an error response goes: the redirect URI with error, error_description, state and iss. */
+export function errorRedirectLocation(issuer: string, error: AuthorizationError): string {
+  return authorizationResponseLocation(error.redirectUri, {
     error: error.error.code,
     error_description: error.error.description,
     state: error.state,
     iss: issuer,
   });
-  redirectTo(res, location, status);
+}
+
+export function redirectWithError(res: Response, issuer: string, error: AuthorizationError, status: 302 | 303): void {
+  redirectTo(res, errorRedirectLocation(issuer, error), status);
 }

@@ -212,8 +212,9 @@ describeEachDatabase(
       const browser = new Browser(app);
       const { verifier, challenge } = pkcePair();
       const unknown = await browser.open(`/authorize?${new URLSearchParams({ response_type: 'code', client_id: clientId, code_challenge: challenge, code_challenge_method: 'S256', resource: 'https://elsewhere.example/api' })}`);
-      expect(unknown.status).toBe(302);
-      expect(new URL(unknown.headers.location!).searchParams.get('error')).toBe('invalid_target');
+      // A self-registered client's error is shown on the server's page, with a link back (RFC 9700 §4.11.2).
+      expect(unknown.status).toBe(400);
+      expect(unknown.text).toContain('error=invalid_target');
       const query = new URLSearchParams({ response_type: 'code', client_id: clientId, code_challenge: challenge, code_challenge_method: 'S256' });
       query.append('resource', `${TEST_ISSUER}/graphql`);
       query.append('resource', `${TEST_ISSUER}/`); // the REST resource, with a trailing slash

@@ -174,12 +174,21 @@ export class Browser {
         res = await this.signIn(res, user.username, user.password);
       } else if (res.status === 200 && res.text.includes('name="decision"')) {
         res = await this.decide(res, decision);
+      } else if (res.status === 200 && continueLink(res.text)?.includes('/authorize?')) {
+        // The signed-out page of a session another account replaced: it loads front-channel frames, then goes on.
+        res = await this.open(pathOf(continueLink(res.text)!));
       } else {
         throw new Error(`unexpected response ${res.status}: ${res.text.slice(0, 300)}`);
       }
     }
     throw new Error('the authorization flow did not finish');
   }
+}
+
+/** Where a page that moves on by itself (`<meta http-equiv="refresh">`) goes. */
+export function continueLink(html: string): string | undefined {
+  const url = /<meta http-equiv="refresh" content="\d+;url=([^"]*)">/.exec(html)?.[1];
+  return url === undefined ? undefined : unescapeHtml(url);
 }
 
 export function formAction(html: string): string {

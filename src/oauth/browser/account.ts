@@ -9,7 +9,8 @@ import { ACCOUNT_PATH } from '../oidc/paths.js';
 import { MIN_PASSWORD_LENGTH, MAX_PASSWORD_LENGTH, type User } from '../stores/users.js';
 import { createBrowserContext, type BrowserContext } from './flow.js';
 import { signedInSession } from './session.js';
-import { attemptSignIn, MAX_USERNAME_LENGTH, requireCsrf } from './login.js';
+import { attemptSignIn, MAX_USERNAME_LENGTH, OTHER_ACCOUNT_SIGNED_OUT, requireCsrf } from './login.js';
+import { continueAfterSignOut } from './after-sign-out.js';
 import { accountLoginPage, accountPage } from './pages/account.js';
 import { PageError, sendErrorPage } from './pages/error.js';
 import { sendPage } from './pages/layout.js';
@@ -65,9 +66,9 @@ function accountSignIn(browser: BrowserContext) {
       sendPage(res, accountLoginPage({ csrfToken: browser.csrf.token(req, res), issuer: browser.oauth.issuer, username, error: attempt.error }), { status: attempt.status });
       return;
     }
-    await browser.sessions.signIn(req, res, attempt.user.id, attempt.user.sessionEpoch);
+    const { ended } = await browser.sessions.signIn(req, res, attempt.user.id, attempt.user.sessionEpoch);
     browser.oauth.events(req, 'login_succeeded', { userId: attempt.user.id });
-    seeOther(browser, res, ACCOUNT_PATH);
+    await continueAfterSignOut(browser, req, res, ended, `${browser.oauth.issuer}${ACCOUNT_PATH}`, OTHER_ACCOUNT_SIGNED_OUT);
   };
 }
 
@@ -89,9 +90,11 @@ function signOutEverywhere(browser: BrowserContext) {
   return async function signOutAll(req: Request, res: Response): Promise<void> {
     const user = await requireSignedIn(browser, req, 'account_sign_out_everywhere');
     await browser.oauth.users.endSessions(user.id);
-    await browser.sessions.signOut(req, res);
+    const ended = await browser.sessions.signOut(req, res);
     browser.oauth.events(req, 'sessions_ended', { userId: user.id });
-    seeOther(browser, res, ACCOUNT_PATH);
+    // Clients that do not ask for the session id get a logout token for the user (no sid), which ends every session
+    // of theirs; those that do hear of this browser's session only, as the others' ids are known to no one here.
+    await continueAfterSignOut(browser, req, res, ended, `${browser.oauth.issuer}${ACCOUNT_PATH}`, { reason: 'sign_out_everywhere', continueLabel: 'Continue' });
   };
 }
 

@@ -1,7 +1,8 @@
 /** `POST /authorize/consent`: Allow sends the browser back to /authorize (303); Deny answers `access_denied`. */
 import type { Request, Response } from 'express';
 import { AuthorizationError, readAuthorizationRequest } from '../authorization-request.js';
-import { continueAuthorization, type BrowserContext } from './flow.js';
+import { authorizationUrl, continueAuthorization, type BrowserContext } from './flow.js';
+import { continueAfterSignOut } from './after-sign-out.js';
 import { AccessDenied } from '../errors.js';
 import { requireCsrf } from './login.js';
 import { bodyParameters, Parameters } from '../params.js';
@@ -35,9 +36,13 @@ export function consentHandler(browser: BrowserContext) {
       }
       oauth.events(req, 'consent_granted', { clientId, userId: user.userId });
       if (isSelfRegistered(request.client)) {
-        // /authorize would ask again (it never relies on a stored consent for such clients),
-        // so this very decision issues the code.
-        const issued = await oauth.codes.issue(codeRequest(request, { ...session, userId: user.userId }, oauth.sessionIds));
+        // /authorize would ask again (it never relies on a stored consent for such clients), so this very decision
+        // issues the code, in a statement that checks the session again: a logout since the lookup above is refused.
+        const { issued } = await oauth.codes.issueIfConsented(codeRequest(request, { ...session, userId: user.userId }, oauth.sessionIds), check);
+        if (!issued) {
+          continueAuthorization(browser, res, request);
+          return;
+        }
         oauth.events(req, 'code_issued', { clientId, userId: user.userId, grantId: issued.grantId });
         redirectWithCode(res, oauth.issuer, request.redirectUri, issued.code, request.state, 303);
         return;
@@ -58,8 +63,13 @@ export function switchAccountHandler(browser: BrowserContext) {
     const params = bodyParameters(res);
     requireCsrf(browser, req, 'switch_account');
     const request = await readAuthorizationRequest(browser.oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''), browser.oauth.resources);
-    // The user leaves this browser's session: ended like a logout, so a copy of its cookie is refused too.
-    await browser.sessions.signOut(req, res);
-    continueAuthorization(browser, res, request, 'login');
+    // The user leaves this browser's session: ended like a logout, so a copy of its cookie is refused too, and its
+    // clients are told.
+    const ended = await browser.sessions.signOut(req, res);
+    await continueAfterSignOut(browser, req, res, ended, authorizationUrl(browser, request, 'login'), {
+      reason: 'switch_account',
+      clientId: request.client.id,
+      continueLabel: 'Continue',
+    });
   };
 }

@@ -10,7 +10,8 @@ import { formatUserCode, normalizeUserCode } from '../stores/device-codes.js';
 import { createBrowserContext, type BrowserContext } from './flow.js';
 import { signedInSession } from './session.js';
 import type { ThrottleRule, ThrottleState } from './login-throttle.js';
-import { attemptSignIn, requireCsrf, usernameField } from './login.js';
+import { attemptSignIn, OTHER_ACCOUNT_SIGNED_OUT, requireCsrf, usernameField } from './login.js';
+import { continueAfterSignOut } from './after-sign-out.js';
 import { deviceCodePage, deviceConsentPage, deviceDonePage, deviceSignInPage } from './pages/device.js';
 import { pageMethodNotAllowed, PageError, sendErrorPage } from './pages/error.js';
 import { sendPage } from './pages/layout.js';
@@ -139,10 +140,10 @@ function deviceSignIn(device: DeviceContext) {
       showSignIn(device, req, res, userCode, { status: attempt.status, error: attempt.error, username });
       return;
     }
-    await device.sessions.signIn(req, res, attempt.user.id, attempt.user.sessionEpoch);
+    const { ended } = await device.sessions.signIn(req, res, attempt.user.id, attempt.user.sessionEpoch);
     device.oauth.events(req, 'login_succeeded', { userId: attempt.user.id });
     const query = userCode ? `?${new URLSearchParams({ user_code: userCode }).toString()}` : '';
-    res.redirect(303, `${device.oauth.issuer}${DEVICE_PATH}${query}`);
+    await continueAfterSignOut(device, req, res, ended, `${device.oauth.issuer}${DEVICE_PATH}${query}`, OTHER_ACCOUNT_SIGNED_OUT);
   };
 }
 

@@ -98,6 +98,11 @@ function remainingQuery(query: string, satisfied: Satisfied | undefined): string
   return params.toString();
 }
 
+/** /authorize with the request's query, less the prompts a form just satisfied. */
+export function authorizationUrl(browser: BrowserContext, request: AuthorizationRequest, satisfied?: Satisfied): string {
+  return `${browser.oauth.issuer}/authorize?${remainingQuery(request.query, satisfied)}`;
+}
+
 export function continueAuthorization(browser: BrowserContext, res: Response, request: AuthorizationRequest, satisfied?: Satisfied): void {
-  redirectTo(res, `${browser.oauth.issuer}/authorize?${remainingQuery(request.query, satisfied)}`, 303);
+  redirectTo(res, authorizationUrl(browser, request, satisfied), 303);
 }

@@ -4,7 +4,8 @@
  */
 import type { Request, Response } from 'express';
 import { readAuthorizationRequest } from '../authorization-request.js';
-import { continueAuthorization, showLogin, type BrowserContext } from './flow.js';
+import { authorizationUrl, showLogin, type BrowserContext } from './flow.js';
+import { continueAfterSignOut, type AfterSignOut } from './after-sign-out.js';
 import { bodyParameters, Parameters } from '../params.js';
 import { PageError } from './pages/error.js';
 import type { User } from '../stores/users.js';
@@ -27,6 +28,9 @@ export function requireCsrf(browser: BrowserContext, req: Request, formName: str
     'The form was not sent from this sign-in page, or it expired. Go back to the application and start again.',
   );
 }
+
+/** How a sign-in page goes on when the user signed in over another account's session. */
+export const OTHER_ACCOUNT_SIGNED_OUT: AfterSignOut = { reason: 'other_account_signed_in', heading: 'The previous account is signed out', continueLabel: 'Continue' };
 
 export type SignInAttempt =
   | { user: User }
@@ -73,8 +77,8 @@ export function loginHandler(browser: BrowserContext) {
       return;
     }
     const { user } = attempt;
-    await browser.sessions.signIn(req, res, user.id, user.sessionEpoch);
+    const { ended } = await browser.sessions.signIn(req, res, user.id, user.sessionEpoch);
     oauth.events(req, 'login_succeeded', { clientId, userId: user.id });
-    continueAuthorization(browser, res, request, 'login');
+    await continueAfterSignOut(browser, req, res, ended, authorizationUrl(browser, request, 'login'), OTHER_ACCOUNT_SIGNED_OUT);
   };
 }

@@ -29,6 +29,12 @@ export interface SignedOutSession {
   first: boolean;
 }
 
+/** A sign-in, and the other account's session it ended (whose clients are told, as after a sign-out). */
+export interface SignedInSession {
+  session: BrowserSession;
+  ended: SignedOutSession | undefined;
+}
+
 /** What the stores check of a signed-in session; undefined for an anonymous one. */
 export function signedInSession(session: BrowserSession | undefined): SessionCheck | undefined {
   if (session?.userId === undefined) return undefined;
@@ -98,12 +104,13 @@ export class Sessions {
    * max_age) keeps the session's id, unless it has ended: its clients know the session by it, and a later sign-out then
    * ends every copy of the cookie, from before the new sign-in too. An anonymous session always gets a new id.
    */
-  async signIn(req: Request, res: Response, userId: number, epoch = 0): Promise<BrowserSession> {
+  async signIn(req: Request, res: Response, userId: number, epoch = 0): Promise<SignedInSession> {
     const replaced = this.current(req);
     let sid: string | undefined;
-    if (replaced?.userId !== undefined && replaced.userId !== userId) await this.ended.end(replaced.sid, replaced.expiresAt);
+    let ended: SignedOutSession | undefined;
+    if (replaced?.userId !== undefined && replaced.userId !== userId) ended = await this.end(replaced, replaced.userId);
     else if (replaced?.userId === userId && !(await this.ended.isEnded(replaced.sid))) sid = replaced.sid;
-    return this.start(req, res, { userId, authTime: Math.floor(Date.now() / 1000), epoch }, sid);
+    return { session: this.start(req, res, { userId, authTime: Math.floor(Date.now() / 1000), epoch }, sid), ended };
   }
 
   /**
@@ -112,10 +119,14 @@ export class Sessions {
    */
   async signOut(req: Request, res: Response): Promise<SignedOutSession | undefined> {
     const session = this.current(req);
-    const ended =
-      session?.userId === undefined ? undefined : { userId: session.userId, sid: session.sid, first: await this.ended.end(session.sid, session.expiresAt) };
+    const ended = session?.userId === undefined ? undefined : await this.end(session, session.userId);
     this.start(req, res, {});
     return ended;
+  }
+
+  /** Records `session` (of `userId`) as ended, until its cookie would expire. */
+  private async end(session: BrowserSession, userId: number): Promise<SignedOutSession> {
+    return { userId, sid: session.sid, first: await this.ended.end(session.sid, session.expiresAt) };
   }
 
   private start(req: Request, res: Response, fields: Pick<BrowserSession, 'userId' | 'authTime' | 'epoch'>, sid = randomToken(16)): BrowserSession {

@@ -1,7 +1,7 @@
 /** `GET /authorize` (RFC 6749 §4.1.1): login page, consent page, then a code. No CORS: top-level pages only. */
 import express, { type ErrorRequestHandler, type Request, type Response } from 'express';
 import { AuthorizationError, readAuthorizationRequest, UntrustedAuthorizationRequest, type AuthorizationRequest } from '../authorization-request.js';
-import { redirectWithCode, redirectWithError } from '../authorize-response.js';
+import { errorRedirectLocation, redirectWithCode, redirectWithError } from '../authorize-response.js';
 import { CONSENT_PATH, createBrowserContext, LOGIN_PATH, showConsent, showLogin, SWITCH_ACCOUNT_PATH, type BrowserContext } from '../browser/flow.js';
 import { consentHandler, switchAccountHandler } from '../browser/consent.js';
 import type { OAuthContext } from '../context.js';
@@ -12,7 +12,7 @@ import { signedInSession, type BrowserSession } from '../browser/session.js';
 import type { SessionIds } from '../oidc/session-id.js';
 import { loginHandler } from '../browser/login.js';
 import { formBody, queryParameters } from '../params.js';
-import { errorPage, pageMethodNotAllowed, sendErrorPage } from '../browser/pages/error.js';
+import { errorPage, pageMethodNotAllowed, sendErrorPage, untrustedErrorPage } from '../browser/pages/error.js';
 import { sendPage } from '../browser/pages/layout.js';
 
 export function codeRequest(request: AuthorizationRequest, session: BrowserSession & { userId: number }, sessionIds: SessionIds): NewAuthorizationCode {
@@ -32,7 +32,7 @@ export function codeRequest(request: AuthorizationRequest, session: BrowserSessi
 }
 
 function toClient(request: AuthorizationRequest, error: OAuthError): AuthorizationError {
-  return new AuthorizationError(error, request.redirectUri, request.state, request.client.id);
+  return new AuthorizationError(error, request.redirectUri, request.state, request.client.id, isSelfRegistered(request.client));
 }
 
 function needsSignIn(request: AuthorizationRequest, session: BrowserSession): boolean {
@@ -84,7 +84,10 @@ function authorizeHandler(browser: BrowserContext) {
   };
 }
 
-/** Errors about the client or redirect URI as our own page, everything else as a redirect (303 answering a POST). */
+/**
+ * Errors about the client or redirect URI as our own page; a self-registered client's other errors on our page too, with
+ * a link to its redirect URI; everything else as a redirect (303 answering a POST).
+ */
 function authorizeErrorHandler(oauth: OAuthContext): ErrorRequestHandler {
   return function serializeAuthorizeError(error, req, res, next) {
     if (res.headersSent) {
@@ -92,6 +95,10 @@ function authorizeErrorHandler(oauth: OAuthContext): ErrorRequestHandler {
       return;
     }
     if (error instanceof AuthorizationError) {
+      if (error.confirmBeforeRedirect) {
+        sendPage(res, untrustedErrorPage(error.error.description, errorRedirectLocation(oauth.issuer, error)), { status: 400 });
+        return;
+      }
       redirectWithError(res, oauth.issuer, error, req.method === 'POST' ? 303 : 302);
       return;
     }

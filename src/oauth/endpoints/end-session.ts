@@ -14,8 +14,8 @@ import { sendPage } from '../browser/pages/layout.js';
 import { redirectTo, authorizationResponseLocation } from '../authorize-response.js';
 import { bodyParameters, formBody, queryParameters, type Parameters } from '../params.js';
 import { readIdTokenHint } from '../oidc/id-token.js';
-import { notifyBackchannelLogout } from '../oidc/backchannel.js';
-import { frontchannelLogoutFrames, type FrontchannelFrame } from '../oidc/frontchannel.js';
+import { announceSessionEnd } from '../oidc/session-end.js';
+import type { FrontchannelFrame } from '../oidc/frontchannel.js';
 import { END_SESSION_PATH } from '../oidc/paths.js';
 import type { Client } from '../stores/clients.js';
 import { OAuthError } from '../errors.js';
@@ -105,16 +105,9 @@ function confirmSignOut(browser: BrowserContext) {
       return;
     }
     const ended = await browser.sessions.signOut(req, res);
-    let frames: FrontchannelFrame[] = [];
-    if (ended) {
-      // Of concurrent confirmations (a double click, two tabs), the one that ended the session tells the clients; each
-      // page still loads the front-channel frames, as the browser may show either answer.
-      if (ended.first) {
-        oauth.events(req, 'logout', { clientId: logout.client?.id, userId: ended.userId });
-        void notifyBackchannelLogout(oauth, ended.userId, ended.sid);
-      }
-      frames = await frontchannelLogoutFrames(oauth, ended.userId, ended.sid);
-    }
+    // Of concurrent confirmations (a double click, two tabs), one tells the clients; each page still loads the
+    // front-channel frames, as the browser may show either answer.
+    const frames = ended ? await announceSessionEnd(oauth, req, ended, { clientId: logout.client?.id }) : [];
     finish(oauth, res, logout, true, frames);
   };
 }

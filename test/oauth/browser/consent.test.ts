@@ -2,10 +2,12 @@
  * The consent page: what it shows, Allow and Deny,
  * remembered consent, CSRF on the consent form, and the security events.
  */
-import { beforeAll, expect, it } from 'vitest';
+import { afterEach, beforeAll, expect, it, vi } from 'vitest';
+import request from 'supertest';
 import { and, eq } from 'drizzle-orm';
 import { consents } from '../../../src/db/schema.js';
 import { SCOPES } from '../../../src/oauth/scopes.js';
+import { ConsentStore } from '../../../src/oauth/stores/consents.js';
 import { describeEachDatabase } from '../../support/runtime.js';
 import {
   authorizeParams,
@@ -159,3 +161,50 @@ describeEachDatabase('consent page', (context) => {
     expect(events).toContainEqual(expect.objectContaining({ event: 'code_issued', clientId: client.id, userId: granted.user.id }));
   });
 });
+
+describeEachDatabase(
+  'consent page of a self-registered client',
+  (context) => {
+    afterEach(() => {
+      vi.restoreAllMocks();
+    });
+
+    /** A client registered at /register (RFC 7591): the consent form itself issues its code. */
+    async function registeredClient(): Promise<TestClient> {
+      const redirectUri = 'https://self-registered.example/cb';
+      const res = await request(context().app)
+        .post('/register')
+        .send({ redirect_uris: [redirectUri], token_endpoint_auth_method: 'none', client_name: 'Agent' });
+      expect(res.status).toBe(201);
+      return { id: res.body.client_id, secret: undefined, redirectUri, redirectUris: [redirectUri], name: 'Agent', isPublic: true };
+    }
+
+    it('issues the code from the consent form', async () => {
+      const client = await registeredClient();
+      const user = await buildUser(context().runtime);
+      const res = await new Browser(context().app).authorize(authorizeParams(client), user);
+      expect(res.headers.location).toMatch(/^https:\/\/self-registered\.example\/cb\?code=/);
+    });
+
+    it('issues no code when the session ends between the form’s session check and the code (a sign-out racing Allow)', async () => {
+      const client = await registeredClient();
+      const user = await buildUser(context().runtime);
+      const browser = new Browser(context().app);
+      const login = await browser.open(authorizePath(authorizeParams(client)));
+      const consent = await browser.open(pathOf((await browser.signIn(login, user.username, user.password)).headers.location!));
+      expect(consent.text).toContain('name="decision"');
+      // "Sign out everywhere" in another tab commits while this Allow is between its steps.
+      const grant = ConsentStore.prototype.grant;
+      vi.spyOn(ConsentStore.prototype, 'grant').mockImplementation(async function (this: ConsentStore, ...args) {
+        await context().runtime.users.endSessions(user.id);
+        return grant.apply(this, args);
+      });
+      const allowed = await browser.decide(consent, 'allow');
+      expect(allowed.status).toBe(303);
+      expect(allowed.headers.location).toMatch(new RegExp(`^${context().config.issuer}/authorize\\?`));
+      expect((await browser.open(pathOf(allowed.headers.location!))).text).toContain('name="password"');
+      expect(securityEvents(context().logs.lines, 'code_issued').filter((event) => event.userId === user.id)).toEqual([]);
+    });
+  },
+  { REGISTRATION: 'open', REGISTRATION_RATE_LIMIT: '10000' },
+);

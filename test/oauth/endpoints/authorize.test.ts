@@ -243,3 +243,61 @@ describeEachDatabase('GET /authorize', (context) => {
     });
   });
 });
+
+describeEachDatabase(
+  'GET /authorize for a self-registered client (RFC 9700 §4.11.2: no open redirector)',
+  (context) => {
+    let client: TestClient;
+    let user: TestUser;
+    const phishing = 'https://phish.example/landing';
+
+    beforeAll(async () => {
+      // Anyone may register any https redirect URI, a phishing page included.
+      const res = await request(context().app).post('/register').send({ redirect_uris: [phishing], token_endpoint_auth_method: 'none', client_name: 'Lure' });
+      expect(res.status).toBe(201);
+      client = { id: res.body.client_id, secret: undefined, redirectUri: phishing, redirectUris: [phishing], name: 'Lure', isPublic: true };
+      user = await buildUser(context().runtime);
+    });
+
+    const get = (params: Parameters<typeof authorizePath>[0]) => request(context().app).get(authorizePath(params)).redirects(0);
+
+    it.each([
+      ['an unsupported response_type', { response_type: 'bogus' }, 'unsupported_response_type'],
+      ['an unknown scope', { scope: 'nope' }, 'invalid_scope'],
+      ['no PKCE', { code_challenge: undefined, code_challenge_method: undefined }, 'invalid_request'],
+      ['prompt=none without a session', { prompt: 'none' }, 'login_required'],
+    ] as const)('shows %s on our page with a link the user may follow, never redirecting by itself', async (_name, overrides, error) => {
+      const res = await get(authorizeParams(client, { state: 's"<', ...overrides }));
+      expect(res.status).toBe(400);
+      expect(res.headers.location).toBeUndefined();
+      expect(res.headers['content-type']).toMatch(/^text\/html/);
+      expect(res.text).toContain('phish.example');
+      expect(res.text).not.toContain('http-equiv="refresh"');
+      const href = /<a href="([^"]*)">Return to/.exec(res.text)![1]!.replace(/&amp;/g, '&');
+      const link = new URL(href);
+      expect(link.origin + link.pathname).toBe(phishing);
+      expect(link.searchParams.get('error')).toBe(error);
+      expect(link.searchParams.get('state')).toBe('s"<');
+      expect(link.searchParams.get('iss')).toBe(context().config.issuer);
+      expect(res.text).not.toContain('s"<');
+    });
+
+    it('still redirects at once when the signed-in user presses Deny, and with the code after Allow', async () => {
+      const denied = await new Browser(context().app).authorize(authorizeParams(client), user, 'deny');
+      expect(denied.status).toBe(303);
+      expect(redirectParams(denied).get('error')).toBe('access_denied');
+      const allowed = await new Browser(context().app).authorize(authorizeParams(client), user);
+      expect(redirectParams(allowed).get('code')).toBeTruthy();
+    });
+
+    it('answers consent_required to prompt=none on our page too, even for a signed-in user', async () => {
+      const browser = new Browser(context().app);
+      await browser.authorize(authorizeParams(client), user);
+      const res = await browser.open(authorizePath(authorizeParams(client, { prompt: 'none' })));
+      expect(res.status).toBe(400);
+      expect(res.headers.location).toBeUndefined();
+      expect(res.text).toContain('error=consent_required');
+    });
+  },
+  { REGISTRATION: 'open', REGISTRATION_RATE_LIMIT: '10000' },
+);

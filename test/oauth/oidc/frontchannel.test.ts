@@ -7,7 +7,21 @@ import { beforeAll, expect, it } from 'vitest';
 import request from 'supertest';
 import { decodeJwt } from 'jose';
 import { describeEachDatabase } from '../../support/runtime.js';
-import { authorizeParams, Browser, buildClient, buildUser, codeFlowTokens, formAction, formFields, type TestClient, type TestUser } from '../../support/oauth.js';
+import {
+  authorizeParams,
+  authorizePath,
+  Browser,
+  buildClient,
+  buildUser,
+  codeFlowTokens,
+  continueLink,
+  formAction,
+  formFields,
+  pathOf,
+  redirectParams,
+  type TestClient,
+  type TestUser,
+} from '../../support/oauth.js';
 
 describeEachDatabase('Front-Channel Logout', (context) => {
   let withSession: TestClient;
@@ -85,6 +99,43 @@ describeEachDatabase('Front-Channel Logout', (context) => {
     const anonymous = await request(app).get(`/logout?client_id=${notAllowed.id}`);
     expect(iframes(anonymous.text)).toEqual([]);
     expect(anonymous.headers['content-security-policy']).not.toContain('frame-src');
+  });
+
+  it('loads the ended session’s frames on “Switch account”, then goes on to the sign-in without prompt=login', async () => {
+    const who = await buildUser(context().runtime);
+    const browser = new Browser(context().app);
+    const sid = decodeJwt(await idTokenOf(browser, withSession, who)).sid;
+    const consent = await browser.open(authorizePath(authorizeParams(withSession, { scope: 'openid', prompt: 'consent login' })));
+    // prompt=login first shows the sign-in page; signing in again as the same user leads to the consent page.
+    const page = await browser.signIn(consent, who.username, who.password).then((res) => browser.open(pathOf(res.headers.location!)));
+    expect(page.text).toContain('switch-account');
+    const form = /<form method="post" action="([^"]*switch-account)"[^>]*>([\s\S]*?)<\/form>/.exec(page.text)!;
+    const switched = await browser.submit(form[1]!.replace(/&amp;/g, '&'), formFields(`<form>${form[2]}</form>`));
+    expect(switched.status).toBe(200);
+    expect(switched.text).toContain('You are signed out');
+    const [frame] = iframes(switched.text);
+    expect(Object.fromEntries(new URL(frame!).searchParams)).toMatchObject({ iss: context().config.issuer, sid });
+    expect(switched.headers['content-security-policy']).toMatch(/frame-src https:\/\/fc\.example;/);
+    const next = new URL(continueLink(switched.text)!);
+    expect(next.pathname).toBe('/authorize');
+    expect(next.searchParams.get('prompt')).toBe('consent');
+    expect((await browser.open(pathOf(next.href))).text).toContain('name="password"');
+  });
+
+  it('loads the previous account’s frames when another account signs in over its session, then finishes the flow', async () => {
+    const [first, next] = await Promise.all([buildUser(context().runtime), buildUser(context().runtime)]);
+    const browser = new Browser(context().app);
+    const sid = decodeJwt(await idTokenOf(browser, withSession, first)).sid;
+    const login = await browser.open(authorizePath(authorizeParams(withSession, { scope: 'openid', prompt: 'login' })));
+    const page = await browser.signIn(login, next.username, next.password);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('The previous account is signed out');
+    expect(iframes(page.text).map((src) => new URL(src).searchParams.get('sid'))).toEqual([sid]);
+    // The same user signing in again ends nothing: straight on, no frames.
+    const afterFlow = await browser.authorize(authorizeParams(withSession, { scope: 'openid' }), next);
+    expect(redirectParams(afterFlow).get('code')).toBeTruthy();
+    const again = await browser.signIn(await browser.open(authorizePath(authorizeParams(withSession, { scope: 'openid', prompt: 'login' }))), next.username, next.password);
+    expect(again.status).toBe(303);
   });
 
   it('advertises front-channel logout with session support', async () => {

@@ -148,27 +148,71 @@ describeEachDatabase(
       expect(redirectParams(await silently(copy)).get('error')).toBe('login_required');
     });
 
-    it('ends the session that “Switch account” leaves', async () => {
-      const browser = await signedIn();
+    /** The back-channel logout tokens the client received for `who`, once `count` arrived; none expected with 0. */
+    async function logoutTokensFor(who: TestUser, count: number) {
+      const forUser = () => receiver.received.map((entry) => decodeJwt(entry.token)).filter((claims) => claims.sub === String(who.id));
+      if (count > 0) await expect.poll(() => forUser().length, { timeout: 10_000 }).toBe(count);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(forUser()).toHaveLength(count);
+      return forUser();
+    }
+
+    it('ends the session that “Switch account” leaves, and tells its clients', async () => {
+      const who = await buildUser(context().runtime);
+      const browser = await signedIn(who);
       const consent = await browser.open(authorizePath(params({ prompt: 'consent' })));
       const copy = cookiesOf(browser);
       const form = formFor(consent.text, 'switch-account');
-      expect((await browser.submit(form.action, form.fields)).status).toBe(303);
+      const switched = await browser.submit(form.action, form.fields);
+      expect(switched.status).toBe(303);
+      expect(switched.headers.location).toMatch(new RegExp(`^${context().config.issuer}/authorize\\?`));
       expect(redirectParams(await silently(copy)).get('error')).toBe('login_required');
+      const [token] = await logoutTokensFor(who, 1);
+      expect(token!.events).toEqual({ 'http://schemas.openid.net/event/backchannel-logout': {} });
+      expect(securityEvents(context().logs.lines, 'logout').filter((event) => event.userId === who.id)).toEqual([
+        expect.objectContaining({ reason: 'switch_account', clientId: client.id }),
+      ]);
     });
 
-    it('ends the session another account replaces at sign-in, but not one the same user signs in over again', async () => {
-      const other = await buildUser(context().runtime);
-      const browser = await signedIn();
+    it('ends the session another account replaces at sign-in and tells its clients, but not one the same user signs in over again', async () => {
+      const [first, other] = await Promise.all([buildUser(context().runtime), buildUser(context().runtime)]);
+      const browser = await signedIn(first);
       const previousUser = cookiesOf(browser);
       const res = await browser.authorize(params({ prompt: 'login' }), other);
       expect(redirectParams(res).get('code')).toBeTruthy();
       expect(redirectParams(await silently(previousUser)).get('error')).toBe('login_required');
+      await logoutTokensFor(first, 1);
 
-      // prompt=login by the same user: nobody signed out, so the earlier cookie still works.
+      // prompt=login by the same user: nobody signed out, so the earlier cookie still works and no client is told.
       const sameUser = cookiesOf(browser);
       expect(redirectParams(await browser.authorize(params({ prompt: 'login' }), other)).get('code')).toBeTruthy();
       expect(redirectParams(await silently(sameUser)).get('code')).toBeTruthy();
+      await logoutTokensFor(other, 0);
+    });
+
+    it('tells the clients when another account signs in over a session on /account or /device', async () => {
+      for (const [page, login] of [['/account', '/account/login'], ['/device', '/device/login']] as const) {
+        const [first, other] = await Promise.all([buildUser(context().runtime), buildUser(context().runtime)]);
+        const browser = await signedIn(first);
+        // A signed-in page shows no sign-in form, but its CSRF token is the session's, good for the sign-in form too
+        // (another tab, or the next user of a shared computer).
+        const { csrf_token } = formFields((await browser.open(page)).text);
+        expect(csrf_token, page).toBeTruthy();
+        const answer = await browser.submit(`${context().config.issuer}${login}`, { csrf_token: csrf_token!, username: other.username, password: other.password });
+        expect(answer.status, page).toBe(303);
+        await logoutTokensFor(first, 1);
+        expect((await browser.open(page)).text, page).toContain(other.username);
+      }
+    });
+
+    it('tells the clients when “Sign out everywhere” ends the sessions: a token for the user, without a sid', async () => {
+      const who = await buildUser(context().runtime);
+      const browser = await signedIn(who);
+      const page = await browser.open('/account');
+      const form = formFor(page.text, '/account/sign-out-everywhere');
+      expect((await browser.submit(form.action, form.fields)).status).toBe(303);
+      const [token] = await logoutTokensFor(who, 1);
+      expect(token!.sid).toBeUndefined();
     });
 
     it('keeps the session id when the same user signs in again, so a later logout also ends copies from before it', async () => {

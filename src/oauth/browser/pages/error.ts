@@ -18,6 +18,23 @@ export function errorPage(title: string, message: string): SafeHtml {
   );
 }
 
+/**
+ * A self-registered client's request refused (see AuthorizationError.confirmBeforeRedirect): the reason, the host it
+ * would return to, and a link there that carries the error response — the user, not the server, decides to go.
+ */
+export function untrustedErrorPage(description: string, location: string): SafeHtml {
+  const url = new URL(location);
+  const host = url.host || url.protocol;
+  return layout(
+    'This request does not work',
+    html`<h1>This request does not work</h1>
+<p class="alert" role="alert">${description}</p>
+<p>The application that sent you here is at <strong>${host}</strong>. Fieldgate has not verified it.</p>
+<p><a href="${location}">Return to ${host}</a></p>
+<p class="muted">If you do not know this application, close this page.</p>`,
+  );
+}
+
 /** A browser-facing failure answered with the error page and its own status (e.g. 403 for CSRF). */
 export class PageError extends Error {
   override readonly name = 'PageError';

@@ -32,6 +32,10 @@ export interface SignedOutExtras {
   frames?: readonly { src: string }[];
   /** Where to go once the frames had their moment (the validated post_logout_redirect_uri with state). */
   continueTo?: string;
+  /** The link to `continueTo`; "Continue to the application" unless the next page is ours. */
+  continueLabel?: string;
+  /** The heading when not the signed-out user's own sign-out (another account signed in over theirs). */
+  heading?: string;
 }
 
 /** Seconds the front-channel frames get before the browser moves on to the application. */
@@ -39,12 +43,13 @@ const FRAME_SECONDS = 2;
 
 export function signedOutPage(signedOut: boolean, issuer: string, extras: SignedOutExtras = {}): SafeHtml {
   const frames = extras.frames ?? [];
+  const heading = extras.heading ?? (signedOut ? 'You are signed out' : 'You are still signed in');
   return layout(
-    signedOut ? 'Signed out' : 'Still signed in',
-    html`<h1>${signedOut ? 'You are signed out' : 'You are still signed in'}</h1>
-${frames.length ? html`<p class="muted">Signing you out of your applications too…</p>
+    extras.heading ?? (signedOut ? 'Signed out' : 'Still signed in'),
+    html`<h1>${heading}</h1>
+${frames.length ? html`<p class="muted">${extras.heading ? 'Signing it out of its applications too…' : 'Signing you out of your applications too…'}</p>
 ` : ''}${
-      extras.continueTo ? html`<p><a href="${extras.continueTo}">Continue to the application</a></p>` : html`<p class="muted">You can close this page.</p>
+      extras.continueTo ? html`<p><a href="${extras.continueTo}">${extras.continueLabel ?? 'Continue to the application'}</a></p>` : html`<p class="muted">You can close this page.</p>
 <p><a href="${issuer}/account">Your account</a></p>`
     }
 ${frames.map((frame) => html`<iframe src="${frame.src}" title="Signing out" hidden></iframe>`)}`,
