@@ -90,6 +90,8 @@ export class ClientAssertions {
       throw new AssertionRejected('the client keys could not be read', { cause: error });
     }
     const now = Math.floor(Date.now() / 1000);
+    // jose checks iat only for age; one from the future is a clock off or an assertion minted ahead to outlive its key.
+    if (payload.iat !== undefined && payload.iat > now + CLOCK_TOLERANCE_SECONDS) throw new AssertionRejected('the assertion was issued in the future');
     if (payload.exp! > now + MAX_ASSERTION_LIFETIME_SECONDS + CLOCK_TOLERANCE_SECONDS) {
       throw new AssertionRejected('the assertion expires too far in the future');
     }

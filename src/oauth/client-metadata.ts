@@ -42,6 +42,8 @@ export interface ClientMetadata {
   /** Front-Channel Logout §2, and whether that page gets `iss` and `sid`. */
   frontchannelLogoutUri: string | undefined;
   frontchannelLogoutSessionRequired: boolean;
+  /** RFC 9449 §5.2: every token request must carry a DPoP proof. */
+  dpopBoundAccessTokens: boolean;
   extra: Record<string, unknown>;
 }
 
@@ -177,6 +179,8 @@ export function checkRedirectUri(raw: string): string {
   }
   if (FORBIDDEN_SCHEMES.has(url.protocol)) refuse(`must not use the ${url.protocol} scheme`);
   if (url.username || url.password) refuse('must not contain credentials');
+  // As the CLI refuses it (stores/clients.ts): nothing listens on port 0, however it is written.
+  if (url.port === '0') refuse('must not use port 0');
   if (url.protocol === 'https:') return raw;
   if (url.protocol === 'http:') {
     if (!isLoopbackHost(url.hostname)) refuse('must use https (http only on localhost, 127.0.0.0/8 or [::1])');
@@ -272,6 +276,7 @@ export function readClientMetadata(input: unknown, options: { defaultAuthMethod:
     backchannelLogoutSessionRequired: flag(body, 'backchannel_logout_session_required'),
     frontchannelLogoutUri: frontchannelLogoutUri(body, redirectUris),
     frontchannelLogoutSessionRequired: flag(body, 'frontchannel_logout_session_required'),
+    dpopBoundAccessTokens: flag(body, 'dpop_bound_access_tokens'),
     extra,
   };
 }

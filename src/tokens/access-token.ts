@@ -69,12 +69,18 @@ function subjectUser(sub: string, clientId: string): number | null | undefined {
 
 const VERIFIED_CACHE_SIZE = POLICY.verifiedTokenCacheEntries.value;
 
+/** A verified token's principal, and the key it was signed with: a withdrawn key voids the entry. */
+interface VerifiedToken {
+  principal: Principal;
+  kid: string | undefined;
+}
+
 export class AccessTokens {
   /**
    * A token's signature and claims cannot change, so a verified one is remembered by its exact text until its `exp`;
    * revocation is still checked on every request.
    */
-  private readonly verified = new LRUCache<string, Principal>({ max: VERIFIED_CACHE_SIZE });
+  private readonly verified = new LRUCache<string, VerifiedToken>({ max: VERIFIED_CACHE_SIZE });
 
   constructor(
     private readonly keys: KeyStore,
@@ -109,17 +115,18 @@ export class AccessTokens {
 
   async verifySignature(token: string): Promise<Principal> {
     const cached = this.verified.get(token);
-    if (cached) {
-      if (cached.expiresAt.getTime() > Date.now()) return cached;
+    // A token of a withdrawn key is verified afresh, and so refused.
+    if (cached && this.keys.knows(cached.kid)) {
+      if (cached.principal.expiresAt.getTime() > Date.now()) return cached.principal;
       this.verified.delete(token);
       throw new InvalidToken('the access token expired');
     }
-    const principal = await this.verifyUncached(token);
-    this.verified.set(token, principal);
-    return principal;
+    const verified = await this.verifyUncached(token);
+    this.verified.set(token, verified);
+    return verified.principal;
   }
 
-  private async verifyUncached(token: string): Promise<Principal> {
+  private async verifyUncached(token: string): Promise<VerifiedToken> {
     let kid: string | undefined;
     try {
       kid = decodeProtectedHeader(token).kid;
@@ -130,7 +137,8 @@ export class AccessTokens {
     if (!key) throw new InvalidToken('the access token was not signed by a key of this server');
     const { userId, ...claims } = await this.verifyClaims(token, key);
     // Outside the claim checks, so a database failure is a server error and not a refused token.
-    return { ...claims, userId: userId === undefined ? await this.pairwiseUser(claims.grantId, claims.clientId) : userId };
+    const principal = { ...claims, userId: userId === undefined ? await this.pairwiseUser(claims.grantId, claims.clientId) : userId };
+    return { principal, kid };
   }
 
   /** `userId` is undefined for a pairwise `sub`: only the grant knows that user. */
@@ -182,8 +190,10 @@ export class AccessTokens {
 
   /** Undefined whenever `verify` has to run (and give any refusal). */
   verifyFromCache(token: string, resource?: string): Principal | undefined {
-    const principal = this.verified.get(token);
-    if (!principal || principal.expiresAt.getTime() <= Date.now()) return undefined;
+    const cached = this.verified.get(token);
+    if (!cached || !this.keys.knows(cached.kid)) return undefined;
+    const { principal } = cached;
+    if (principal.expiresAt.getTime() <= Date.now()) return undefined;
     if (resource !== undefined && !principal.audience.includes(resource)) return undefined;
     return this.revocations.cachedAnswer(principal.grantId, principal.jti) === false ? principal : undefined;
   }

@@ -153,6 +153,16 @@ export class KeyStore {
     return key?.publicKey;
   }
 
+  /**
+   * Whether `kid` is among the keys loaded last, without waiting: a set older than the reload interval starts a reload
+   * in the background. So a key withdrawn elsewhere (`keys retire`) is forgotten within about that interval, even by a
+   * process that only answers from its caches.
+   */
+  knows(kid: string | undefined): boolean {
+    if (Date.now() - this.loadedAt > RELOAD_INTERVAL_MS) void this.reload().catch(() => {});
+    return kid !== undefined && this.keys.some((key) => key.kid === kid);
+  }
+
   async jwks(): Promise<{ keys: JWK[] }> {
     await this.fresh();
     return { keys: this.keys.map((key) => key.publicJwk) };

@@ -86,6 +86,11 @@ describeEachDatabase(
       }],
       ['an expired assertion', async () => withAssertion(await assertion(client.id, key, { exp: now() - 120 }))],
       ['an assertion valid for more than five minutes', async () => withAssertion(await assertion(client.id, key, { exp: now() + 3600 }))],
+      ['an assertion issued in the future (iat)', async () => {
+        const jwt = await new SignJWT({ jti: randomUUID() }).setProtectedHeader({ alg: key.alg, kid: key.publicJwk.kid! }).setIssuer(client.id)
+          .setSubject(client.id).setAudience(TEST_ISSUER).setIssuedAt(now() + 120).setExpirationTime(now() + 240).sign(key.privateKey);
+        return withAssertion(jwt);
+      }],
       ['a wrong aud', async () => withAssertion(await assertion(client.id, key, { aud: 'https://other.example' }))],
       ['an iss other than the client', async () => withAssertion(await assertion(client.id, key, { iss: 'someone-else' }))],
       ['no jti', async () => withAssertion(await assertion(client.id, key, { jti: null }))],

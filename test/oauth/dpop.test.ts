@@ -159,6 +159,21 @@ describeEachDatabase('DPoP (RFC 9449)', (context) => {
       expect(next.body.error).toBe('invalid_grant');
     });
 
+    it('binds a public client’s refresh token obtained without a proof once it refreshes with one (§5)', async () => {
+      const { app, runtime } = context();
+      const [client, user, key, other] = await Promise.all([buildClient(runtime, { isPublic: true }), buildUser(runtime), dpopKey(), dpopKey()]);
+      const unbound = await tokenRequest(app, await codeGrant(client, user), client);
+      expect(unbound.body.token_type).toBe('Bearer');
+      const refreshed = await post({ grant_type: 'refresh_token', refresh_token: unbound.body.refresh_token }, client, await dpopProof(key, { htu: TOKEN_URL, nonce: nonce() }));
+      expect(refreshed.status, refreshed.text).toBe(200);
+      expect(decodeJwt(refreshed.body.access_token).cnf).toEqual({ jkt: key.jkt });
+      const next = { grant_type: 'refresh_token', refresh_token: refreshed.body.refresh_token };
+      expect((await post(next, client)).body).toMatchObject({ error: 'invalid_grant', error_description: 'the refresh token is DPoP-bound: send a DPoP proof of its key' });
+      expect((await post(next, client, await dpopProof(other, { htu: TOKEN_URL, nonce: nonce() }))).body.error).toBe('invalid_grant');
+      const rightful = await post(next, client, await dpopProof(key, { htu: TOKEN_URL, nonce: nonce() }));
+      expect(rightful.status, rightful.text).toBe(200);
+    });
+
     it('leaves a confidential client’s refresh token unbound: a refresh may use a new key', async () => {
       const { runtime } = context();
       const [client, user, key, other] = await Promise.all([buildClient(runtime), buildUser(runtime), dpopKey(), dpopKey()]);

@@ -1,8 +1,8 @@
-import { expect, it } from 'vitest';
+import { afterEach, expect, it, vi } from 'vitest';
 import { decodeProtectedHeader } from 'jose';
 import { describeEachDatabase } from '../support/runtime.js';
 import { issueTestToken } from '../support/tokens.js';
-import { KeyStore, rotateSigningKey } from '../../src/tokens/signing-keys.js';
+import { KeyStore, retireSigningKey, rotateSigningKey } from '../../src/tokens/signing-keys.js';
 import { AccessTokens } from '../../src/tokens/access-token.js';
 import { GrantOwners } from '../../src/tokens/grant-owners.js';
 import { InvalidToken } from '../../src/oauth/errors.js';
@@ -41,6 +41,32 @@ describeEachDatabase('signing keys', (context) => {
     const published = (await runtime.keys.jwks()).keys.map((k) => k.kid);
     expect(published).toContain(kid);
     expect(published).toContain(decodeProtectedHeader(old.token).kid);
+  });
+
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('stops answering from its caches for a token of a key withdrawn elsewhere (keys retire), within the reload interval', async () => {
+    const { runtime, config } = context();
+    const { userId, clientId, grantId } = await issueTestToken(runtime);
+    const { token } = await runtime.accessTokens.issue({ userId, clientId, scope: 'products:read', grantId });
+    const kid = decodeProtectedHeader(token).kid!;
+    // Verified once: later requests are answered from the verified-token cache.
+    await expect(runtime.accessTokens.verify(token)).resolves.toMatchObject({ userId });
+    expect(runtime.accessTokens.verifyFromCache(token)).toMatchObject({ userId });
+
+    // The key leaked: `fieldgate keys retire` (another process) deletes it.
+    expect(await retireSigningKey(runtime.db, kid, config.accessTokenTtl)).toMatchObject({ retired: kid });
+    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
+    vi.setSystemTime(Date.now() + 31_000);
+    const answer = () => runtime.accessTokens.verify(token).then(() => 'accepted', (error: Error) => error.message);
+    await expect.poll(answer, { timeout: 5_000 }).toMatch(/not signed by a key of this server/);
+    expect(runtime.accessTokens.verifyFromCache(token)).toBeUndefined();
+    // Tokens of the new current key are unaffected.
+    const { token: fresh } = await runtime.accessTokens.issue({ userId, clientId, scope: 'products:read', grantId });
+    expect(decodeProtectedHeader(fresh).kid).not.toBe(kid);
+    await expect(runtime.accessTokens.verify(fresh)).resolves.toMatchObject({ userId });
   });
 
   it('refuses a token signed by a key it does not know', async () => {

@@ -52,6 +52,7 @@ function clientInformation(oauth: OAuthContext, client: Client, secrets: { secre
     ...(client.postLogoutRedirectUris.length === 0 ? {} : { post_logout_redirect_uris: client.postLogoutRedirectUris }),
     ...logoutChannel('backchannel', client.backchannelLogoutUri, client.backchannelLogoutSessionRequired),
     ...logoutChannel('frontchannel', client.frontchannelLogoutUri, client.frontchannelLogoutSessionRequired),
+    ...(client.dpopBoundAccessTokens ? { dpop_bound_access_tokens: true } : {}),
     ...Object.fromEntries(Object.entries(registered).filter(([name]) => name !== 'response_types' && name !== 'token_endpoint_auth_method')),
   };
 }

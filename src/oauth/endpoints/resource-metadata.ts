@@ -7,6 +7,7 @@ import type { RequestHandler } from 'express';
 import type { OAuthContext } from '../context.js';
 import { ALL_SCOPES } from '../scopes.js';
 import { PROTECTED_RESOURCE_METADATA_PATH, type ProtectedResource } from '../../tokens/resources.js';
+import { DPOP_ALGORITHMS } from '../../tokens/dpop.js';
 
 export function protectedResourceMetadata(issuer: string, resource: ProtectedResource, name: string): Record<string, unknown> {
   return {
@@ -14,7 +15,9 @@ export function protectedResourceMetadata(issuer: string, resource: ProtectedRes
     authorization_servers: [issuer],
     scopes_supported: ALL_SCOPES,
     bearer_methods_supported: ['header'],
-    resource_signing_alg_values_supported: ['ES256'],
+    // RFC 9728 §2: resource_signing_alg_values_supported is for signed responses, which these APIs do not send; the
+    // algorithms that matter to a client are the DPoP proofs' (tokens are verified with the server's JWKS).
+    dpop_signing_alg_values_supported: DPOP_ALGORITHMS,
     resource_name: name,
     resource_documentation: resource.documentation,
   };

@@ -28,6 +28,11 @@ function userinfoHandler(oauth: OAuthContext): RequestHandler {
     noStore(res);
     try {
       const principal = await authenticate(oauth, req);
+      // RFC 8707: a token issued only for an external resource server (RESOURCE_INDICATORS) is that server's, and
+      // must not read the user's claims here (node-oidc-provider refuses every audience-restricted token at userinfo).
+      if (!principal.audience.some((audience) => oauth.resources.defaults.includes(audience))) {
+        throw new InvalidToken('the access token was not issued for this server', principal.jkt === undefined ? {} : { dpop: { error: 'invalid_token' } });
+      }
       requireScope(principal, 'openid');
       if (principal.userId === null) throw new InvalidToken('this access token speaks for no user');
       const [user, client] = await Promise.all([oauth.users.find(principal.userId), oauth.clients.find(principal.clientId)]);

@@ -10,6 +10,7 @@ import { tokenResponse, type GrantRequest, type TokenResponse } from './grant.js
 export const grantType = 'client_credentials';
 
 export const parameters = ['scope'] as const;
+// `resource` may repeat (RFC 8707 §2), so it is not listed for the repetition check.
 
 export function machineScope(client: Client, requested: string | undefined): string {
   const scopes = parseScope(requested);
@@ -32,9 +33,14 @@ export async function handler({ oauth, client, params, req, dpop }: GrantRequest
   // Registration refuses client_credentials to public clients; this holds even if a row says otherwise.
   if (client.isPublic) throw new UnauthorizedClient('a public client cannot use client_credentials');
   const scope = machineScope(client, params.get('scope'));
+  // RFC 8707 §2: any resource this server issues tokens for, external ones included; none gives the default audience.
+  const audience = oauth.resources.resolve(params.getAll('resource'));
   const grantId = await oauth.clientGrants.create(client.id, scope);
   // The client was deleted after authenticating (the client cache is a few seconds behind).
-  if (grantId === undefined) throw new InvalidClient('client authentication failed');
+  if (grantId === undefined) {
+    // Answered as the authentication failure it is: 401 with a challenge when the client used the Authorization header.
+    throw new InvalidClient('client authentication failed', { viaAuthorizationHeader: req.headers.authorization !== undefined });
+  }
   oauth.events(req, 'client_credentials_issued', { clientId: client.id, grantId });
-  return tokenResponse(oauth, client, { grantId, userId: null, scope }, undefined, dpop);
+  return tokenResponse(oauth, client, { grantId, userId: null, scope, audience }, undefined, dpop);
 }

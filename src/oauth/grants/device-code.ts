@@ -4,7 +4,7 @@
  */
 import { AuthorizationPending, DeviceAccessDenied, ExpiredToken, InvalidGrant, SlowDown } from '../errors.js';
 import { DEVICE_CODE_GRANT_TYPE } from '../stores/clients.js';
-import { issuesRefreshTokens, tokenResponse, type GrantRequest, type TokenResponse } from './grant.js';
+import { issuesRefreshTokens, refreshTokenJkt, requestedAudience, tokenResponse, type GrantRequest, type TokenResponse } from './grant.js';
 
 export const grantType = DEVICE_CODE_GRANT_TYPE;
 
@@ -34,12 +34,16 @@ async function refuse({ oauth, client, req }: GrantRequest, deviceCode: string):
 }
 
 export async function handler(request: GrantRequest): Promise<TokenResponse> {
-  const { oauth, client, params, req } = request;
+  const { oauth, client, params, req, dpop } = request;
   const deviceCode = params.require('device_code');
-  const refreshToken = issuesRefreshTokens(client) ? oauth.refreshTokens.mint() : undefined;
+  // RFC 8707: the device authorization request names no resource, so the token may narrow to one of the defaults;
+  // checked before redeeming, so a refused resource leaves the code for the retry.
+  const audience = requestedAudience(oauth, params, []);
+  // RFC 9449 §5: a public client's refresh token is bound to the key of the proof it was issued with, as at the code grant.
+  const refreshToken = issuesRefreshTokens(client) ? oauth.refreshTokens.mint(refreshTokenJkt(client, dpop)) : undefined;
   const redeemed = await oauth.deviceCodes.redeem(deviceCode, client.id, refreshToken);
   if (!redeemed) return refuse(request, deviceCode);
-  const grant = { grantId: redeemed.grantId, userId: redeemed.userId, scope: redeemed.scope };
+  const grant = { grantId: redeemed.grantId, userId: redeemed.userId, scope: redeemed.scope, audience };
   oauth.events(req, 'device_code_redeemed', { clientId: client.id, userId: redeemed.userId, grantId: redeemed.grantId });
-  return tokenResponse(oauth, client, grant, refreshToken?.token, request.dpop);
+  return tokenResponse(oauth, client, grant, refreshToken?.token, dpop);
 }

@@ -196,6 +196,7 @@ function metadataColumns(metadata: ClientMetadata, fallbackName: string) {
     backchannelLogoutSessionRequired: metadata.backchannelLogoutSessionRequired,
     frontchannelLogoutUri: metadata.frontchannelLogoutUri ?? null,
     frontchannelLogoutSessionRequired: metadata.frontchannelLogoutSessionRequired,
+    dpopBoundAccessTokens: metadata.dpopBoundAccessTokens,
     registrationMetadata: {
       token_endpoint_auth_method: metadata.tokenEndpointAuthMethod,
       response_types: metadata.responseTypes,

@@ -86,8 +86,15 @@ export class RefreshTokenStore {
     return row ? successor : undefined;
   }
 
-  /** A DPoP-bound token rotates only with its key (RFC 9449 §5). */
-  async rotate(token: string, clientId: string, dpopJkt?: string): Promise<RotatedRefreshToken | undefined> {
+  /**
+   * A DPoP-bound token rotates only with its key (RFC 9449 §5). `bindSuccessor` binds the successor to `dpopJkt` even
+   * when the token was not bound: a public client that sends a proof gets a bound refresh token whatever it held before.
+   */
+  async rotate(
+    token: string,
+    clientId: string,
+    { dpopJkt, bindSuccessor = false }: { dpopJkt?: string | undefined; bindSuccessor?: boolean } = {},
+  ): Promise<RotatedRefreshToken | undefined> {
     const successor = this.successorOf(token);
     const [row] = await queryRows<{ grant_id: string; client_id: string; user_id: number; scope: string; auth_time: number | null; resources: string[] | null; sid: string | null }>(
       this.db,
@@ -103,7 +110,11 @@ export class RefreshTokenStore {
           update ${grants} set last_used_at = now() where id = (select grant_id from retired)
           returning extract(epoch from auth_time)::float8 as auth_time, resources, sid
         ), issued as (
-          ${insertRefreshTokenFrom(sql`retired`, { tokenHash: sha256(successor), ttlSeconds: this.ttlSeconds })}
+          ${insertRefreshTokenFrom(sql`retired`, {
+            tokenHash: sha256(successor),
+            ttlSeconds: this.ttlSeconds,
+            ...(bindSuccessor && dpopJkt !== undefined ? { dpopJkt } : {}),
+          })}
           returning grant_id, client_id, user_id, scope
         )
         select grant_id, client_id, user_id, scope, (select auth_time from touched) as auth_time, (select resources from touched) as resources,
@@ -172,9 +183,14 @@ export class RefreshTokenStore {
     };
   }
 
-  async scopeOf(token: string): Promise<{ clientId: string; scope: string; resources: string[] } | undefined> {
+  async scopeOf(token: string): Promise<{ clientId: string; scope: string; resources: string[]; consumed: boolean } | undefined> {
     const [row] = await this.db
-      .select({ clientId: refreshTokens.clientId, scope: refreshTokens.scope, resources: grants.resources })
+      .select({
+        clientId: refreshTokens.clientId,
+        scope: refreshTokens.scope,
+        resources: grants.resources,
+        consumed: sql<boolean>`${refreshTokens.consumedAt} is not null`,
+      })
       .from(refreshTokens)
       .innerJoin(grants, eq(grants.id, refreshTokens.grantId))
       .where(eq(refreshTokens.tokenHash, sha256(token)));

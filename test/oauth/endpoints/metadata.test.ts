@@ -57,3 +57,16 @@ describeEachDatabase('GET /.well-known/oauth-authorization-server', (context) =>
     }
   });
 });
+
+describeEachDatabase('GET /.well-known/oauth-protected-resource (RFC 9728)', (context) => {
+  it('claims no response signing, which the APIs do not do, and names the DPoP proof algorithms (§2)', async () => {
+    const issuer = context().config.issuer;
+    for (const [path, resource] of [['/.well-known/oauth-protected-resource', issuer], ['/.well-known/oauth-protected-resource/graphql', `${issuer}/graphql`]]) {
+      const res = await request(context().app).get(path!);
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ resource, authorization_servers: [issuer], bearer_methods_supported: ['header'] });
+      expect(res.body).not.toHaveProperty('resource_signing_alg_values_supported');
+      expect(res.body.dpop_signing_alg_values_supported).toEqual(['ES256', 'EdDSA', 'Ed25519', 'RS256']);
+    }
+  });
+});

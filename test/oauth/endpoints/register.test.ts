@@ -100,6 +100,8 @@ describeEachDatabase(
       ['http on a public host', { redirect_uris: ['http://app.example/cb'] }, 'invalid_redirect_uri'],
       ['private-use scheme without a dot', { redirect_uris: ['myapp:/cb'] }, 'invalid_redirect_uri'],
       ['credentials', { redirect_uris: ['https://user:pw@app.example/cb'] }, 'invalid_redirect_uri'],
+      ['loopback port 0, where no app listens', { redirect_uris: ['http://127.0.0.1:0/cb'] }, 'invalid_redirect_uri'],
+      ['port 0 written with leading zeros', { redirect_uris: ['http://[::1]:000/cb'] }, 'invalid_redirect_uri'],
       ['no redirect URI', { client_name: 'x' }, 'invalid_redirect_uri'],
       ['empty redirect URIs', { redirect_uris: [] }, 'invalid_redirect_uri'],
       ['redirect_uris a string', { redirect_uris: 'https://app.example/cb' }, 'invalid_client_metadata'],
@@ -156,6 +158,32 @@ describeEachDatabase(
         expect(await clientCount(context)).toBe(before);
       },
     );
+
+    it('registers dpop_bound_access_tokens (RFC 9449 §5.2), echoes it, and then refuses a token request without a proof', async () => {
+      const res = await register({ ...NATIVE, dpop_bound_access_tokens: true });
+      expect(res.status, res.text).toBe(201);
+      expect(res.body.dpop_bound_access_tokens).toBe(true);
+      expect(await context().runtime.clients.find(res.body.client_id)).toMatchObject({ dpopBoundAccessTokens: true });
+      const bare = await request(context().app)
+        .post('/token')
+        .type('form')
+        .send({ grant_type: 'authorization_code', client_id: res.body.client_id, code: 'x', redirect_uri: NATIVE.redirect_uris[0], code_verifier: 'a'.repeat(43) });
+      expect(bare.status).toBe(400);
+      expect(bare.body.error).toBe('invalid_dpop_proof');
+      const read = await request(context().app).get(`/register/${res.body.client_id}`).set('Authorization', `Bearer ${res.body.registration_access_token}`);
+      expect(read.body.dpop_bound_access_tokens).toBe(true);
+      // RFC 7592 §2.2: a PUT that leaves it out turns it off.
+      const put = await request(context().app)
+        .put(`/register/${res.body.client_id}`)
+        .set('Authorization', `Bearer ${res.body.registration_access_token}`)
+        .set('Content-Type', 'application/json')
+        .send(JSON.stringify({ ...NATIVE, client_id: res.body.client_id }));
+      expect(put.status, put.text).toBe(200);
+      expect(put.body.dpop_bound_access_tokens).toBeUndefined();
+      const plain = await register(NATIVE);
+      expect(plain.body.dpop_bound_access_tokens).toBeUndefined();
+      expect((await register({ ...NATIVE, dpop_bound_access_tokens: 'yes' })).body.error).toBe('invalid_client_metadata');
+    });
 
     it('keeps a client_name in any script, with emoji joiners', async () => {
       for (const name of ['Größe Café', 'متجر', 'חנות', '価格 ✓', '👩‍💻 Dev', 'می\u200Cخواهم']) {

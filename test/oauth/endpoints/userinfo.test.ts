@@ -9,6 +9,7 @@ import { basic, buildClient, buildUser, issueCode, obtainTokens, type TestClient
 import { dpopKey, dpopProof, type DpopKey } from '../../support/dpop.js';
 
 const USERINFO = `${TEST_ISSUER}/userinfo`;
+const EXTERNAL_RESOURCE = 'https://rs.example/api';
 const DPOP_CHALLENGE = /^DPoP realm="fieldgate", algs="ES256 EdDSA Ed25519 RS256", error="invalid_dpop_proof", error_description="[^"]+"$/;
 
 /** An access token bound to `key`, for `user`, with the openid scope. */
@@ -117,4 +118,34 @@ describeEachDatabase(
     });
   },
   { DPOP_NONCE: 'all' },
+);
+
+describeEachDatabase(
+  'GET /userinfo with RESOURCE_INDICATORS',
+  (context) => {
+    async function tokenFor(resources: string[]): Promise<string> {
+      const { app, runtime } = context();
+      const [client, user] = await Promise.all([buildClient(runtime), buildUser(runtime)]);
+      const { code, verifier } = await issueCode(runtime, client, user, { scope: 'openid', resources });
+      const res = await request(app)
+        .post('/token')
+        .type('form')
+        .set('Authorization', basic(client.id, client.secret!))
+        .send({ grant_type: 'authorization_code', code, redirect_uri: client.redirectUri, code_verifier: verifier });
+      expect(res.status, res.text).toBe(200);
+      return res.body.access_token as string;
+    }
+
+    it('refuses a token issued only for an external resource (RFC 8707), and answers one for this server’s own APIs', async () => {
+      const external = await request(context().app).get('/userinfo').set('Authorization', `Bearer ${await tokenFor([EXTERNAL_RESOURCE])}`);
+      expect(external.status).toBe(401);
+      expect(external.headers['www-authenticate']).toMatch(/^Bearer realm="fieldgate", error="invalid_token"/);
+      expect(external.body.error).toBe('invalid_token');
+      for (const resources of [[], [TEST_ISSUER], [`${TEST_ISSUER}/graphql`], [EXTERNAL_RESOURCE, TEST_ISSUER]]) {
+        const own = await request(context().app).get('/userinfo').set('Authorization', `Bearer ${await tokenFor(resources)}`);
+        expect(own.status, JSON.stringify(resources)).toBe(200);
+      }
+    });
+  },
+  { RESOURCE_INDICATORS: EXTERNAL_RESOURCE },
 );

@@ -15,6 +15,8 @@ import { describeEachDatabase } from '../../support/runtime.js';
 import { postGraphQL } from '../../support/graphql.js';
 import { basic, buildClient, tokenRequest, type TestClient } from '../../support/oauth.js';
 
+const EXTERNAL_RESOURCE = 'https://rs.example/api';
+
 describeEachDatabase('client_credentials grant', (context) => {
   let service: TestClient;
 
@@ -147,6 +149,18 @@ describeEachDatabase('client_credentials grant', (context) => {
     expect(res.headers['www-authenticate']).toMatch(/error="invalid_token"/);
   });
 
+  it('answers a client deleted while this instance still has it cached as the authentication failure it is: 401 with a challenge', async () => {
+    const { runtime } = context();
+    const doomed = await buildClient(runtime, { redirectUris: [], grantTypes: ['client_credentials'] });
+    // The first request puts the client in this instance's client cache; the delete (another instance, the CLI) does not clear it.
+    expect((await machineToken(doomed)).status).toBe(200);
+    await runtime.clients.delete(doomed.id);
+    const res = await machineToken(doomed);
+    expect(res.status).toBe(401);
+    expect(res.body.error).toBe('invalid_client');
+    expect(res.headers['www-authenticate']).toMatch(/^Basic /);
+  });
+
   it('answers 100 concurrent requests with 100 distinct tokens, each with its own grant', async () => {
     const responses = await Promise.all(Array.from({ length: 100 }, () => machineToken()));
     expect(responses.every((res) => res.status === 200)).toBe(true);
@@ -163,4 +177,29 @@ describeEachDatabase('client_credentials grant', (context) => {
     expect(res.status).toBe(400);
     expect(res.body.error).toBe('invalid_request');
   });
-});
+
+  it('honours resource (RFC 8707): a known one, external included, becomes the audience; an unknown one is invalid_target', async () => {
+    const { app, config } = context();
+    const withResource = (resources: string[]) =>
+      request(app)
+        .post('/token')
+        .type('form')
+        .set('Authorization', basic(service.id, service.secret!))
+        .send(['grant_type=client_credentials', ...resources.map((resource) => `resource=${encodeURIComponent(resource)}`)].join('&'));
+    const graphqlOnly = await withResource([`${config.issuer}/graphql`]);
+    expect(graphqlOnly.status, graphqlOnly.text).toBe(200);
+    expect(decodeJwt(graphqlOnly.body.access_token).aud).toBe(`${config.issuer}/graphql`);
+    const external = await withResource([EXTERNAL_RESOURCE, config.issuer]);
+    expect(external.status, external.text).toBe(200);
+    expect(decodeJwt(external.body.access_token).aud).toEqual([EXTERNAL_RESOURCE, config.issuer]);
+    // Narrowed to GraphQL, it is no longer accepted by the REST API.
+    const rest = await request(app).get('/products').query({ fields: 'id', limit: 1 }).set('Authorization', `Bearer ${graphqlOnly.body.access_token}`);
+    expect(rest.status).toBe(401);
+    for (const unknown of ['https://evil.example/api', 'not a uri', `${config.issuer}/graphql#x`]) {
+      const refused = await withResource([unknown]);
+      expect(refused.status).toBe(400);
+      expect(refused.body.error).toBe('invalid_target');
+    }
+    expect(decodeJwt((await withResource([])).body.access_token).aud).toEqual([config.issuer, `${config.issuer}/graphql`]);
+  });
+}, { RESOURCE_INDICATORS: EXTERNAL_RESOURCE });

@@ -15,7 +15,9 @@ import { deviceCodes } from '../../../src/db/schema.js';
 import { sha256 } from '../../../src/crypto/secrets.js';
 import { DEVICE_CODE_GRANT_TYPE } from '../../../src/oauth/stores/clients.js';
 import { DeviceCodeStore, normalizeUserCode } from '../../../src/oauth/stores/device-codes.js';
-import { describeEachDatabase } from '../../support/runtime.js';
+import { decodeJwt } from 'jose';
+import { describeEachDatabase, TEST_ISSUER } from '../../support/runtime.js';
+import { dpopKey, dpopProof } from '../../support/dpop.js';
 import { basic, buildClient, buildUser, tokenRequest, type TestClient, type TestUser } from '../../support/oauth.js';
 
 const USER_CODE = /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/;
@@ -164,6 +166,43 @@ describeEachDatabase('device authorization grant', (context) => {
     expect(orders.status).toBe(200);
     const refreshed = await tokenRequest(app, { grant_type: 'refresh_token', refresh_token: res.body.refresh_token }, tv);
     expect(refreshed.status).toBe(200);
+  });
+
+  it('binds a public client’s refresh token to the DPoP key it redeemed the device code with (RFC 9449 §5)', async () => {
+    const { app, runtime } = context();
+    const [key, thief] = await Promise.all([dpopKey(), dpopKey()]);
+    const tokenUrl = `${TEST_ISSUER}/token`;
+    const started = await start();
+    await decide(started, tv, 'approved');
+    const redeemed = await poll(started.device_code).set('DPoP', await dpopProof(key, { htu: tokenUrl, nonce: runtime.dpop.currentNonce() }));
+    expect(redeemed.status, redeemed.text).toBe(200);
+    expect(redeemed.body.token_type).toBe('DPoP');
+    expect(decodeJwt(redeemed.body.access_token).cnf).toEqual({ jkt: key.jkt });
+    const refresh = (proof?: string) => {
+      const req = request(app).post('/token').type('form');
+      if (proof) req.set('DPoP', proof);
+      return req.send({ grant_type: 'refresh_token', refresh_token: redeemed.body.refresh_token, client_id: tv.id });
+    };
+    // Stolen without the key: useless, with or without a proof of the thief's own key, and the family stays alive.
+    const bare = await refresh();
+    expect(bare.body).toMatchObject({ error: 'invalid_grant', error_description: 'the refresh token is DPoP-bound: send a DPoP proof of its key' });
+    const otherKey = await refresh(await dpopProof(thief, { htu: tokenUrl, nonce: runtime.dpop.currentNonce() }));
+    expect(otherKey.body).toMatchObject({ error: 'invalid_grant', error_description: 'the refresh token is bound to another DPoP key' });
+    const rightful = await refresh(await dpopProof(key, { htu: tokenUrl, nonce: runtime.dpop.currentNonce() }));
+    expect(rightful.status, rightful.text).toBe(200);
+    expect(decodeJwt(rightful.body.access_token).cnf).toEqual({ jkt: key.jkt });
+  });
+
+  it('narrows the audience to a requested resource (RFC 8707), and refuses an unknown one before using the code up', async () => {
+    const started = await start();
+    await decide(started, tv, 'approved');
+    const withResource = (resource: string) => poll(started.device_code).send({ resource });
+    const unknown = await withResource('https://evil.example/api');
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error).toBe('invalid_target');
+    const narrowed = await withResource(`${TEST_ISSUER}/graphql`);
+    expect(narrowed.status, narrowed.text).toBe(200);
+    expect(decodeJwt(narrowed.body.access_token).aud).toBe(`${TEST_ISSUER}/graphql`);
   });
 
   it('issues no refresh token to a client not registered for refresh_token', async () => {

@@ -118,6 +118,18 @@ describeEachDatabase('refresh_token grant', (context) => {
     expect((await refresh(client, refresh_token)).status).toBe(200);
   });
 
+  it('a retired token asking for a wider scope or an unknown resource is still reuse, and revokes the family (RFC 9700 §4.14.2)', async () => {
+    for (const extra of [{ scope: 'orders:read orders:write' }, { resource: 'https://unknown.example/api' }]) {
+      const first = await tokens();
+      const rotated = await refresh(client, first.refresh_token);
+      expect(rotated.status).toBe(200);
+      const replay = await tokenRequest(context().app, { grant_type: 'refresh_token', refresh_token: first.refresh_token, ...extra }, client);
+      expect(replay.body).toMatchObject({ error: 'invalid_grant', error_description: 'the refresh token has already been used; every token of its grant is now revoked' });
+      expect((await refresh(client, rotated.body.refresh_token)).body.error).toBe('invalid_grant');
+      await expect(accepts(rotated.body.access_token)).rejects.toMatchObject({ code: 'invalid_token' });
+    }
+  });
+
   it('works for public clients (client_id only), with rotation', async () => {
     const first = await tokens(publicClient);
     const res = await refresh(publicClient, first.refresh_token);
@@ -171,6 +183,14 @@ describeEachDatabase(
       await authenticateBearer(runtime.accessTokens, `Bearer ${retry.body.access_token}`);
       expect((await refresh(retry.body.refresh_token)).status).toBe(200);
       expect(securityEvents(logs.lines, 'refresh_token_reuse_within_grace')).toHaveLength(1);
+    });
+
+    it('a retry within the window that asks for more than the grant is refused as such, and the family survives', async () => {
+      const first = await obtainTokens(context().app, context().runtime, client, user);
+      const rotated = await refresh(first.refresh_token);
+      const wider = await tokenRequest(context().app, { grant_type: 'refresh_token', refresh_token: first.refresh_token, scope: 'orders:read orders:write' }, client);
+      expect(wider.body.error).toBe('invalid_scope');
+      expect((await refresh(rotated.body.refresh_token)).status).toBe(200);
     });
 
     it('presenting a retired token again and again never opens a second live branch', async () => {
