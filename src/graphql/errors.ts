@@ -11,7 +11,7 @@
  *     extensions: { reason: 'ILLEGAL_STATUS_MOVE', from: 'DELIVERED', to: 'PAID' },
  *   });
  */
-import { GraphQLError } from 'graphql';
+import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { InsufficientScope, type InvalidToken } from '../oauth/errors.js';
 import { challengeHeaders, wwwAuthenticate } from '../tokens/bearer.js';
 
@@ -40,9 +40,14 @@ export type RequestRejection =
   | 'MAX_DIRECTIVES'
   | 'MAX_COST'
   | 'METHOD_NOT_ALLOWED'
+  | 'NOT_ACCEPTABLE'
   | 'UNSUPPORTED_MEDIA_TYPE'
   | 'BODY_TOO_LARGE'
   | 'BODY_UNREADABLE'
+  | 'INVALID_JSON'
+  | 'BODY_NOT_AN_OBJECT'
+  | 'BATCHING_NOT_SUPPORTED'
+  | 'INVALID_PARAMETER'
   | 'PERSISTED_QUERY_INVALID'
   | 'PERSISTED_QUERY_VERSION_NOT_SUPPORTED'
   | 'PERSISTED_QUERY_HASH_MISMATCH'
@@ -180,17 +185,84 @@ export class GqlPersistedQueryOnly extends GqlError {
   }
 }
 
-/** A request refused before execution: bad syntax, failed validation, a limit exceeded. HTTP 400. */
+/**
+ * A request refused before execution: bad syntax, failed validation, a limit exceeded (HTTP 400),
+ * or an HTTP-level refusal (`http`: 405 with `Allow`, 406, 413, 415).
+ */
 export function rejectRequest(
   reason: RequestRejection,
   message: string,
-  options: { locatedAt?: GraphQLError; extensions?: Record<string, unknown> } = {},
+  options: { locatedAt?: GraphQLError; extensions?: Record<string, unknown>; http?: HttpExtension } = {},
 ): GqlInvalidArgument {
   return new GqlInvalidArgument(message, {
     ...(options.locatedAt ? { locatedAt: options.locatedAt } : {}),
     extensions: { reason, ...options.extensions },
-    http: { status: 400 },
+    http: options.http ?? { status: 400 },
   });
+}
+
+/**
+ * graphql-yoga's request checks (codes BAD_REQUEST, REQUEST_ENTITY_TOO_LARGE), told apart by status
+ * and words (yoga gives them no other mark). Words yoga changes fall back to INVALID_PARAMETER,
+ * still INVALID_ARGUMENT with yoga's status; test/graphql/errors.test.ts holds each one.
+ */
+function yogaRejection(status: number, message: string): { reason: RequestRejection; field?: string } {
+  if (status === 405) return { reason: 'METHOD_NOT_ALLOWED' };
+  if (status === 413) return { reason: 'BODY_TOO_LARGE' };
+  if (message === 'POST body sent invalid JSON.') return { reason: 'INVALID_JSON' };
+  if (message.startsWith('Batching is not supported')) return { reason: 'BATCHING_NOT_SUPPORTED' };
+  if (message.startsWith('POST body is expected to be object') || message.startsWith('Expected params to be an object')) return { reason: 'BODY_NOT_AN_OBJECT' };
+  if (message.startsWith('Content-Length')) return { reason: 'BODY_UNREADABLE' };
+  if (message === 'Must provide query string.') return { reason: 'INVALID_PARAMETER', field: 'query' };
+  const named = /^Expected "(query|variables|operationName|extensions)" param/.exec(message) ?? /^Unexpected parameter "([^"]{1,64})"/.exec(message);
+  return named ? { reason: 'INVALID_PARAMETER', field: named[1]! } : { reason: 'INVALID_PARAMETER' };
+}
+
+const YOGA_REQUEST_CODES = new Set(['BAD_REQUEST', 'REQUEST_ENTITY_TOO_LARGE']);
+
+/**
+ * An error of a result graphql-yoga is about to send, in this API's terms. Yoga's own refusals
+ * of the HTTP request (codes BAD_REQUEST, REQUEST_ENTITY_TOO_LARGE) become INVALID_ARGUMENT with
+ * a `reason` (and `field` naming a parameter), as this API's own refusals are, keeping their
+ * status but not yoga's `spec` mark (which would turn it into 200 for `Accept: application/json`);
+ * `Allow` goes only with a 405. An unexpected error yoga has masked (and logged) is
+ * INTERNAL_SERVER_ERROR with its 500. Anything else — ours, a field's — is left as it is.
+ */
+export function asRequestError(error: GraphQLError): GraphQLError {
+  if (error instanceof GqlError) return error;
+  const code = error.extensions?.code;
+  if (typeof code !== 'string') return error;
+  if (YOGA_REQUEST_CODES.has(code)) {
+    const status = (error.extensions.http as { status?: unknown } | undefined)?.status;
+    const httpStatus = typeof status === 'number' && status >= 400 && status < 500 ? status : 400;
+    const { reason, field } = yogaRejection(httpStatus, error.message);
+    return rejectRequest(reason, error.message, {
+      ...(field && { extensions: { field } }),
+      http: httpStatus === 405 ? { status: 405, headers: { Allow: 'GET, POST' } } : { status: httpStatus },
+    });
+  }
+  if (code === 'INTERNAL_SERVER_ERROR' && error.extensions.unexpected === true && error.path === undefined) {
+    return new GqlInternalServerError(error.message, { http: { status: 500 } });
+  }
+  return error;
+}
+
+/**
+ * An error as the body shows it: GraphQL's JSON form, with `extensions.http` reduced to its
+ * `status` (headers go in the response head only).
+ */
+export function formatError(error: GraphQLError): GraphQLFormattedError {
+  const json = error.toJSON();
+  const { http, ...extensions } = (json.extensions ?? {}) as { http?: { status?: unknown } };
+  if (typeof http?.status === 'number') return { ...json, extensions: { ...extensions, http: { status: http.status } } };
+  const { extensions: _all, ...rest } = json;
+  return Object.keys(extensions).length > 0 ? { ...rest, extensions } : rest;
+}
+
+/** The status a request-level error answers with, if it is one (`extensions.http.status`). */
+export function httpStatusOf(error: GraphQLError): number | undefined {
+  const status = (error.extensions?.http as { status?: unknown } | undefined)?.status;
+  return typeof status === 'number' ? status : undefined;
 }
 
 /**

@@ -11,7 +11,7 @@ import { createYoga, type GraphQLParams, type Plugin, type YogaLogger } from 'gr
 import type { Runtime } from '../runtime.js';
 import { authenticateRequest, withResourceMetadata } from '../tokens/bearer.js';
 import { InvalidToken } from '../oauth/errors.js';
-import { rejectRequest, GqlError, GqlUnauthenticated, type RequestRejection } from './errors.js';
+import { asRequestError, formatError, httpStatusOf, rejectRequest, GqlError, GqlUnauthenticated, type HttpExtension, type RequestRejection } from './errors.js';
 import { GRAPHIQL_OPTIONS, renderGraphiQL } from '../front-door/graphiql.js';
 import { setToolPageSecurityHeaders } from '../http/security-headers.js';
 import type { Executor } from './executor.js';
@@ -24,27 +24,27 @@ export const GRAPHQL_PATH = '/graphql';
 const MAX_REQUEST_BODY_BYTES = 256 * 1024;
 
 /**
- * Yoga turns `extensions.http` into the status line and headers, then strips it from the body.
- * A client reading only the body should still see why the whole request failed, so the status
- * is put back (`extensions.http.status`) through the result's own `stringify`, which yoga uses
- * on the stripped result.
+ * The one place request-level errors get their shape, whoever raised them (our Executor, the
+ * token check, yoga's own request checks): yoga's refusals are put in this API's terms
+ * (`asRequestError`), and since yoga turns `extensions.http` into the status line and headers
+ * and then strips it from the body, the status is put back (`extensions.http.status`) through
+ * the result's own `stringify`, which yoga uses on the stripped result. A client reading only
+ * the body still sees why the whole request failed.
  */
-function withHttpStatusInBody(result: ExecutionResult): ExecutionResult & { stringify?: (value: unknown) => string } {
-  const statuses = result.errors?.map((error) => (error.extensions?.http as { status?: number } | undefined)?.status);
-  if (!statuses?.some((status) => status !== undefined)) return result;
-  return {
-    ...result,
-    stringify(sanitized: unknown) {
-      const body = sanitized as { errors?: { toJSON?: () => Record<string, unknown> }[] };
-      const errors = body.errors?.map((error, i) => {
-        const json = (typeof error.toJSON === 'function' ? error.toJSON() : error) as { extensions?: Record<string, unknown> };
-        const status = statuses[i];
-        return status === undefined ? json : { ...json, extensions: { ...json.extensions, http: { status } } };
-      });
-      return JSON.stringify({ ...(sanitized as object), ...(errors && { errors }) });
-    },
-  };
-}
+const useRequestErrorShape: Plugin = {
+  onResultProcess({ result, setResult }) {
+    if (Array.isArray(result) || !('errors' in result) || !result.errors?.length) return;
+    const errors = result.errors.map(asRequestError);
+    if (!errors.some((error) => httpStatusOf(error) !== undefined)) return;
+    setResult({
+      ...result,
+      errors,
+      stringify(sanitized: unknown) {
+        return JSON.stringify({ ...(sanitized as object), errors: errors.map(formatError) });
+      },
+    } as ExecutionResult);
+  },
+};
 
 /**
  * RFC 9728 §5.1: every bearer challenge of this face (401 from the token check, 403 from a
@@ -76,7 +76,7 @@ function useExecutor(runtime: Runtime, executor: Executor, persisted: PersistedO
   return {
     onParams({ params, request, setParams, setParamsHandler, setResult, context }) {
       const computed = (context as { req?: IncomingMessage }).req?.graphqlResult;
-      if (computed) return setResult(withHttpStatusInBody(withResourceMetadataChallenge(computed, resource.metadataUrl)));
+      if (computed) return setResult(withResourceMetadataChallenge(computed, resource.metadataUrl));
       // Yoga's parameter check (after this hook) wants a query; a request that names its
       // document by id has none yet, so it passes with an empty one until the handler resolves it.
       if (params.query == null && namesPersistedDocument(persistedRequest(params, request))) setParams({ ...params, query: '' });
@@ -93,7 +93,7 @@ function useExecutor(runtime: Runtime, executor: Executor, persisted: PersistedO
           });
         } catch (error) {
           if (error instanceof InvalidToken) {
-            return withHttpStatusInBody(withResourceMetadataChallenge({ errors: [GqlUnauthenticated.fromInvalidToken(error)] }, resource.metadataUrl));
+            return withResourceMetadataChallenge({ errors: [GqlUnauthenticated.fromInvalidToken(error)] }, resource.metadataUrl);
           }
           throw error;
         }
@@ -101,17 +101,18 @@ function useExecutor(runtime: Runtime, executor: Executor, persisted: PersistedO
         try {
           source = persisted.resolve(persistedRequest(params, request));
         } catch (error) {
-          if (error instanceof GqlError) return withHttpStatusInBody({ errors: [error] });
+          if (error instanceof GqlError) return { errors: [error] };
           throw error;
         }
-        return withHttpStatusInBody(
-          withResourceMetadataChallenge(await executor.run({
+        return withResourceMetadataChallenge(
+          await executor.run({
             principal,
             source,
             variables: params.variables,
             operationName: params.operationName,
             method: request.method,
-          }), resource.metadataUrl),
+          }),
+          resource.metadataUrl,
         );
       });
     },
@@ -129,7 +130,7 @@ const useParameterJsonErrors: Plugin = {
       try {
         return await requestParser(request);
       } catch (error) {
-        if (error instanceof SyntaxError) throw rejectRequest('BAD_USER_INPUT', 'the variables and extensions parameters must be JSON');
+        if (error instanceof SyntaxError) throw rejectRequest('INVALID_PARAMETER', 'the variables and extensions parameters must be JSON');
         throw error;
       }
     });
@@ -139,19 +140,85 @@ const useParameterJsonErrors: Plugin = {
 /** The POST body types yoga parses (multipart is off). */
 const ACCEPTED_POST_TYPES = ['application/json', 'application/graphql-response+json', 'application/graphql', 'application/x-www-form-urlencoded'];
 
-function refuse(res: express.Response, status: number, reason: RequestRejection, message: string): void {
-  const error = rejectRequest(reason, message);
-  res.status(status).type('application/json').send(JSON.stringify({ errors: [{ message: error.message, extensions: { code: error.code, reason } }] }));
+/** The media types yoga answers in (its result processors), the first two being JSON. */
+const ANSWER_TYPES = ['application/json', 'application/graphql-response+json', 'text/event-stream', 'multipart/mixed'];
+
+/** What yoga's `cors` option is given, so the answers sent before yoga can carry the same headers. */
+const CORS = {
+  methods: ['GET', 'POST'],
+  allowedHeaders: ['Authorization', 'Content-Type', 'DPoP'],
+  exposedHeaders: ['WWW-Authenticate', 'DPoP-Nonce'],
+  credentials: false,
+} as const;
+
+/**
+ * The CORS headers yoga's `cors` option gives an answer to a request from `origin` (the rules of
+ * @whatwg-node/server's useCORS, for our options), so a cross-origin page can read a refusal sent
+ * before yoga as it reads yoga's answers. test/graphql/http.test.ts compares the two.
+ */
+function corsHeaders(origins: readonly string[], origin: string | undefined): Record<string, string> {
+  if (origin === undefined) return {};
+  const headers: Record<string, string> =
+    origins.includes('*') || origins.length === 0
+      ? { 'Access-Control-Allow-Origin': origin, Vary: 'Origin' }
+      : origins.length === 1
+        ? { 'Access-Control-Allow-Origin': origins[0]! }
+        : origins.includes(origin)
+          ? { 'Access-Control-Allow-Origin': origin, Vary: 'Origin' }
+          : { 'Access-Control-Allow-Origin': 'null' };
+  headers['Access-Control-Allow-Methods'] = CORS.methods.join(', ');
+  headers['Access-Control-Allow-Headers'] = CORS.allowedHeaders.join(', ');
+  headers['Access-Control-Expose-Headers'] = CORS.exposedHeaders.join(', ');
+  return headers;
+}
+
+/** Sends a refusal before yoga sees the request (see `refusalSender`). */
+type Refuse = (req: express.Request, res: express.Response, reason: RequestRejection, message: string, http: HttpExtension) => void;
+
+/**
+ * How a refusal sent before yoga sees the request goes out: shaped as yoga sends ours (useRequestErrorShape), in the
+ * JSON type the client prefers, with the CORS headers yoga would give it for these allowed `origins`.
+ */
+function refusalSender(origins: readonly string[]): Refuse {
+  return function refuse(req, res, reason, message, http) {
+    const error = rejectRequest(reason, message, { http });
+    const type = req.accepts(ANSWER_TYPES.slice(0, 2)) || 'application/json';
+    res
+      .status(http.status)
+      .set(corsHeaders(origins, req.headers.origin))
+      .set(http.headers ?? {})
+      .type(type)
+      .send(JSON.stringify({ errors: [formatError(error)] }));
+  };
 }
 
 /** Yoga answers other content types with a bare 415; clients get a GraphQL error instead. */
-const refuseUnsupportedMediaType: express.RequestHandler = (req, res, next) => {
-  if (req.method !== 'POST') return next();
-  const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-  if (ACCEPTED_POST_TYPES.includes(type)) return next();
-  req.resume();
-  refuse(res, 415, 'UNSUPPORTED_MEDIA_TYPE', `POST /graphql takes a body of type application/json (got ${type || 'none'})`);
-};
+function refuseUnsupportedMediaType(refuse: Refuse): express.RequestHandler {
+  return function refuseUnsupportedMediaType(req, res, next) {
+    if (req.method !== 'POST') return next();
+    const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    if (ACCEPTED_POST_TYPES.includes(type)) return next();
+    req.resume();
+    refuse(req, res, 'UNSUPPORTED_MEDIA_TYPE', `POST /graphql takes a body of type application/json (got ${type || 'none'})`, { status: 415 });
+  };
+}
+
+/**
+ * An Accept no answer of ours satisfies is refused before the operation runs (yoga would run it,
+ * a mutation included, then answer a bare 406). A browser's GET for GraphiQL passes when the
+ * front door serves it.
+ */
+function refuseUnacceptableAnswer(refuse: Refuse, graphiql: boolean): express.RequestHandler {
+  return function refuseUnacceptableAnswer(req, res, next) {
+    const accept = req.headers.accept;
+    // The common values answer at once, without negotiation.
+    if (accept === undefined || accept === 'application/json' || accept === '*/*' || accept.trim() === '' || (req.method !== 'GET' && req.method !== 'POST')) return next();
+    const types = graphiql && req.method === 'GET' ? [...ANSWER_TYPES, 'text/html'] : ANSWER_TYPES;
+    if (req.accepts(types)) return next();
+    req.resume();
+    refuse(req, res, 'NOT_ACCEPTABLE', `/graphql answers in ${ANSWER_TYPES.slice(0, 2).join(' or ')} (Accept: ${accept.slice(0, 64)})`, { status: 406 });
+  };
+}
 
 /**
  * Refuses a body declared larger than the limit at once, with a GraphQL error, so a client that
@@ -159,16 +226,18 @@ const refuseUnsupportedMediaType: express.RequestHandler = (req, res, next) => {
  * answer goes out (bounded by the server's requestTimeout); Node still closes the connection
  * afterwards, so a client that keeps uploading may see a reset.
  */
-const refuseOversizedBody: express.RequestHandler = (req, res, next) => {
-  const length = Number(req.headers['content-length'] ?? 0);
-  if (!(length > MAX_REQUEST_BODY_BYTES)) return next();
-  req.resume();
-  refuseTooLarge(res);
-};
+function refuseOversizedBody(refuse: Refuse): express.RequestHandler {
+  return function refuseOversizedBody(req, res, next) {
+    const length = Number(req.headers['content-length'] ?? 0);
+    if (!(length > MAX_REQUEST_BODY_BYTES)) return next();
+    req.resume();
+    refuseTooLarge(refuse, req, res);
+  };
+}
 
 /** One answer for a body over the limit, declared (above) or found while inflating it (below). */
-function refuseTooLarge(res: express.Response): void {
-  refuse(res, 413, 'BODY_TOO_LARGE', `the request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes`);
+function refuseTooLarge(refuse: Refuse, req: express.Request, res: express.Response): void {
+  refuse(req, res, 'BODY_TOO_LARGE', `the request body is larger than ${MAX_REQUEST_BODY_BYTES} bytes`, { status: 413 });
 }
 
 /**
@@ -176,13 +245,15 @@ function refuseTooLarge(res: express.Response): void {
  * compressed data, an unsupported Content-Encoding, an inflated body over the limit), as a
  * GraphQL error; anything else goes on to the app's last-resort handler.
  */
-const refuseUnreadableBody: express.ErrorRequestHandler = (error: unknown, _req, res, next) => {
-  const { status, type } = (error ?? {}) as { status?: unknown; type?: unknown };
-  if (res.headersSent || typeof status !== 'number' || status < 400 || status >= 500) return next(error);
-  if (type === 'entity.too.large') return refuseTooLarge(res);
-  if (type === 'encoding.unsupported') return refuse(res, 415, 'UNSUPPORTED_MEDIA_TYPE', 'the Content-Encoding of the request body is not supported');
-  refuse(res, 400, 'BODY_UNREADABLE', 'the request body could not be read');
-};
+function refuseUnreadableBody(refuse: Refuse): express.ErrorRequestHandler {
+  return function refuseUnreadableBody(error: unknown, req, res, next) {
+    const { status, type } = (error ?? {}) as { status?: unknown; type?: unknown };
+    if (res.headersSent || typeof status !== 'number' || status < 400 || status >= 500) return next(error);
+    if (type === 'entity.too.large') return refuseTooLarge(refuse, req, res);
+    if (type === 'encoding.unsupported') return refuse(req, res, 'UNSUPPORTED_MEDIA_TYPE', 'the Content-Encoding of the request body is not supported', { status: 415 });
+    refuse(req, res, 'BODY_UNREADABLE', 'the request body could not be read', { status: 400 });
+  };
+}
 
 /** The headers of the GraphiQL page yoga renders for a browser's GET (see shouldRenderGraphiQL). */
 const graphiqlPageHeaders: express.RequestHandler = (req, res, next) => {
@@ -219,15 +290,25 @@ export function createGraphQLRouter(runtime: Runtime, executor: Executor): expre
     logging: yogaLogger(runtime),
     cors: {
       origin: origins.includes('*') ? '*' : origins,
-      methods: ['GET', 'POST'],
-      allowedHeaders: ['Authorization', 'Content-Type', 'DPoP'],
-      exposedHeaders: ['WWW-Authenticate', 'DPoP-Nonce'],
-      credentials: false,
+      methods: [...CORS.methods],
+      allowedHeaders: [...CORS.allowedHeaders],
+      exposedHeaders: [...CORS.exposedHeaders],
+      credentials: CORS.credentials,
     },
-    plugins: [useParameterJsonErrors, useExecutor(runtime, executor, persisted)],
+    plugins: [useParameterJsonErrors, useExecutor(runtime, executor, persisted), useRequestErrorShape],
   });
   const router = express.Router();
   if (runtime.config.frontDoor) router.use(GRAPHQL_PATH, graphiqlPageHeaders);
-  router.use(GRAPHQL_PATH, refuseUnsupportedMediaType, refuseOversizedBody, readJsonBody(MAX_REQUEST_BODY_BYTES), answerPlainPost(runtime, executor, persisted), yoga, refuseUnreadableBody);
+  const refuse = refusalSender(origins);
+  router.use(
+    GRAPHQL_PATH,
+    refuseUnacceptableAnswer(refuse, runtime.config.frontDoor),
+    refuseUnsupportedMediaType(refuse),
+    refuseOversizedBody(refuse),
+    readJsonBody(MAX_REQUEST_BODY_BYTES),
+    answerPlainPost(runtime, executor, persisted),
+    yoga,
+    refuseUnreadableBody(refuse),
+  );
   return router;
 }

@@ -90,7 +90,7 @@ export class CostCheck {
     let cost = key === undefined ? undefined : this.memo.get(key);
     if (cost === undefined) {
       try {
-        cost = complexityFromQuery(this.costDocument, { schema: this.schema, ctx: context, variables: variables ?? {} }).complexity;
+        cost = operationCost(this.schema, this.costDocument, variables ?? {}, context);
       } catch (error) {
         // Variables that do not coerce are left for execution to report.
         if (error instanceof GraphQLError) return undefined;
@@ -111,6 +111,17 @@ export class CostCheck {
 }
 
 const MAX_MEMOIZED_COSTS = 256;
+
+/**
+ * What a document (one operation and its fragments) costs with these variables: the cost `CostCheck`
+ * enforces, with no limit applied. Throws graphql-js' GraphQLError for variables that do not coerce.
+ *
+ * @example
+ *   operationCost(schema, parse('query($first: Int) { productsConnection(first: $first) { nodes { id } } }'), { first: 10 });
+ */
+export function operationCost(schema: GraphQLSchema, document: DocumentNode, variables: Record<string, unknown> = {}, context: object = {}): number {
+  return complexityFromQuery(document, { schema, ctx: context, variables }).complexity;
+}
 
 /**
  * The memo key of the cost variables' values, or undefined when one is an object or a list:

@@ -1,5 +1,6 @@
 /**
- * Matches as Express does by default, with its `next` semantics, without its per-layer dispatch.
+ * Matches as an Express router with `caseSensitive: true` does (`/PRODUCTS` is not `/products`,
+ * as in Google's APIs), with its `next` semantics, without its per-layer dispatch.
  * Measured gain and removal condition: docs/PERFORMANCE.md.
  */
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler } from 'express';
@@ -21,7 +22,7 @@ export class RouteTable {
     const segments = path
       .slice(1)
       .split('/')
-      .map((segment) => (segment.startsWith(':') ? { param: segment.slice(1) } : segment.toLowerCase()));
+      .map((segment) => (segment.startsWith(':') ? { param: segment.slice(1) } : segment));
     this.routes.push({ method: method.toUpperCase(), path, segments, handlers });
     return this;
   }
@@ -76,7 +77,7 @@ export class RouteTable {
       for (let i = 0; i < segments.length && matches; i++) {
         const expected = route.segments[i]!;
         const actual = segments[i]!;
-        if (typeof expected === 'string') matches = expected === actual.toLowerCase();
+        if (typeof expected === 'string') matches = expected === actual;
         else if (actual === '') matches = false;
         else (params ??= {})[expected.param] = decodeParam(actual);
       }

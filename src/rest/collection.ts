@@ -82,6 +82,8 @@ export function listRoute(runtime: Runtime, rest: RestExecutor, collection: Coll
         const query = { filter: queryParameter(req, 'filter'), orderBy: queryParameter(req, 'order_by') };
         const principal = principalOf(res);
         if (paging.kind === 'offset') {
+          // `limit` is exact (out of range is a 400, not clamped) and legacy clients advance `offset` by it
+          // themselves, so a shorter page would skip rows: a selection too large for it stays a 400.
           const operation = listOperation(fields, false);
           const { items, hasNext } = await fetchPage(rest, operation, paging, query, principal).catch((error: unknown) => {
             throw inRestTerms(error);
@@ -91,7 +93,9 @@ export function listRoute(runtime: Runtime, rest: RestExecutor, collection: Coll
           return;
         }
         const operation = listOperation(fields, true);
-        const page = (await runList(rest, operation, { ...query, first: paging.pageSize, after: paging.pageToken }, principal)) as {
+        // AIP-158: the page shrinks to what the cost limit allows; its token continues right after its last item.
+        const first = rest.fittingPageSize(operation, paging.pageSize);
+        const page = (await runList(rest, operation, { ...query, first, after: paging.pageToken }, principal)) as {
           nodes: unknown[];
           pageInfo: { hasNextPage: boolean; endCursor: string | null };
         };

@@ -15,7 +15,6 @@ export type RestStatus =
   | 'FAILED_PRECONDITION'
   | 'ABORTED'
   | 'RESOURCE_EXHAUSTED'
-  | 'UNIMPLEMENTED'
   | 'UNAVAILABLE'
   | 'INTERNAL';
 
@@ -127,12 +126,6 @@ export class RestAborted extends RestError {
   protected readonly defaultReason: string = 'ABORTED';
 }
 
-export class RestUnimplemented extends RestError {
-  readonly status = 'UNIMPLEMENTED';
-  protected readonly defaultHttpStatus = 501;
-  protected readonly defaultReason: string = 'METHOD_NOT_ALLOWED';
-}
-
 export class RestInternal extends RestError {
   readonly status = 'INTERNAL';
   protected readonly defaultHttpStatus = 500;
@@ -236,6 +229,8 @@ const BODY_PARSER_ERRORS: Record<string, [message: string, reason: string, statu
 export function toRestError(error: unknown): RestError {
   if (error instanceof RestError) return error;
   const status = (error as { status?: unknown; statusCode?: unknown })?.status ?? (error as { statusCode?: unknown })?.statusCode;
+  // A path parameter that does not percent-decode (the route table's, as Express's, URIError).
+  if (error instanceof URIError && status === 400) return invalidUrlEncoding('the URL path is not valid percent-encoded UTF-8', error);
   if (typeof status === 'number' && status >= 400 && status < 500) {
     const type = (error as { type?: string }).type;
     const [message, reason, ownStatus] = (type !== undefined && Object.hasOwn(BODY_PARSER_ERRORS, type) ? BODY_PARSER_ERRORS[type] : undefined) ?? [
@@ -247,6 +242,23 @@ export function toRestError(error: unknown): RestError {
   return new RestInternal('internal error', { cause: error });
 }
 
+/** A client's text as an error message quotes it: at most 64 characters, then an ellipsis. */
+export function shownInMessage(text: string): string {
+  return text.length > 64 ? `${text.slice(0, 64)}…` : text;
+}
+
+/** A URL whose percent-encoding does not decode to UTF-8 (`%E0%A4%A`, `%ZZ`); `parameter` names a query parameter. */
+export function invalidUrlEncoding(message: string, cause?: unknown, parameter?: string): RestInvalidArgument {
+  return new RestInvalidArgument(message, {
+    ...(cause !== undefined && { cause }),
+    reason: 'INVALID_URL_ENCODING',
+    ...(parameter !== undefined && { metadata: { parameter }, fieldViolations: [{ field: parameter, description: message }] }),
+  });
+}
+
+/** Headers a route sets for the representation it answers with, never for an error. */
+const REPRESENTATION_HEADERS = ['ETag', 'Link', 'Next-Page-Token', 'Location', 'Idempotent-Replayed'];
+
 /** The one error handler for REST and for anything no face answered; 5xx are logged and masked. */
 export function restErrorHandler(logger: Logger, logMessage: string, options: { resourceMetadataUrl?: string } = {}): ErrorRequestHandler {
   return function restErrorResponse(error, req, res, _next) {
@@ -256,6 +268,9 @@ export function restErrorHandler(logger: Logger, logMessage: string, options: { 
       res.end();
       return;
     }
+    // An error is not the representation the route was about to send: its validator, paging and location go with it
+    // (a list refused by If-Match must not name a next page).
+    for (const name of REPRESENTATION_HEADERS) res.removeHeader(name);
     const headers = { ...restError.headers };
     // RFC 9728 §5.1: a bearer challenge names the resource's metadata.
     const challenge = headers['WWW-Authenticate'];

@@ -5,7 +5,7 @@ import type { Principal } from '../tokens/access-token.js';
 import { authenticateFromCache, authenticateRequest, type ResourceRequest } from '../tokens/bearer.js';
 import { OAuthError } from '../oauth/errors.js';
 import type { Scope } from '../oauth/scopes.js';
-import { fromOAuthError, RestInvalidArgument } from './errors.js';
+import { fromOAuthError, invalidUrlEncoding, RestInvalidArgument, shownInMessage } from './errors.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
 /** Deepest accepted nesting of arrays and objects in a body; our bodies need three levels. */
@@ -128,6 +128,25 @@ function hasUnreadPairs(url: string): boolean {
 }
 
 /**
+ * The name of the first query parameter whose percent-encoding does not decode to UTF-8. The query
+ * parser would read it leniently (`%FF` as U+FFFD, a lone `%` as itself), so a filter or page
+ * token would silently mean something else than the client wrote.
+ */
+function badlyEncodedParameter(url: string): string | undefined {
+  const start = url.indexOf('?');
+  if (start < 0 || !url.includes('%', start)) return undefined;
+  for (const pair of url.slice(start + 1).split('&')) {
+    if (!pair.includes('%')) continue;
+    try {
+      decodeURIComponent(pair.replace(/\+/g, ' '));
+    } catch {
+      return shownInMessage(pair.split('=', 1)[0]!);
+    }
+  }
+  return undefined;
+}
+
+/**
  * Refuses undocumented query parameters (a typo such as `field=id` would change the answer silently), repeats, and
  * more pairs than the parser reads (a `filter` after the 1000th `&` would be dropped, not applied).
  */
@@ -138,9 +157,13 @@ export function onlyQueryParameters(names: readonly QueryParameter[]): RequestHa
       const description = `too many query parameters: at most ${MAX_QUERY_PAIRS} '&'-separated pairs, empty ones included`;
       return next(new RestInvalidArgument(description, { reason: 'TOO_MANY_QUERY_PARAMETERS', metadata: { limit: String(MAX_QUERY_PAIRS) } }));
     }
+    const badlyEncoded = badlyEncodedParameter(req.originalUrl);
+    if (badlyEncoded !== undefined) {
+      return next(invalidUrlEncoding(`the query parameter '${badlyEncoded}' is not valid percent-encoded UTF-8`, undefined, badlyEncoded));
+    }
     for (const [name, value] of Object.entries(queryOf(req))) {
       if (!known.has(name)) {
-        const shown = name.length > 64 ? `${name.slice(0, 64)}…` : name;
+        const shown = shownInMessage(name);
         const hint = name === 'access_token' ? 'send the access token in the Authorization header' : `this route takes ${names.length ? names.join(', ') : 'no query parameters'}`;
         return next(
           new RestInvalidArgument(`unknown query parameter '${shown}': ${hint}`, {

@@ -19,6 +19,7 @@ import { authorizationServerMetadata, METADATA_PATH } from '../oauth/endpoints/m
 import { MAX_FIELDS_DEPTH, MAX_FIELDS_LENGTH } from './fields.js';
 import type { RestExecutor } from './execute.js';
 import { MAX_BODY_BYTES, type QueryParameter, type RestRoute } from './http.js';
+import { MAX_URL_LENGTH } from '../http/client-error.js';
 import { DEFAULT_LIMIT, DEFAULT_PAGE_SIZE, MAX_INT, MAX_LIMIT, MAX_PAGE_SIZE } from './paging.js';
 import { MAX_FILTER_DEPTH, MAX_FILTER_LENGTH, MAX_FILTER_TERMS } from '../api/filter.js';
 import { MAX_ORDER_BY_LENGTH } from '../api/order-by.js';
@@ -80,21 +81,23 @@ function componentSchemas(
     if (out[type.name]) return;
     if (isObjectType(type)) {
       const properties: Record<string, JsonSchema> = {};
-      out[type.name] = {
-        type: 'object',
-        description: `${type.description ? `${type.description} ` : ''}Every field is present unless \`fields\` leaves it out.`,
-        properties,
-        additionalProperties: false,
-      };
+      const onlyWhenNamed: string[] = [];
+      // No property is `required`: a sparse answer (AIP-157 `fields`) has exactly the named ones, and no others.
+      out[type.name] = { type: 'object', properties, additionalProperties: false };
       const ownScopes = new Set(fieldScopes({ type, extensions: {} }));
       for (const [name, field] of allowedFields(type)) {
         // Mirrors selection.ts: a field needing another scope is left out unless named.
         const extra = fieldScopes(field).filter((scope) => !ownScopes.has(scope));
+        if (extra.length) onlyWhenNamed.push(`\`${name}\``);
         const note = extra.length ? `Not in the default response: only when named in \`fields\`, and then it needs ${extra.join(', ')}.` : '';
         const description = [field.description, note].filter(Boolean).join(' ');
         properties[name] = { ...typeSchemaNonNull(field.type), ...(description ? { description } : {}) };
         visit(getNamedType(field.type));
       }
+      const presence = onlyWhenNamed.length
+        ? `Every field but ${onlyWhenNamed.join(', ')} is present unless \`fields\` leaves it out; ${onlyWhenNamed.join(', ')} only when named.`
+        : 'Every field is present unless `fields` leaves it out.';
+      out[type.name]!.description = `${type.description ? `${type.description} ` : ''}${presence}`;
     } else if (isInputObjectType(type)) {
       const properties: Record<string, JsonSchema> = {};
       const required: string[] = [];
@@ -141,14 +144,18 @@ const PARAMETERS: Record<QueryParameter, JsonSchema> = {
     required: false,
     description:
       'Page size. A page whose selection would cost more than the GraphQL cost limit (GRAPHQL_MAX_COST; every order field on ' +
-      `a page of 200 orders does) is refused with 400: ask for fewer fields or a smaller page. Legacy (with \`offset\`; not with page tokens); ${DEFAULT_LIMIT} when absent.`,
+      `a page of 200 orders does) is refused with 400: ask for fewer fields or a smaller page (a \`limit\` is exact; \`page_size\` shrinks instead). Legacy (with \`offset\`; not with page tokens); ${DEFAULT_LIMIT} when absent.`,
     schema: { type: 'integer', minimum: 1, maximum: MAX_LIMIT },
   },
   page_size: {
     name: 'page_size',
     in: 'query',
     required: false,
-    description: `How many items a page holds (AIP-158): absent or 0 means ${DEFAULT_PAGE_SIZE}, more than ${MAX_PAGE_SIZE} means ${MAX_PAGE_SIZE}. The last page may hold fewer.`,
+    description:
+      `The most items a page holds (AIP-158): absent or 0 means ${DEFAULT_PAGE_SIZE}, more than ${MAX_PAGE_SIZE} means ${MAX_PAGE_SIZE}. ` +
+      'A page may hold fewer while more follow: besides the last page, one whose selection would cost more than the GraphQL cost limit ' +
+      '(GRAPHQL_MAX_COST) holds as many items as fit. Continue with `Next-Page-Token` (never by counting items); ' +
+      'only a selection too large for a single item is refused with 400.',
     schema: { type: 'integer', minimum: 0 },
   },
   page_token: {
@@ -201,38 +208,92 @@ const PARAMETERS: Record<QueryParameter, JsonSchema> = {
   },
 };
 
+// `error.status` is a google.rpc.Code name; an HTTP status it has no code for says INVALID_ARGUMENT (the request is
+// the client's to fix) and `details[0].reason` names what.
 const ERROR_STATUS_TEXT: Record<number, string> = {
-  400: 'INVALID_ARGUMENT: a parameter or the body is not valid; the message names it.',
-  401: 'UNAUTHENTICATED: the bearer token is missing, expired, revoked or not ours. `WWW-Authenticate` carries the RFC 6750 challenge.',
-  403: 'PERMISSION_DENIED: the token lacks the scope; `WWW-Authenticate` names it (`error="insufficient_scope"`).',
+  400:
+    'INVALID_ARGUMENT: a parameter, header or the body is not valid; the message names it (and a BadRequest detail, when a field is at fault). ' +
+    'Also a query parameter or path segment whose percent-encoding is not UTF-8 (INVALID_URL_ENCODING), and a selection too large to answer (RESPONSE_TOO_LARGE).',
+  401:
+    'UNAUTHENTICATED: the access token is missing (MISSING_TOKEN), expired, revoked or not ours (INVALID_TOKEN). `WWW-Authenticate` carries the RFC 6750 ' +
+    'challenge (a DPoP one for DPoP requests, RFC 9449).',
+  403:
+    'PERMISSION_DENIED: the token lacks the scope (INSUFFICIENT_SCOPE; `WWW-Authenticate` names it with `error="insufficient_scope"`), ' +
+    'or has no user and asks for orders (USER_REQUIRED, a client_credentials token; no challenge).',
   404: 'NOT_FOUND: no such resource (or not the caller’s).',
+  405: 'INVALID_ARGUMENT (reason METHOD_NOT_ALLOWED): the path does not serve this method. `Allow` lists those it serves. Answered before authentication.',
   409:
     'FAILED_PRECONDITION: the change is not allowed in the current state (ILLEGAL_STATUS_MOVE names both states in `metadata`); ' +
-    'or ABORTED (AIP-154): the `etag` in the body is no longer current (ETAG_MISMATCH, `metadata.etag` is the current one). Nothing changed.',
+    'or ABORTED, to be retried after reading again: the `etag` in the body is no longer current (AIP-154; ETAG_MISMATCH, `metadata.etag` is the current one), ' +
+    'the order kept changing under If-None-Match (CONCURRENT_UPDATE), or an `Idempotency-Key` changed while it was being used (IDEMPOTENCY_KEY_CONFLICT). Nothing changed.',
   412:
     'FAILED_PRECONDITION: `If-Match` does not match the current ETag (ETAG_MISMATCH, `metadata.etag` is the current one), or, on a PATCH, ' +
     '`If-None-Match` names the order’s current version or is `*` (ETAG_MATCH); nothing changed.',
+  413: `INVALID_ARGUMENT (reason BODY_TOO_LARGE): the request body is larger than ${MAX_BODY_BYTES} bytes.`,
+  414: `INVALID_ARGUMENT (reason URL_TOO_LONG): the URL is longer than ${MAX_URL_LENGTH} characters.`,
+  415:
+    'INVALID_ARGUMENT (reason UNSUPPORTED_MEDIA_TYPE): the request body is not application/json; or (UNSUPPORTED_ENCODING) its charset is not a UTF ' +
+    'or its Content-Encoding is not one the server decodes.',
   422: 'FAILED_PRECONDITION: this `Idempotency-Key` was already used with a different request (IDEMPOTENCY_KEY_REUSED); nothing was created.',
-  413: `The request body is larger than ${MAX_BODY_BYTES} bytes.`,
-  415: 'The request body is not application/json.',
+  431: 'INVALID_ARGUMENT (reason HEADERS_TOO_LARGE): the request line and headers are larger than the server reads (16 KiB).',
+  500: 'INTERNAL: the server failed; the cause is not shown. A GET, a PATCH with `If-Match` and a POST with `Idempotency-Key` are safe to retry.',
 };
+
+/** Statuses every operation can answer, whatever it does: the app refuses long URLs, the HTTP server oversized heads. */
+const EVERY_OPERATION = [400, 401, 403, 414, 431, 500];
 
 const HEADERS: Record<string, JsonSchema> = {
   ETag: {
     description:
       'Strong entity tag of this representation (a digest of the body; for an order, preceded by its version). ' +
       'Send it in `If-None-Match` to revalidate (304), or for an order in `If-Match` / the body `etag` to update only this version.',
+    required: true,
+    schema: { type: 'string', pattern: '^"[^"]*"$' },
+  },
+  'Cache-Control': {
+    description: '`private, no-cache`: the answer depends on the bearer token; revalidate with `If-None-Match`.',
+    required: true,
     schema: { type: 'string' },
   },
-  'Cache-Control': { description: '`private, no-cache`: the answer depends on the bearer token; revalidate with `If-None-Match`.', schema: { type: 'string' } },
-  Link: { description: 'RFC 8288 link to the next page (`rel="next"`), present only when there is one; it keeps the other query parameters.', schema: { type: 'string' } },
-  'Next-Page-Token': { description: 'The `page_token` of the next page (AIP-158), present only when there is one.', schema: { type: 'string' } },
-  Location: { description: 'The URL of the new order.', schema: { type: 'string', format: 'uri' } },
+  Vary: { description: 'Names `Authorization`: the answer depends on the token.', required: true, schema: { type: 'string' } },
+  Link: {
+    description: 'RFC 8288 link to the next page (`rel="next"`), present only when there is one; it keeps the other query parameters.',
+    schema: { type: 'string', pattern: 'rel="next"' },
+  },
+  'Next-Page-Token': {
+    description:
+      'The `page_token` of the next page (AIP-158), present only when there is one. A page may hold fewer items than `page_size` and still have one: ' +
+      'its absence, not a short page, marks the last page.',
+    schema: { type: 'string', minLength: 1 },
+  },
+  Location: { description: 'The URL of the new order.', required: true, schema: { type: 'string', format: 'uri' } },
+  'Idempotent-Replayed': {
+    description: '`true` on an answer replayed for a repeated `Idempotency-Key` (the first answer, byte for byte); absent otherwise.',
+    schema: { type: 'string', enum: ['true'] },
+  },
   'WWW-Authenticate': {
     description: 'RFC 6750 Bearer challenge with `resource_metadata` (RFC 9728); without a token, a DPoP challenge beside it (RFC 9449 §7.1); a refused DPoP token gets a DPoP challenge.',
     schema: { type: 'string' },
   },
+  'DPoP-Nonce': {
+    description: 'With `error="use_dpop_nonce"` (when the server requires nonces on resource requests, DPOP_NONCE=all): the nonce to put in the next DPoP proof (RFC 9449 §9).',
+    schema: { type: 'string' },
+  },
+  Allow: { description: 'The methods this path serves (RFC 9110 §10.2.1), e.g. `GET, HEAD, PATCH, OPTIONS`.', required: true, schema: { type: 'string' } },
 };
+
+/** Per error status, the headers it carries; `required` where every such answer has it. */
+const ERROR_HEADERS: Record<number, Record<string, JsonSchema>> = {
+  401: { 'WWW-Authenticate': { ...HEADERS['WWW-Authenticate'], required: true }, 'DPoP-Nonce': HEADERS['DPoP-Nonce']! },
+  403: { 'WWW-Authenticate': { ...HEADERS['WWW-Authenticate'], description: `${String(HEADERS['WWW-Authenticate']!.description)} Absent for USER_REQUIRED.` } },
+  405: { Allow: HEADERS.Allow! },
+};
+
+/** The `Allow` of a path, as router.ts answers it: GET implies HEAD, OPTIONS is always served. */
+function allowHeader(methods: readonly string[]): string {
+  const served = new Set(methods.flatMap((method) => (method === 'GET' ? ['GET', 'HEAD'] : [method])));
+  return [...['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'].filter((method) => served.has(method)), 'OPTIONS'].join(', ');
+}
 
 function referencedSchemas(schema: unknown): string[] {
   if (typeof schema !== 'object' || schema === null) return [];
@@ -257,25 +318,46 @@ export function openApiDocument(runtime: Runtime, schema: GraphQLSchema, routes:
     if (route.method === 'patch') parameters.push({ $ref: '#/components/parameters/If-Match' }, { $ref: '#/components/parameters/If-None-Match-write' });
     if (route.method === 'get') parameters.push({ $ref: '#/components/parameters/If-Match-read' }, { $ref: '#/components/parameters/If-None-Match' });
     if (route.method === 'post') parameters.push({ $ref: '#/components/parameters/Idempotency-Key' });
-    // Every answer is tagged (src/rest/etag.ts); reads are private and revalidated.
-    // (`Idempotent-Replayed` is only on replays, so the POST's description names it rather than its headers.)
-    const successHeaders = [...new Set([...route.success.headers, 'ETag', ...(route.method === 'get' ? ['Cache-Control'] : [])])];
+    // Every answer is tagged (src/rest/etag.ts); reads are private and revalidated. Headers sent only sometimes
+    // (Link, Next-Page-Token, `Idempotent-Replayed` on a replay) are listed without `required`.
+    const successHeaders = [
+      ...new Set([...route.success.headers, 'ETag', ...(route.method === 'get' ? ['Cache-Control', 'Vary'] : []), ...(route.method === 'post' ? ['Idempotent-Replayed'] : [])]),
+    ];
+    const paged = route.success.headers.includes('Next-Page-Token');
     const responses: Record<string, JsonSchema> = {
       [String(route.success.status)]: {
-        description: route.success.description,
+        description: paged
+          ? `${route.success.description} It may hold fewer items than \`page_size\` while more follow: read on while \`Next-Page-Token\` is present.`
+          : route.success.description,
         headers: Object.fromEntries(successHeaders.map((name) => [name, HEADERS[name]!])),
         content: { 'application/json': { schema: route.success.schema } },
       },
     };
     if (route.method === 'get') {
-      responses['304'] = { description: 'Not Modified: `If-None-Match` holds the current ETag. No body.', headers: { ETag: HEADERS.ETag, 'Cache-Control': HEADERS['Cache-Control'] } };
+      responses['304'] = {
+        description: 'Not Modified: `If-None-Match` holds the current ETag. No body.',
+        // A list's 304 keeps its paging headers: the page it confirms still has the same next page.
+        headers: {
+          ETag: HEADERS.ETag,
+          'Cache-Control': HEADERS['Cache-Control'],
+          Vary: HEADERS.Vary,
+          ...(paged ? { Link: HEADERS.Link, 'Next-Page-Token': HEADERS['Next-Page-Token'] } : {}),
+        },
+      };
     }
-    const errors = [...route.errors, ...(route.method === 'post' ? [422] : []), ...(route.method === 'get' ? [412] : [])];
-    for (const status of [...new Set([400, 401, 403, ...errors])].sort()) responses[String(status)] = { $ref: `#/components/responses/Error${status}` };
+    // POST: 409 IDEMPOTENCY_KEY_CONFLICT and 422 IDEMPOTENCY_KEY_REUSED; GET: 412 for If-Match.
+    const errors = [...route.errors, ...(route.method === 'post' ? [409, 422] : []), ...(route.method === 'get' ? [412] : [])];
+    for (const status of [...new Set([...EVERY_OPERATION, ...errors])].sort()) responses[String(status)] = { $ref: `#/components/responses/Error${status}` };
+    responses.default = { $ref: '#/components/responses/ErrorOther' };
+    // A method the path does not serve never reaches an operation, so its 405 is told in each operation of the path.
+    const allow = allowHeader(routes.filter((other) => other.path === route.path).map((other) => other.method.toUpperCase()));
+    const otherMethods =
+      `Other methods on this path are answered 405 with \`Allow: ${allow}\` (\`#/components/responses/Error405\`), ` +
+      'and OPTIONS 204 with the same `Allow`; neither needs a token.';
     (paths[path] ??= {})[route.method] = {
       operationId: route.operationId,
       summary: route.summary,
-      ...(route.description ? { description: route.description } : {}),
+      description: route.description ? `${route.description}\n\n${otherMethods}` : otherMethods,
       security: [{ oauth2: [route.scope] }, { dpop: [route.scope] }],
       parameters,
       ...(route.requestBody
@@ -394,16 +476,24 @@ export function openApiDocument(runtime: Runtime, schema: GraphQLSchema, routes:
           schema: { type: 'string', minLength: 1, maxLength: 257 },
         },
       },
-      responses: Object.fromEntries(
-        Object.entries(ERROR_STATUS_TEXT).map(([status, description]) => [
-          `Error${status}`,
-          {
-            description,
-            ...(status === '401' || status === '403' ? { headers: { 'WWW-Authenticate': HEADERS['WWW-Authenticate'] } } : {}),
-            content: { 'application/json': { schema: schemaRef('Error') } },
-          },
-        ]),
-      ),
+      responses: {
+        ...Object.fromEntries(
+          Object.entries(ERROR_STATUS_TEXT).map(([status, description]) => [
+            `Error${status}`,
+            {
+              description,
+              ...(ERROR_HEADERS[Number(status)] ? { headers: ERROR_HEADERS[Number(status)] } : {}),
+              content: { 'application/json': { schema: schemaRef('Error') } },
+            },
+          ]),
+        ),
+        ErrorOther: {
+          description:
+            'Refusals of the HTTP server itself, in the same shape: 408 (REQUEST_TIMEOUT) when the request does not arrive in time, ' +
+            '413 (CHUNK_EXTENSIONS_TOO_LARGE) on a body without one; or whatever a proxy in front of the server answers.',
+          content: { 'application/json': { schema: schemaRef('Error') } },
+        },
+      },
       securitySchemes: {
         oauth2: {
           type: 'oauth2',

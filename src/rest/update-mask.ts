@@ -13,7 +13,7 @@ import {
 } from 'graphql';
 import { FieldsError, MAX_FIELDS_LENGTH } from './fields.js';
 import { allowedFields, checkPaths, enumValueFromRest, rootField, rootFieldType } from './selection.js';
-import { RestInvalidArgument } from './errors.js';
+import { RestInvalidArgument, shownInMessage } from './errors.js';
 
 const PATH = /^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$/;
 
@@ -29,17 +29,13 @@ export function parseUpdateMask(raw: string | undefined): string[][] {
     if (name === '*') {
       throw new FieldsError("update_mask: '*' (replace the whole resource) is not supported; name the fields to change");
     }
-    if (!PATH.test(name)) throw new FieldsError(`update_mask: '${truncate(name)}' is not a field path`);
+    if (!PATH.test(name)) throw new FieldsError(`update_mask: '${shownInMessage(name)}' is not a field path`);
     if (seen.has(name)) continue;
     seen.add(name);
     paths.push(name.split('.'));
   }
   if (paths.length === 0) throw new FieldsError('update_mask is required: name the fields to change, e.g. update_mask=status,memo');
   return paths;
-}
-
-function truncate(text: string): string {
-  return text.length > 64 ? `${text.slice(0, 64)}…` : text;
 }
 
 export interface UpdatePlan {
@@ -88,7 +84,7 @@ function inputValue(field: GraphQLInputField, value: unknown, nonNull: boolean):
     const allowed = named.getValues().map((v) => v.name.toLowerCase());
     const mapped = typeof value === 'string' ? enumValueFromRest(named, value) : undefined;
     if (mapped === undefined) {
-      const shown = typeof value === 'string' ? `'${truncate(value)}'` : `a JSON ${jsonType(value)}`;
+      const shown = typeof value === 'string' ? `'${shownInMessage(value)}'` : `a JSON ${jsonType(value)}`;
       throw invalidField(field, `'${field.name}' must be one of ${allowed.join(', ')}; got ${shown}`);
     }
     return mapped;

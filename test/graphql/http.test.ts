@@ -9,6 +9,11 @@ import request from 'supertest';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { describeEachDatabase } from '../support/runtime.js';
 import { issueTestToken, type TestToken } from '../support/tokens.js';
+import { buildProduct } from '../support/factories.js';
+
+/** The CORS headers of an answer (and Vary), to compare a refusal's with an answer's. */
+const cors = (res: request.Response) =>
+  Object.fromEntries(Object.entries(res.headers).filter(([name]) => name.startsWith('access-control-') || name === 'vary'));
 
 describeEachDatabase('POST /graphql at the HTTP edge', (context) => {
   let me: TestToken;
@@ -27,10 +32,34 @@ describeEachDatabase('POST /graphql at the HTTP edge', (context) => {
       errors: [
         {
           message: 'POST /graphql takes a body of type application/json (got text/plain)',
-          extensions: { code: 'INVALID_ARGUMENT', reason: 'UNSUPPORTED_MEDIA_TYPE' },
+          extensions: { code: 'INVALID_ARGUMENT', reason: 'UNSUPPORTED_MEDIA_TYPE', http: { status: 415 } },
         },
       ],
     });
+  });
+
+  it('lets a cross-origin page read the refusals sent before yoga, with the CORS headers yoga gives its own answers', async () => {
+    const origin = 'https://shop.example';
+    const answered = await request(context().app)
+      .post('/graphql')
+      .set('Origin', origin)
+      .set('Authorization', me.authorization)
+      .set('Content-Type', 'application/json')
+      .send(JSON.stringify({ query: '{ __typename }' }));
+    expect(answered.status).toBe(200);
+    expect(cors(answered)).toMatchObject({ 'access-control-allow-origin': origin, 'access-control-expose-headers': 'WWW-Authenticate, DPoP-Nonce' });
+    const refusals = [
+      request(context().app).post('/graphql').set('Origin', origin).set('Content-Type', 'text/plain').send('{ __typename }'),
+      request(context().app).post('/graphql').set('Origin', origin).set('Accept', 'text/plain').set('Content-Type', 'application/json').send('{"query":"{ __typename }"}'),
+      request(context().app).post('/graphql').set('Origin', origin).set('Content-Type', 'application/json').set('Content-Encoding', 'gzip').send('not gzip'),
+    ];
+    for (const refused of await Promise.all(refusals)) {
+      expect(refused.status, refused.text).toBeGreaterThanOrEqual(400);
+      expect(cors(refused), String(refused.status)).toEqual(cors(answered));
+    }
+    // Without an Origin, no CORS headers are added.
+    const sameOrigin = await request(context().app).post('/graphql').set('Content-Type', 'text/plain').send('{ __typename }');
+    expect(cors(sameOrigin)).toEqual({});
   });
 
   it('still accepts application/json and application/graphql bodies', async () => {
@@ -77,7 +106,7 @@ describeEachDatabase('POST /graphql at the HTTP edge', (context) => {
       });
       expect(answer.status).toBe(413);
       expect(JSON.parse(answer.body)).toEqual({
-        errors: [{ message: 'the request body is larger than 262144 bytes', extensions: { code: 'INVALID_ARGUMENT', reason: 'BODY_TOO_LARGE' } }],
+        errors: [{ message: 'the request body is larger than 262144 bytes', extensions: { code: 'INVALID_ARGUMENT', reason: 'BODY_TOO_LARGE', http: { status: 413 } } }],
       });
     } finally {
       server.closeAllConnections();
@@ -101,7 +130,7 @@ describeEachDatabase('POST /graphql at the HTTP edge', (context) => {
       const before = errorLogs().length;
       const res = await post(coding, 'garbage');
       expect(res.status).toBe(400);
-      expect(res.body).toEqual({ errors: [{ message: 'the request body could not be read', extensions: { code: 'INVALID_ARGUMENT', reason: 'BODY_UNREADABLE' } }] });
+      expect(res.body).toEqual({ errors: [{ message: 'the request body could not be read', extensions: { code: 'INVALID_ARGUMENT', reason: 'BODY_UNREADABLE', http: { status: 400 } } }] });
       expect(errorLogs().slice(before)).toEqual([]);
     });
 
@@ -109,7 +138,7 @@ describeEachDatabase('POST /graphql at the HTTP edge', (context) => {
       const res = await post('compress', 'garbage');
       expect(res.status).toBe(415);
       expect(res.body).toEqual({
-        errors: [{ message: 'the Content-Encoding of the request body is not supported', extensions: { code: 'INVALID_ARGUMENT', reason: 'UNSUPPORTED_MEDIA_TYPE' } }],
+        errors: [{ message: 'the Content-Encoding of the request body is not supported', extensions: { code: 'INVALID_ARGUMENT', reason: 'UNSUPPORTED_MEDIA_TYPE', http: { status: 415 } } }],
       });
     });
 
@@ -134,7 +163,165 @@ describeEachDatabase('POST /graphql at the HTTP edge', (context) => {
       expect(bomb.length).toBeLessThan(16 * 1024);
       const res = await post('gzip', bomb);
       expect(res.status).toBe(413);
-      expect(res.body.errors[0].extensions).toEqual({ code: 'INVALID_ARGUMENT', reason: 'BODY_TOO_LARGE' });
+      expect(res.body.errors[0].extensions).toEqual({ code: 'INVALID_ARGUMENT', reason: 'BODY_TOO_LARGE', http: { status: 413 } });
     });
   });
 });
+
+describeEachDatabase('request-level errors of /graphql', (context) => {
+  let me: TestToken;
+  let writer: TestToken;
+  beforeAll(async () => {
+    me = await issueTestToken(context().runtime, { scope: 'products:read' });
+    writer = await issueTestToken(context().runtime, { scope: 'products:read orders:read orders:write' });
+  });
+
+  const json = (body: string) => ({ method: 'post' as const, type: 'application/json', body });
+  const form = (body: string) => ({ method: 'post' as const, type: 'application/x-www-form-urlencoded', body });
+  const get = (query: string) => ({ method: 'get' as const, query });
+  type Sent = { method: 'get' | 'post' | 'put' | 'delete'; type?: string; body?: string; query?: string; authorization?: string | null; accept?: string };
+
+  function send(sent: Sent, accept?: string) {
+    let test = request(context().app)[sent.method](`/graphql${sent.query === undefined ? '' : `?${sent.query}`}`);
+    const authorization = sent.authorization === undefined ? me.authorization : sent.authorization;
+    if (authorization !== null) test = test.set('Authorization', authorization);
+    if (sent.accept ?? accept) test = test.set('Accept', (sent.accept ?? accept)!);
+    if (sent.type) test = test.set('Content-Type', sent.type);
+    return sent.body === undefined ? test : test.send(sent.body);
+  }
+
+  const twoOperations = 'query A { __typename } query B { __typename }';
+  const tooDeep = `{ products { ${'seller { products { '.repeat(5)}id${' } }'.repeat(5)} } }`;
+  // [what, request, HTTP status, code, reason, field]
+  const cases: [string, Sent, number, string, string | undefined, string | undefined][] = [
+    ['a body that is not JSON', json('{bad'), 400, 'INVALID_ARGUMENT', 'INVALID_JSON', undefined],
+    ['a null body', json('null'), 400, 'INVALID_ARGUMENT', 'BODY_NOT_AN_OBJECT', undefined],
+    ['a batch (batching is off)', json('[{"query":"{ __typename }"}]'), 400, 'INVALID_ARGUMENT', 'BATCHING_NOT_SUPPORTED', undefined],
+    ['no query', json('{}'), 400, 'INVALID_ARGUMENT', 'INVALID_PARAMETER', 'query'],
+    ['a query that is not a string', json('{"query":1}'), 400, 'INVALID_ARGUMENT', 'INVALID_PARAMETER', 'query'],
+    ['variables=[1]', json('{"query":"{ __typename }","variables":[1]}'), 400, 'INVALID_ARGUMENT', 'INVALID_PARAMETER', 'variables'],
+    ['variables that are a string', json('{"query":"{ __typename }","variables":"x"}'), 400, 'INVALID_ARGUMENT', 'INVALID_PARAMETER', 'variables'],
+    ['extensions that are an array', json('{"query":"{ __typename }","extensions":[1]}'), 400, 'INVALID_ARGUMENT', 'INVALID_PARAMETER', 'extensions'],
+    ['an unknown parameter', json('{"query":"{ __typename }","querry":"x"}'), 400, 'INVALID_ARGUMENT', 'INVALID_PARAMETER', 'querry'],
+    ['form variables=[1]', form('query=%7B__typename%7D&variables=%5B1%5D'), 400, 'INVALID_ARGUMENT', 'INVALID_PARAMETER', 'variables'],
+    ['form variables that are not JSON', form('query=%7B__typename%7D&variables=%7B'), 400, 'INVALID_ARGUMENT', 'INVALID_PARAMETER', undefined],
+    ['GET variables=[1]', get('query=%7B__typename%7D&variables=%5B1%5D'), 400, 'INVALID_ARGUMENT', 'INVALID_PARAMETER', 'variables'],
+    ['GET variables that are not JSON', get('query=%7B__typename%7D&variables=%7B'), 400, 'INVALID_ARGUMENT', 'INVALID_PARAMETER', undefined],
+    ['GET without a query', get(''), 400, 'INVALID_ARGUMENT', 'INVALID_PARAMETER', 'query'],
+    ['an unknown operationName', json(JSON.stringify({ query: twoOperations, operationName: 'C' })), 400, 'INVALID_ARGUMENT', 'OPERATION_RESOLUTION_FAILURE', undefined],
+    ['several operations without operationName', json(JSON.stringify({ query: twoOperations })), 400, 'INVALID_ARGUMENT', 'OPERATION_RESOLUTION_FAILURE', undefined],
+    ['a syntax error', json('{"query":"{"}'), 400, 'INVALID_ARGUMENT', 'GRAPHQL_PARSE_FAILED', undefined],
+    ['a validation error', json('{"query":"{ nope }"}'), 400, 'INVALID_ARGUMENT', 'GRAPHQL_VALIDATION_FAILED', undefined],
+    ['a document too deep', json(JSON.stringify({ query: tooDeep })), 400, 'INVALID_ARGUMENT', 'MAX_DEPTH', undefined],
+    ['a mutation over GET', get(`query=${encodeURIComponent('mutation { updateOrder(id: 1, input: {}) { id } }')}`), 405, 'INVALID_ARGUMENT', 'METHOD_NOT_ALLOWED', undefined],
+    ['PUT', { ...json('{"query":"{ __typename }"}'), method: 'put' }, 405, 'INVALID_ARGUMENT', 'METHOD_NOT_ALLOWED', undefined],
+    ['DELETE', { method: 'delete' }, 405, 'INVALID_ARGUMENT', 'METHOD_NOT_ALLOWED', undefined],
+    ['an Accept it cannot answer', { ...json('{"query":"{ __typename }"}'), accept: 'text/plain' }, 406, 'INVALID_ARGUMENT', 'NOT_ACCEPTABLE', undefined],
+    ['a GET asking for HTML without GraphiQL', { ...get('query=%7B__typename%7D'), accept: 'text/html' }, 406, 'INVALID_ARGUMENT', 'NOT_ACCEPTABLE', undefined],
+    ['a body of an unsupported type', { method: 'post', type: 'text/plain', body: '{ __typename }' }, 415, 'INVALID_ARGUMENT', 'UNSUPPORTED_MEDIA_TYPE', undefined],
+    ['no token', { ...json('{"query":"{ __typename }"}'), authorization: null }, 401, 'UNAUTHENTICATED', undefined, undefined],
+    ['a malformed token', { ...json('{"query":"{ __typename }"}'), authorization: 'Bearer not-a-token' }, 401, 'UNAUTHENTICATED', undefined, undefined],
+    ['a token without the scope', json('{"query":"{ orders { id } }"}'), 403, 'FORBIDDEN', undefined, undefined],
+  ];
+
+  describe.each([undefined, 'application/graphql-response+json'])('asked for %s', (accept) => {
+    it.each(cases)('answers %s with its status, a stable code and extensions.http.status', async (_what, sent, status, code, reason, field) => {
+      const res = await send(sent, accept);
+      expect(res.status, res.text).toBe(status);
+      const type = sent.accept ? 'application/json' : (accept ?? 'application/json');
+      expect(res.headers['content-type']).toBe(`${type}; charset=utf-8`);
+      const body = JSON.parse(res.text) as { errors: { message: string; extensions: Record<string, unknown> }[] };
+      expect(body.errors.length).toBeGreaterThan(0);
+      expect(body.errors[0]!.extensions).toMatchObject({ code, http: { status }, ...(reason && { reason }), ...(field && { field }) });
+      for (const error of body.errors) {
+        expect(error.extensions.code).not.toMatch(/^(BAD_REQUEST|REQUEST_ENTITY_TOO_LARGE)$/);
+        expect(error.extensions).toHaveProperty('http', { status });
+        expect(error.extensions).not.toHaveProperty('originalError');
+      }
+      if (status === 405) expect(res.headers.allow).toBe(sent.method === 'get' ? 'POST' : 'GET, POST');
+      else expect(res.headers.allow).toBeUndefined();
+      if (status === 401) expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="fieldgate"/);
+    });
+  });
+
+  it('answers a chunked body over the limit, found while reading it, as one announced too large', async () => {
+    const server = http.createServer(context().app);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = http.request(
+          { host: '127.0.0.1', port, method: 'POST', path: '/graphql', headers: { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked', Authorization: me.authorization } },
+          (res) => {
+            let body = '';
+            res.setEncoding('utf8');
+            res.on('data', (chunk) => (body += chunk));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+          },
+        );
+        req.on('error', reject);
+        req.end(JSON.stringify({ query: '{ __typename }', variables: { padding: 'p'.repeat(300 * 1024) } }));
+      });
+      expect(answer.status).toBe(413);
+      expect(JSON.parse(answer.body).errors[0].extensions).toEqual({ code: 'INVALID_ARGUMENT', reason: 'BODY_TOO_LARGE', http: { status: 413 } });
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('refuses an Accept it cannot answer before the operation runs', async () => {
+    const product = await buildProduct(context().runtime);
+    const create = JSON.stringify({ query: `mutation { createOrder(input: { items: [{ productId: ${product.id}, quantity: 1 }], memo: "406" }) { id } }` });
+    const res = await send({ ...json(create), authorization: writer.authorization, accept: 'text/plain' });
+    expect(res.status).toBe(406);
+    const orders = await send({ ...json('{"query":"{ orders { memo } }"}'), authorization: writer.authorization });
+    expect(orders.status).toBe(200);
+    expect(orders.body.data.orders).toEqual([]);
+  });
+
+  it('answers the same bad requests identically on the fast path (plain-post.ts) and through yoga', async () => {
+    const bodies = [
+      '{bad',
+      '{"query":"{ __typename }","variables":[1]}',
+      JSON.stringify({ query: twoOperations }),
+      JSON.stringify({ query: twoOperations, operationName: 'C' }),
+      '{"query":"{"}',
+      '{"query":"{ nope }"}',
+      JSON.stringify({ query: tooDeep }),
+      '{"query":"{ orders { id } }"}',
+      '{"query":"query($l: Int) { products(limit: $l) { id } }","variables":{"l":"x"}}',
+    ];
+    for (const body of bodies) {
+      for (const authorization of [me.authorization, 'Bearer not-a-token']) {
+        // A plain Accept takes the fast path; one it does not read unambiguously goes to yoga.
+        const fast = await send({ ...json(body), authorization }, 'application/json');
+        const yoga = await send({ ...json(body), authorization }, 'application/json, */*;q=0.5');
+        expect(fast.status, body).toBeGreaterThanOrEqual(400);
+        expect([yoga.status, yoga.text, yoga.headers['content-type'], yoga.headers['www-authenticate']], body).toEqual([
+          fast.status,
+          fast.text,
+          fast.headers['content-type'],
+          fast.headers['www-authenticate'],
+        ]);
+      }
+    }
+  });
+});
+
+describeEachDatabase(
+  'CORS of /graphql refusals with a list of allowed origins',
+  (context) => {
+
+    it('gives a refusal the CORS headers yoga gives an answer, for an allowed and a refused origin', async () => {
+      for (const origin of ['https://b.example', 'https://evil.example']) {
+        const answered = await request(context().app).post('/graphql').set('Origin', origin).set('Content-Type', 'application/json').send('{"query":"{ __typename }"}');
+        const refused = await request(context().app).post('/graphql').set('Origin', origin).set('Content-Type', 'text/plain').send('{ __typename }');
+        expect(refused.status).toBe(415);
+        expect(cors(refused), origin).toEqual(cors(answered));
+        expect(cors(answered)['access-control-allow-origin'], origin).toBe(origin === 'https://b.example' ? origin : 'null');
+      }
+    });
+  },
+  { CORS_ORIGINS: 'https://a.example,https://b.example' },
+);

@@ -29,10 +29,13 @@ describe('route table', () => {
     .add('POST', '/products', [answer('create')])
     .add('ALL', '/products', [answer('other method')]);
 
-  it('matches as Express does: any case, one trailing slash, GET answering HEAD', async () => {
+  it('matches as a case-sensitive Express router does: exact case, one trailing slash, GET answering HEAD', async () => {
     expect((await request(app(table)).get('/products')).body).toMatchObject({ name: 'list', route: '/products' });
-    expect((await request(app(table)).get('/PRODUCTS/')).body.name).toBe('list');
-    expect((await request(app(table)).get('/Products/7/')).body).toEqual({ name: 'item', params: { id: '7' }, route: '/products/:id' });
+    expect((await request(app(table)).get('/products/')).body.name).toBe('list');
+    expect((await request(app(table)).get('/products/7/')).body).toEqual({ name: 'item', params: { id: '7' }, route: '/products/:id' });
+    expect((await request(app(table)).get('/PRODUCTS/')).body).toEqual({ fellThrough: '/PRODUCTS/' });
+    expect((await request(app(table)).get('/Products/7')).body).toEqual({ fellThrough: '/Products/7' });
+    expect((await request(app(table)).delete('/PRODUCTS')).body).toEqual({ fellThrough: '/PRODUCTS' });
     expect((await request(app(table)).post('/products')).body.name).toBe('create');
     expect((await request(app(table)).delete('/products')).body.name).toBe('other method');
     const head = await request(app(table)).head('/products/7');

@@ -614,15 +614,25 @@ for (const kind of DATABASE_KINDS) {
         expectGraphQLErrors(reply, 413);
       });
 
-      it('answers no query at all, asked for application/json, with 200 and a request error (GraphQL over HTTP’s legacy rule)', async () => {
+      it('answers no query at all, asked for application/json, with 400 as any request refused before execution', async () => {
         const reply = await graphql('{}');
-        expect(reply.status).toBe(200);
-        expect(parseJson<{ errors: { extensions: { code: string } }[] }>(reply).errors[0]!.extensions.code).toBe('BAD_REQUEST');
+        expect(reply.status).toBe(400);
+        expect(parseJson<{ errors: { extensions: Record<string, unknown> }[] }>(reply).errors[0]!.extensions).toEqual({
+          code: 'INVALID_ARGUMENT',
+          reason: 'INVALID_PARAMETER',
+          field: 'query',
+          http: { status: 400 },
+        });
       });
 
-      it('answers an Accept it cannot satisfy with a bare 406', async () => {
+      it('answers an Accept it cannot satisfy with 406 and a GraphQL error', async () => {
         const reply = await graphql(JSON.stringify({ query: '{ products { id } }' }), { ...bearer(), 'content-type': 'application/json', accept: 'text/html' });
-        expect(reply.status).toBe(406);
+        expectGraphQLErrors(reply, 406);
+        expect(parseJson<{ errors: { extensions: Record<string, unknown> }[] }>(reply).errors[0]!.extensions).toEqual({
+          code: 'INVALID_ARGUMENT',
+          reason: 'NOT_ACCEPTABLE',
+          http: { status: 406 },
+        });
       });
 
       it('answers a memo with a NUL as a client error, not an internal one', async () => {

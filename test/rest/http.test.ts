@@ -334,7 +334,7 @@ describeEachDatabase('REST requests', (context) => {
         expect(res.body).toStrictEqual({
           error: {
             code: 405,
-            status: 'UNIMPLEMENTED',
+            status: 'INVALID_ARGUMENT',
             message: `the method ${method.toUpperCase()} is not allowed here; allowed: ${allow}`,
             details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', domain: 'fieldgate.dev', reason: 'METHOD_NOT_ALLOWED', metadata: {} }],
           },
@@ -350,6 +350,80 @@ describeEachDatabase('REST requests', (context) => {
       const missing = await request(context().app).delete(`/orders/${orderId}/items`).set('Authorization', owner.authorization);
       expect(missing.status).toBe(404);
       expect(missing.body.error.status).toBe('NOT_FOUND');
+    });
+  });
+
+  describe('error answers of the HTTP edge (AIP-193)', () => {
+    const get = (path: string) => request(context().app).get(path).set('Authorization', owner.authorization);
+    /** The google.rpc.Code each HTTP status of a refused REST request carries (README, "REST API"). */
+    const STATUS_NAME: Record<number, string> = { 400: 'INVALID_ARGUMENT', 404: 'NOT_FOUND', 405: 'INVALID_ARGUMENT', 413: 'INVALID_ARGUMENT', 414: 'INVALID_ARGUMENT', 415: 'INVALID_ARGUMENT' };
+
+    it.each([
+      ['an unknown path', () => get('/nope'), 404, 'NO_SUCH_ROUTE'],
+      ['a path past a resource', () => get('/products/1/reviews'), 404, 'NO_SUCH_ROUTE'],
+      ['a method the path does not serve', () => request(context().app).delete('/products').set('Authorization', owner.authorization), 405, 'METHOD_NOT_ALLOWED'],
+      ['a body over the limit', () => send('post', '/orders').set('Content-Type', 'application/json').send(JSON.stringify({ memo: 'm'.repeat(70 * 1024) })), 413, 'BODY_TOO_LARGE'],
+      ['a URL over the limit', () => get(`/products?fields=${'a'.repeat(13 * 1024)}`), 414, 'URL_TOO_LONG'],
+      ['a body that is not JSON', () => send('post', '/orders').set('Content-Type', 'text/plain').send('x'), 415, 'UNSUPPORTED_MEDIA_TYPE'],
+      ['a path segment that does not percent-decode', () => get('/products/%E0%A4%A'), 400, 'INVALID_URL_ENCODING'],
+      ['a bad escape in a path', () => get('/orders/%ZZ'), 400, 'INVALID_URL_ENCODING'],
+    ] as const)('answers %s with its HTTP status and the google.rpc.Code of that status', async (_what, answer, status, reason) => {
+      const res = await answer();
+      expect(res.status).toBe(status);
+      expect(res.body.error).toMatchObject({ code: status, status: STATUS_NAME[status], details: [{ reason, domain: 'fieldgate.dev' }] });
+      expect(res.body.error.status).not.toBe('UNIMPLEMENTED');
+      if (status === 405) expect(res.headers.allow).toBe('GET, HEAD, OPTIONS');
+    });
+
+    it('refuses a query parameter that does not percent-decode to UTF-8, naming it, instead of reading it leniently', async () => {
+      for (const [query, parameter] of [
+        ['filter=name%3A%22%FF%22', 'filter'],
+        ['fields=id%E0%A4%A', 'fields'],
+        ['order_by=price%', 'order_by'],
+        ['fields=id&page_token=%G0', 'page_token'],
+      ]) {
+        const res = await get(`/products?${query}`);
+        expect(res.status, query).toBe(400);
+        expect(res.body.error, query).toMatchObject({
+          code: 400,
+          status: 'INVALID_ARGUMENT',
+          details: [{ reason: 'INVALID_URL_ENCODING', metadata: { parameter } }, { fieldViolations: [{ field: parameter }] }],
+        });
+      }
+      expect((await get('/products?filter=name%3A%22m%C3%BCg%22&fields=id')).status).toBe(200);
+      expect((await get('/products?filter=name%3A%22a+b%22')).status).toBe(200);
+    });
+
+    it('matches paths case-sensitively, as Google APIs do: /PRODUCTS is an unknown path, whatever the method', async () => {
+      for (const [method, path] of [
+        ['get', '/PRODUCTS'],
+        ['get', '/Products/1'],
+        ['get', `/ORDERS/${orderId}`],
+        ['get', '/OpenAPI.json'],
+        ['delete', '/PRODUCTS'],
+        ['patch', `/Orders/${orderId}?update_mask=memo`],
+      ] as const) {
+        const res = await request(context().app)[method](path).set('Authorization', owner.authorization);
+        expect(res.status, path).toBe(404);
+        expect(res.body.error, path).toMatchObject({ code: 404, status: 'NOT_FOUND', details: [{ reason: 'NO_SUCH_ROUTE' }] });
+      }
+      expect(await memo()).toBe('kept');
+      expect((await get('/products/')).status).toBe(200);
+    });
+
+    it('leaves the other faces as they were: their paths still match in any case', async () => {
+      for (const [lower, upper] of [
+        ['/token', '/TOKEN'],
+        ['/.well-known/openid-configuration', '/.WELL-KNOWN/openid-configuration'],
+        ['/healthz', '/HEALTHZ'],
+      ] as const) {
+        const method = lower === '/token' ? 'post' : 'get';
+        const a = await request(context().app)[method](lower);
+        const b = await request(context().app)[method](upper);
+        expect([b.status, b.text], upper).toEqual([a.status, a.text]);
+      }
+      const graphql = await request(context().app).post('/GRAPHQL').set('Authorization', owner.authorization).send({ query: '{ __typename }' });
+      expect(graphql.body).toEqual({ data: { __typename: 'Query' } });
     });
   });
 });

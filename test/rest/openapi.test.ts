@@ -70,8 +70,9 @@ describeEachDatabase('GET /openapi.json', (context) => {
       const [status, response] = Object.entries(operation.responses as Json).find(([code]) => code.startsWith('2'))!;
       expect(res.status, `${method} ${path}`).toBe(Number(status));
       expect(conforms(response.content['application/json'].schema, res.body), `${method} ${path}`).toBeUndefined();
-      for (const header of Object.keys(response.headers ?? {})) {
-        if (header === 'Link' || header === 'Next-Page-Token') continue; // only when there is a next page
+      expect(response.headers.ETag.required, `${method} ${path} ETag`).toBe(true);
+      for (const [header, definition] of Object.entries((response.headers ?? {}) as Json)) {
+        if (!definition.required) continue; // Link, Next-Page-Token: only when there is a next page; Idempotent-Replayed: only on a replay
         expect(res.headers[header.toLowerCase()], `${method} ${path} ${header}`).toBeDefined();
       }
     }

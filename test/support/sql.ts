@@ -1,14 +1,76 @@
 /** The one way tests look at the SQL a request sends (plugin-drizzle's tests do the same through the Drizzle logger). */
-import type { Runtime } from '../../src/runtime.js';
+import postgres from 'postgres';
+import { loadConfig } from '../../src/config.js';
+import { openDatabase } from '../../src/db/database.js';
+import { createLogger } from '../../src/logger.js';
+import { openRuntime, type Runtime } from '../../src/runtime.js';
+import { createPostgresDatabase } from './databases.js';
+import { LogCapture } from './runtime.js';
 
-/** The SQL statements `run` sends, in order. */
+/**
+ * The bearer token's revocation check. Its answer is cached for a second (REVOCATION_CACHE_MS), so whether a request
+ * sends it depends on the clock: on a loaded machine a warm-up request a moment before may already be too old.
+ * test/tokens/revocation.test.ts checks the cache itself, with a stubbed clock.
+ */
+export const isRevocationCheck = (statement: string) => /\) as revoked$/.test(statement.trim()) && statement.includes('"revoked_access_tokens"."jti"');
+
+/** The SQL statements `run` sends, in order, leaving out the bearer token's revocation check. */
 export async function captureSql(runtime: Runtime, run: () => Promise<unknown>): Promise<string[]> {
   const statements: string[] = [];
-  const stop = runtime.database.onQuery((query) => statements.push(query));
+  const stop = runtime.database.onQuery((query) => {
+    if (!isRevocationCheck(query)) statements.push(query);
+  });
   try {
     await run();
   } finally {
     stop();
   }
   return statements;
+}
+
+/**
+ * A runtime on a fresh PostgreSQL database whose server logs every statement (log_statement = all), for checking "one
+ * SQL statement per request" on the server's own log rather than on the client. The log is read through the backend's
+ * stderr (/proc/self/fd/2) with pg_read_file, which needs a superuser.
+ */
+export interface ServerLoggedRuntime {
+  runtime: Runtime;
+  /** The statements of this database the server logged while `run` ran (the reads of the log and the revocation check left out). */
+  serverStatements<T>(run: () => Promise<T>): Promise<{ result: T; statements: string[] }>;
+  close(): Promise<void>;
+}
+
+export async function openServerLoggedRuntime(): Promise<ServerLoggedRuntime> {
+  const created = await createPostgresDatabase();
+  const name = new URL(created.url).pathname.slice(1);
+  const admin = postgres(created.url, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`alter database "${name}" set log_statement = 'all'`);
+  const config = loadConfig({ ISSUER: 'http://localhost:3000', DATA_DIR: 'memory://', LOG_LEVEL: 'info', DEMO: 'false' });
+  const runtime = await openRuntime(config, createLogger(config.logLevel, new LogCapture()), await openDatabase({ databaseUrl: created.url, poolSize: 2 }));
+  const logSize = async () => Number((await admin`select size from pg_stat_file('/proc/self/fd/2')`)[0]!.size);
+  return {
+    runtime,
+    async serverStatements(run) {
+      const before = await logSize();
+      const result = await run();
+      const after = await logSize();
+      const [{ text }] = (await admin`select pg_read_file('/proc/self/fd/2', ${before}, ${after - before}) as text`) as unknown as [{ text: string }];
+      // An entry starts with its line prefix (a timestamp); a statement's own line breaks continue it.
+      const entries = text.split(/\n(?=\d{4}-\d\d-\d\d )/);
+      const statements = entries.filter(
+        (entry) =>
+          entry.includes(`@${name} `) &&
+          /LOG:\s+(statement|execute)/.test(entry) &&
+          !entry.includes('pg_stat_file') &&
+          !entry.includes('pg_read_file') &&
+          !isRevocationCheck(entry.replace(/^[^\n]*?LOG:\s+(statement|execute [^:]*):/, '')),
+      );
+      return { result, statements };
+    },
+    async close() {
+      await runtime.close();
+      await admin.end();
+      await created.drop();
+    },
+  };
 }
