@@ -113,15 +113,17 @@ async function run(argv: string[], io: Io): Promise<void> {
 /** Errors whose message is meant for the user as it is (no stack trace). */
 async function isExpected(error: unknown): Promise<boolean> {
   if (error instanceof CommandFailed) return true;
-  const [{ ConfigError }, { DataDirLockedError }, { ClientRegistrationError }, { UserRegistrationError }] = await Promise.all([
+  const [{ ConfigError }, { DataDirLockedError }, { DatabaseUnavailableError }, { ClientRegistrationError }, { UserRegistrationError }] = await Promise.all([
     import('./config.js'),
     import('./db/data-dir-lock.js'),
+    import('./db/errors.js'),
     import('./oauth/stores/clients.js'),
     import('./oauth/stores/users.js'),
   ]);
   return (
     error instanceof ConfigError ||
     error instanceof DataDirLockedError ||
+    error instanceof DatabaseUnavailableError ||
     error instanceof ClientRegistrationError ||
     error instanceof UserRegistrationError
   );

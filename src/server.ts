@@ -6,6 +6,7 @@ import type { Runtime } from './runtime.js';
 import { answerClientErrors } from './http/client-error.js';
 import { janitorPolicy, sweep, sweptRows } from './oauth/janitor.js';
 import { startMetricsServer } from './http/metrics.js';
+import { listen } from './http/listen.js';
 import { startIdleCollection } from './idle-collection.js';
 
 export const SHUTDOWN_TIMEOUT_MS = 10_000;
@@ -66,17 +67,18 @@ export async function startServer(runtime: Runtime): Promise<RunningServer> {
   applyConnectionBounds(server);
   answerClientErrors(server);
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(runtime.config.port, runtime.config.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
+  await listen(server, runtime.config.port, runtime.config.host, 'PORT');
+  let metrics: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
+  try {
+    metrics = runtime.config.metricsPort === undefined ? undefined : await startMetricsServer(runtime.config.metricsPort, runtime.config.host);
+  } catch (error) {
+    // The main listener is open already: left open, it would keep a process that cannot serve alive forever.
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    throw error;
+  }
   const stopJanitor = startJanitor(runtime);
   const stopIdleCollection = startIdleCollection({ idleSeconds: runtime.config.idleCollectionAfter });
   const { port } = server.address() as AddressInfo;
-  const metrics = runtime.config.metricsPort === undefined ? undefined : await startMetricsServer(runtime.config.metricsPort, runtime.config.host);
   const host = runtime.config.host.includes(':') ? `[${runtime.config.host}]` : runtime.config.host;
 
   let closing: Promise<void> | undefined;

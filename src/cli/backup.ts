@@ -1,5 +1,5 @@
 /** PGlite's own data-directory dump, taken under the data-directory lock so no server writes meanwhile. */
-import { existsSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config.js';
@@ -33,6 +33,10 @@ const backup = defineCommand({
     const output = path.resolve(values.output);
     if (existsSync(output) && !values.force) throw new CommandFailed(`${output} exists; pass --force to overwrite it`);
     if (!hasCluster(clusterDirectory(dataDir))) throw new CommandFailed(`there is no database in ${dataDir}`);
+    // Checked before the dump, which holds the data directory for a while: a typo in the path should not cost that.
+    if (!statSync(path.dirname(output), { throwIfNoEntry: false })?.isDirectory()) {
+      throw new CommandFailed(`cannot write ${output}: the directory ${path.dirname(output)} does not exist`);
+    }
     const bytes = await withLockedDataDir(dataDir, async (pgdata) => {
       const { PGlite } = await import('@electric-sql/pglite');
       const db = new PGlite(pgdata);
@@ -45,8 +49,13 @@ const backup = defineCommand({
       }
     });
     const partial = `${output}.partial`;
-    writeFileSync(partial, bytes, { mode: 0o600 });
-    renameSync(partial, output);
+    try {
+      writeFileSync(partial, bytes, { mode: 0o600 });
+      renameSync(partial, output);
+    } catch (error) {
+      rmSync(partial, { force: true });
+      throw new CommandFailed(`cannot write ${output}: ${(error as Error).message}`, { cause: error });
+    }
     print(io, values.json, { backup: output, bytes: bytes.length }, `Wrote ${output} (${bytes.length} bytes) from ${dataDir}.`);
   },
 });

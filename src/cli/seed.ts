@@ -11,7 +11,7 @@ export default defineCommand({
     const loaded = config();
     const { seedDemo } = await import('../demo/seed.js');
     await withRuntime(loaded, async (runtime) => {
-      const seeded = await seedDemo(runtime);
+      const seeded = await runtime.database.exclusively(() => seedDemo(runtime));
       print(io, values.json, seeded, `Seeded ${seeded.productsCreated} products.\n${await describeDemo(loaded, seeded)}`);
     });
   },

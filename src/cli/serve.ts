@@ -1,4 +1,4 @@
-import { defineCommand, type Io } from './command.js';
+import { CommandFailed, defineCommand, type Io } from './command.js';
 import type { Config } from '../config.js';
 import type { DemoSeedResult } from '../demo/seed.js';
 
@@ -16,11 +16,12 @@ export async function describeDemo(config: Config, seeded: DemoSeedResult): Prom
 }
 
 async function serve(io: Io, config: Config): Promise<void> {
-  const [{ createLogger, flushLogger }, { openRuntime }, { reservePort, startServer }, { seedDemo, isEmptyDatabase, demoPasswordHash }, { loadConfig }, { isNewEmbeddedDataDir }] =
+  const [{ createLogger, flushLogger }, { openRuntime }, { reservePort, startServer }, { ListenError }, { seedDemo, isEmptyDatabase, demoPasswordHash }, { loadConfig }, { isNewEmbeddedDataDir }] =
     await Promise.all([
       import('../logger.js'),
       import('../runtime.js'),
       import('../server.js'),
+      import('../http/listen.js'),
       import('../demo/seed.js'),
       import('../config.js'),
       import('../db/database.js'),
@@ -33,9 +34,10 @@ async function serve(io: Io, config: Config): Promise<void> {
   const runtime = await openRuntime(config, logger);
   let demo: DemoSeedResult | undefined;
   try {
-    // Demo data goes only into an embedded database, or wherever DEMO=true asks for it.
+    // Demo data goes only into an embedded database, or wherever DEMO=true asks for it. The seed checks before it
+    // writes, so instances starting together on one PostgreSQL database take turns, or all but one would fail.
     if (config.demo && (runtime.database.kind === 'postgres' || (await isEmptyDatabase(runtime.db)) || (await runtime.clients.find('demo-client')))) {
-      demo = await seedDemo(runtime, passwordHash === undefined ? {} : { passwordHash });
+      demo = await runtime.database.exclusively(() => seedDemo(runtime, passwordHash === undefined ? {} : { passwordHash }));
     }
   } catch (error) {
     await runtime.close();
@@ -50,7 +52,7 @@ async function serve(io: Io, config: Config): Promise<void> {
     // A port in use, or a setting only checkable against the built app (GRAPHQL_TRUSTED_DOCUMENTS
     // documents that do not validate): close the runtime so the process can exit with the message.
     await runtime.close();
-    throw error;
+    throw error instanceof ListenError ? new CommandFailed(error.message, { cause: error }) : error;
   }
   logger.info({ issuer: config.issuer, url: server.url, port: server.port, database: runtime.database.kind }, 'listening');
   // stdout carries only JSON log lines; the banner for people goes to stderr.

@@ -6,6 +6,7 @@
 import { fileURLToPath } from 'node:url';
 import { mkdirSync } from 'node:fs';
 import type { PGlite } from '@electric-sql/pglite';
+import type { Sql } from 'postgres';
 import { sql } from 'drizzle-orm';
 import type { PgAsyncDatabase } from 'drizzle-orm/pg-core/async/db';
 import { relations, type Relations } from './relations.js';
@@ -14,6 +15,7 @@ import { PreparedStatementPolicy, withPreparedStatements } from './performance/p
 import { GENERIC_PLAN_START_PARAMS, withPgliteStatements } from './performance/pglite-statements.js';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.js';
 import { clusterDirectory, hasCluster } from './embedded-cluster.js';
+import { DatabaseUnavailableError, sqlState } from './errors.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Db = PgAsyncDatabase<any, Relations>;
@@ -45,6 +47,11 @@ export interface Database {
    * key). On PostgreSQL both run under an advisory lock, so instances starting together do this once.
    */
   migrate(bootstrap?: (db: Db) => Promise<void>): Promise<void>;
+  /**
+   * Runs `fn` while holding the lock the migrations run under, so one-time work that checks before it writes (the demo
+   * seed) runs in one instance at a time; `fn` uses `db` as usual. The embedded database has one process anyway.
+   */
+  exclusively<T>(fn: () => Promise<T>): Promise<T>;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   /** Subscribes to every SQL statement sent (used by tests to prove column-level loading). */
@@ -55,6 +62,11 @@ export interface Database {
 /** Whether `dataDir` holds no embedded database yet (memory:// never does). */
 export function isNewEmbeddedDataDir(dataDir: string): boolean {
   return dataDir === 'memory://' || !hasCluster(clusterDirectory(dataDir));
+}
+
+/** An error from opening the database, as the one-line DatabaseUnavailableError when it names the setting's fault. */
+function openingFailure(location: string, error: unknown): unknown {
+  return DatabaseUnavailableError.isConnectionFailure(error) ? new DatabaseUnavailableError(location, { cause: error }) : error;
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
@@ -86,30 +98,39 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     const db = drizzlePostgres({ client: preparing, relations, logger });
     const url = new URL(databaseUrl);
     url.password = '';
+    // The location is printed (banner, errors): no password, in the userinfo or in a query parameter.
+    for (const [name] of url.searchParams) if (/pass|secret|key/i.test(name)) url.searchParams.set(name, '***');
+    /** Runs `fn` on a connection of its own that holds the advisory lock serializing migrations across instances. */
+    const underMigrationLock = async <T>(applicationName: string, fn: (lockClient: Sql) => Promise<T>): Promise<T> => {
+      const lockClient = postgres(databaseUrl, { max: 1, onnotice: () => {}, connection: { application_name: applicationName } });
+      try {
+        // The first statement of every process: where an unreachable server or a wrong URL shows. It cannot fail on
+        // its own, so any answer the server gives to it (an unknown parameter in the URL's query) is the URL's fault.
+        await lockClient`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`.catch((error: unknown) => {
+          throw sqlState(error) === undefined ? openingFailure(url.href, error) : new DatabaseUnavailableError(url.href, { cause: error });
+        });
+        return await fn(lockClient);
+      } finally {
+        await lockClient`select pg_advisory_unlock(${MIGRATION_LOCK_KEY})`.catch(() => {});
+        await lockClient.end({ timeout: 5 });
+      }
+    };
     return {
       db: db as unknown as Db,
       kind: 'postgres',
       location: url.href,
       onQuery,
       async migrate(bootstrap) {
-        // One connection of its own holds the session-level lock and runs the migrations and the
-        // bootstrap, so they neither wait for a pooled connection (a pool of one would deadlock)
-        // nor leave prepared statements of a schema that is about to change on the pool.
-        const migrationClient = postgres(databaseUrl, {
-          max: 1,
-          onnotice: () => {},
-          connection: { application_name: 'fieldgate-migrate' },
-        });
-        try {
+        // The connection that holds the session-level lock also runs the migrations and the bootstrap, so they neither
+        // wait for a pooled connection (a pool of one would deadlock) nor leave prepared statements of a schema that is
+        // about to change on the pool.
+        await underMigrationLock('fieldgate-migrate', async (migrationClient) => {
           const migrationDb = drizzlePostgres({ client: migrationClient, relations, logger });
-          await migrationClient`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`;
           await migratePostgres(migrationDb, { migrationsFolder: MIGRATIONS_FOLDER });
           await bootstrap?.(migrationDb as unknown as Db);
-        } finally {
-          await migrationClient`select pg_advisory_unlock(${MIGRATION_LOCK_KEY})`.catch(() => {});
-          await migrationClient.end({ timeout: 5 });
-        }
+        });
       },
+      exclusively: (fn) => underMigrationLock('fieldgate-lock', () => fn()),
       async ping() {
         await db.execute(sql`select 1`);
       },
@@ -134,8 +155,12 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     client = new PGlite({ startParams });
     await client.waitReady;
   } else {
-    mkdirSync(dataDir, { recursive: true });
-    lock = acquireDataDirLock(dataDir);
+    try {
+      mkdirSync(dataDir, { recursive: true });
+      lock = acquireDataDirLock(dataDir);
+    } catch (error) {
+      throw openingFailure(dataDir, error);
+    }
     try {
       const pgdata = clusterDirectory(dataDir);
       await initializeDataDir(pgdata);
@@ -157,6 +182,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       await migratePglite(db, { migrationsFolder: MIGRATIONS_FOLDER });
       await bootstrap?.(db as unknown as Db);
     },
+    exclusively: (fn) => fn(),
     async ping() {
       await db.execute(sql`select 1`);
     },

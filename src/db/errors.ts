@@ -4,7 +4,7 @@
  */
 const FOREIGN_KEY_VIOLATION = '23503';
 
-function sqlState(error: unknown): string | undefined {
+export function sqlState(error: unknown): string | undefined {
   for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
@@ -15,4 +15,53 @@ function sqlState(error: unknown): string | undefined {
 /** A row referred to a row that does not exist (any more): e.g. its user was deleted meanwhile. */
 export function isForeignKeyViolation(error: unknown): boolean {
   return sqlState(error) === FOREIGN_KEY_VIOLATION;
+}
+
+/** Driver and socket error codes that mean the database server could not be reached or refused the session. */
+const CONNECTION_FAILURES: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host name lookup failed',
+  ETIMEDOUT: 'timed out',
+  CONNECT_TIMEOUT: 'timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  CONNECTION_CLOSED: 'connection closed',
+  CONNECTION_DESTROYED: 'connection closed',
+  EACCES: 'permission denied',
+  ENOTDIR: 'not a directory',
+  EROFS: 'read-only file system',
+  ENOSPC: 'no space left on device',
+};
+
+/** SQLSTATE classes a server answers a connection attempt with: 08 connection, 28 authorization, 3D no such database, 53 resources, 57P03 starting up. */
+const REFUSED_SESSION = /^(08|28|3D|53|57P03)/;
+
+/**
+ * The database could not be opened at all: the server is unreachable or refused the session, or the embedded data
+ * directory cannot be created. The operator has to fix the setting it names, so it is reported in one line, never a stack.
+ */
+export class DatabaseUnavailableError extends Error {
+  override readonly name = 'DatabaseUnavailableError';
+  constructor(
+    readonly location: string,
+    options: { cause: unknown },
+  ) {
+    super(`cannot open the database ${location}: ${reasonOf(options.cause)}`, options);
+  }
+
+  /** Whether `error`, thrown while opening a database, is one of these rather than a defect. */
+  static isConnectionFailure(error: unknown): boolean {
+    const state = sqlState(error);
+    if (state !== undefined) return REFUSED_SESSION.test(state);
+    const code = (error as { code?: unknown } | undefined)?.code;
+    return typeof code === 'string' && Object.hasOwn(CONNECTION_FAILURES, code);
+  }
+}
+
+function reasonOf(error: unknown): string {
+  if (sqlState(error) !== undefined) return (error as Error).message;
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return (typeof code === 'string' && Object.hasOwn(CONNECTION_FAILURES, code) ? CONNECTION_FAILURES[code] : undefined) ?? String((error as Error)?.message ?? error);
 }

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import type { RequestHandler } from 'express';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { listen } from './listen.js';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry, prefix: 'fieldgate_' });
@@ -98,12 +99,18 @@ export async function startMetricsServer(port: number, host: string): Promise<{ 
     }
     res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found\n');
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
-  });
+  // The bounds of the main listener: a client that never finishes its request headers cannot hold a socket for long.
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
+  await listen(server, port, host, 'METRICS_PORT');
   return {
     port: (server.address() as AddressInfo).port,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    // Closed once the main listener has drained: a scrape is not worth waiting for, and a half-sent request on this
+    // port would otherwise hold the process past its stop timeout.
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }

@@ -1,0 +1,29 @@
+/** Opening a listener, with a failure reported as the setting to fix. */
+import type http from 'node:http';
+
+/** A listener could not be opened (port in use, address not on this host): a setting to fix, reported in one line. */
+export class ListenError extends Error {
+  override readonly name = 'ListenError';
+  constructor(
+    readonly setting: 'PORT' | 'METRICS_PORT',
+    host: string,
+    port: number,
+    options: { cause: unknown },
+  ) {
+    const code = (options.cause as NodeJS.ErrnoException | undefined)?.code;
+    const reason = { EADDRINUSE: 'the address is already in use', EADDRNOTAVAIL: 'the address is not one of this host', EACCES: 'permission denied', ENOTFOUND: 'HOST is not a known host name' }[code ?? ''];
+    super(`cannot listen on ${host}:${port} (${setting}): ${reason ?? (options.cause as Error)?.message ?? String(options.cause)}`, options);
+  }
+}
+
+/** Listens on port and host, rejecting with a ListenError naming the setting. */
+export function listen(server: http.Server, port: number, host: string, setting: ListenError['setting']): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const failed = (error: unknown) => reject(new ListenError(setting, host, port, { cause: error }));
+    server.once('error', failed);
+    server.listen(port, host, () => {
+      server.off('error', failed);
+      resolve();
+    });
+  });
+}

@@ -1,0 +1,147 @@
+/**
+ * What an operator sees when a setting points at something that is not there: a database that cannot be reached or
+ * opened, a port already taken. One line naming what to fix, exit status 1, never a stack trace, and never a process
+ * left running without serving.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { createServer, type Server } from 'node:net';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { childEnv, FIELDGATE_BIN, freePort, type CliResult } from '../support/processes.js';
+import { TEST_DATABASE_URL } from '../support/databases.js';
+
+/** Runs the CLI, killing it after `timeoutMs` (then `code` is null): a process that never exits is the failure. */
+function runCliBounded(args: string[], env: Record<string, string | undefined>, timeoutMs = 30_000): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [FIELDGATE_BIN, ...args], { env: childEnv({ LOG_LEVEL: 'warn', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Exit status 1 and exactly one line on stderr, with no stack frame in it. */
+function expectOneLineFailure(result: CliResult, pattern: RegExp): void {
+  expect(result.code).toBe(1);
+  const lines = result.stderr.trim().split('\n');
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toMatch(pattern);
+  expect(result.stderr).not.toMatch(/unexpected error|\n\s+at /);
+}
+
+describe('fieldgate with a database it cannot open', () => {
+  it('names an unreachable PostgreSQL server in one line, for serve and for a command', async () => {
+    const port = await freePort();
+    const url = `postgres://fieldgate:s3cret@127.0.0.1:${port}/fieldgate`;
+    for (const args of [['serve'], ['client', 'list']]) {
+      const result = await runCliBounded(args, { DATABASE_URL: url });
+      expectOneLineFailure(result, new RegExp(`^fieldgate: cannot open the database postgres://fieldgate@127\\.0\\.0\\.1:${port}/fieldgate: connection refused$`));
+      expect(result.stderr).not.toContain('s3cret');
+    }
+  });
+
+  it('never prints a password given as a query parameter', async () => {
+    const port = await freePort();
+    const result = await runCliBounded(['client', 'list'], { DATABASE_URL: `postgres://fieldgate@127.0.0.1:${port}/fieldgate?password=s3cret&application_name=x` });
+    expectOneLineFailure(result, /\?password=\*\*\*&application_name=x: connection refused$/);
+    expect(result.stderr).not.toContain('s3cret');
+  });
+
+  it.skipIf(!TEST_DATABASE_URL)('reports a parameter in the URL the server does not know as the URL\'s fault', async () => {
+    const url = new URL(TEST_DATABASE_URL!);
+    url.searchParams.set('no_such_setting', '1');
+    expectOneLineFailure(await runCliBounded(['client', 'list'], { DATABASE_URL: url.href }), /: unrecognized configuration parameter "no_such_setting"$/);
+  });
+
+  it('names a host that does not resolve', async () => {
+    const result = await runCliBounded(['migrate'], { DATABASE_URL: 'postgres://fieldgate@fieldgate-db.invalid:5432/fieldgate' });
+    expectOneLineFailure(result, /^fieldgate: cannot open the database postgres:\/\/fieldgate@fieldgate-db\.invalid:5432\/fieldgate: host not found$/);
+  });
+
+  it.skipIf(!TEST_DATABASE_URL)('gives the server\'s reason for a database or role that does not exist', async () => {
+    const missingDatabase = new URL(TEST_DATABASE_URL!);
+    missingDatabase.pathname = '/fieldgate_no_such_database';
+    expectOneLineFailure(await runCliBounded(['client', 'list'], { DATABASE_URL: missingDatabase.href }), /: database "fieldgate_no_such_database" does not exist$/);
+    const missingRole = new URL(TEST_DATABASE_URL!);
+    missingRole.username = 'fieldgate_no_such_role';
+    missingRole.password = '';
+    expectOneLineFailure(await runCliBounded(['client', 'list'], { DATABASE_URL: missingRole.href }), /: role "fieldgate_no_such_role" does not exist$/);
+  });
+
+  it('names an embedded DATA_DIR that cannot be created', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'fieldgate-operator-'));
+    try {
+      const file = path.join(dir, 'a-file');
+      writeFileSync(file, '');
+      const result = await runCliBounded(['client', 'list'], { DATA_DIR: path.join(file, 'data') });
+      expectOneLineFailure(result, /^fieldgate: cannot open the database .*a-file\/data: not a directory$/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('fieldgate serve on a port that is taken', () => {
+  let taken: Server;
+  let takenPort: number;
+  beforeAll(async () => {
+    taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    takenPort = (taken.address() as { port: number }).port;
+  });
+  afterAll(() => new Promise<void>((resolve) => taken.close(() => resolve())));
+
+  it('names PORT in one line and exits 1', async () => {
+    const result = await runCliBounded(['serve'], { DATA_DIR: 'memory://', DEMO: 'false', PORT: String(takenPort) });
+    expectOneLineFailure(result, new RegExp(`^fieldgate: cannot listen on 127\\.0\\.0\\.1:${takenPort} \\(PORT\\): the address is already in use$`));
+  });
+
+  it('names METRICS_PORT in one line and exits 1 instead of running on without serving', async () => {
+    const port = await freePort();
+    const result = await runCliBounded(['serve'], { DATA_DIR: 'memory://', DEMO: 'false', PORT: String(port), METRICS_PORT: String(takenPort) });
+    expectOneLineFailure(result, new RegExp(`^fieldgate: cannot listen on 127\\.0\\.0\\.1:${takenPort} \\(METRICS_PORT\\): the address is already in use$`));
+    // The main port was opened before the metrics port failed: it must have been closed again.
+    const reuse = createServer();
+    await new Promise<void>((resolve, reject) => {
+      reuse.once('error', reject);
+      reuse.listen(port, '127.0.0.1', resolve);
+    });
+    await new Promise<void>((resolve) => reuse.close(() => resolve()));
+  });
+});
+
+describe('fieldgate backup to a place it cannot write', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'fieldgate-backup-'));
+    const migrated = await runCliBounded(['migrate'], { DATA_DIR: path.join(dir, 'data') });
+    expect(migrated.code, migrated.stderr).toBe(0);
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('names an output directory that does not exist, before dumping anything', async () => {
+    const output = path.join(dir, 'no-such-dir', 'backup.tgz');
+    const result = await runCliBounded(['backup', '--output', output], { DATA_DIR: path.join(dir, 'data') });
+    expectOneLineFailure(result, /^fieldgate: cannot write .*no-such-dir\/backup\.tgz: the directory .*no-such-dir does not exist$/);
+  });
+
+  it('reports a write that fails in one line and leaves no partial file behind', async () => {
+    // --force over a directory that is not empty: the dump is written beside it, then cannot replace it.
+    const output = path.join(dir, 'occupied');
+    mkdirSync(output);
+    writeFileSync(path.join(output, 'keep'), '');
+    const result = await runCliBounded(['backup', '--output', output, '--force'], { DATA_DIR: path.join(dir, 'data') });
+    expectOneLineFailure(result, /^fieldgate: cannot write .*occupied: /);
+    expect(existsSync(`${output}.partial`)).toBe(false);
+    expect(readdirSync(output)).toEqual(['keep']);
+  });
+});
