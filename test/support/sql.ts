@@ -8,17 +8,20 @@ import { createPostgresDatabase } from './databases.js';
 import { LogCapture } from './runtime.js';
 
 /**
- * The bearer token's revocation check. Its answer is cached for a second (REVOCATION_CACHE_MS), so whether a request
- * sends it depends on the clock: on a loaded machine a warm-up request a moment before may already be too old.
- * test/tokens/revocation.test.ts checks the cache itself, with a stubbed clock.
+ * Statements a cache sends when its answer has grown old: the bearer token's revocation check (cached for
+ * REVOCATION_CACHE_MS) and the signing-key set's reload (every SIGNING_KEY_RELOAD_MS, in the background). Whether a
+ * request sends them depends on the clock: on a loaded machine a warm-up request a moment before may already be too old,
+ * and a long suite outlives the key set. test/tokens/revocation.test.ts and signing-keys.test.ts check the caches themselves.
  */
 export const isRevocationCheck = (statement: string) => /\) as revoked$/.test(statement.trim()) && statement.includes('"revoked_access_tokens"."jti"');
+export const isSigningKeyReload = (statement: string) => /^select .* from "signing_keys" where /s.test(statement.trim()) && !/\b(insert|update|delete)\b/.test(statement);
+const isCacheRefresh = (statement: string) => isRevocationCheck(statement) || isSigningKeyReload(statement);
 
-/** The SQL statements `run` sends, in order, leaving out the bearer token's revocation check. */
+/** The SQL statements `run` sends, in order, leaving out the caches' refreshes. */
 export async function captureSql(runtime: Runtime, run: () => Promise<unknown>): Promise<string[]> {
   const statements: string[] = [];
   const stop = runtime.database.onQuery((query) => {
-    if (!isRevocationCheck(query)) statements.push(query);
+    if (!isCacheRefresh(query)) statements.push(query);
   });
   try {
     await run();
@@ -35,7 +38,7 @@ export async function captureSql(runtime: Runtime, run: () => Promise<unknown>):
  */
 export interface ServerLoggedRuntime {
   runtime: Runtime;
-  /** The statements of this database the server logged while `run` ran (the reads of the log and the revocation check left out). */
+  /** The statements of this database the server logged while `run` ran (the reads of the log and the caches' refreshes left out). */
   serverStatements<T>(run: () => Promise<T>): Promise<{ result: T; statements: string[] }>;
   close(): Promise<void>;
 }
@@ -63,7 +66,7 @@ export async function openServerLoggedRuntime(): Promise<ServerLoggedRuntime> {
           /LOG:\s+(statement|execute)/.test(entry) &&
           !entry.includes('pg_stat_file') &&
           !entry.includes('pg_read_file') &&
-          !isRevocationCheck(entry.replace(/^[^\n]*?LOG:\s+(statement|execute [^:]*):/, '')),
+          !isCacheRefresh(entry.replace(/^[^\n]*?LOG:\s+(statement|execute [^:]*):/, '')),
       );
       return { result, statements };
     },

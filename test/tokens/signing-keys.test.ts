@@ -2,6 +2,7 @@ import { afterEach, expect, it, vi } from 'vitest';
 import { decodeProtectedHeader } from 'jose';
 import { describeEachDatabase } from '../support/runtime.js';
 import { issueTestToken } from '../support/tokens.js';
+import { isSigningKeyReload } from '../support/sql.js';
 import { KeyStore, retireSigningKey, rotateSigningKey } from '../../src/tokens/signing-keys.js';
 import { AccessTokens } from '../../src/tokens/access-token.js';
 import { GrantOwners } from '../../src/tokens/grant-owners.js';
@@ -67,6 +68,29 @@ describeEachDatabase('signing keys', (context) => {
     const { token: fresh } = await runtime.accessTokens.issue({ userId, clientId, scope: 'products:read', grantId });
     expect(decodeProtectedHeader(fresh).kid).not.toBe(kid);
     await expect(runtime.accessTokens.verify(fresh)).resolves.toMatchObject({ userId });
+  });
+
+  it('reloads the key set in the background once it is older than the reload interval, in one statement', async () => {
+    const { runtime, config } = context();
+    const keys = new KeyStore(runtime.db, config.accessTokenTtl);
+    const kid = (await keys.jwks()).keys[0]!.kid!;
+    const statements: string[] = [];
+    const stop = runtime.database.onQuery((query) => statements.push(query));
+    try {
+      expect(keys.knows(kid)).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(statements).toEqual([]);
+      vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
+      vi.setSystemTime(Date.now() + 31_000);
+      expect(keys.knows(kid)).toBe(true);
+      await expect.poll(() => statements.length).toBe(1);
+    } finally {
+      stop();
+    }
+    // The statement-counting tests leave exactly this statement out (test/support/sql.ts).
+    expect(isSigningKeyReload(statements[0]!)).toBe(true);
+    expect(isSigningKeyReload('update "signing_keys" set "retired_at" = now() where "signing_keys"."kid" = $1')).toBe(false);
+    expect(isSigningKeyReload('select "d0"."id" as "id" from "products" as "d0" limit 51')).toBe(false);
   });
 
   it('refuses a token signed by a key it does not know', async () => {
