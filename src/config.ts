@@ -122,6 +122,8 @@ export interface Config {
   /** RFC 8707 identifiers of external resource servers that accept our tokens (RESOURCE_INDICATORS). */
   resourceIndicators: string[];
   registration: RegistrationMode;
+  /** Device authorization requests per client IP per 15 minutes (DEVICE_AUTHORIZATION_RATE_LIMIT). */
+  deviceAuthorizationRateLimit: number;
   /** Registrations per client IP per 15 minutes (REGISTRATION_RATE_LIMIT). */
   registrationRateLimit: number;
   /** Seconds after which a self-registered client that was never used is deleted; 0: never (DYNAMIC_CLIENT_TTL). */
@@ -322,6 +324,7 @@ export function loadConfig(env: Env = process.env): Config {
     authCodeTtl: setting(env, POLICY.authCodeTtl),
     refreshTokenReuseGrace: setting(env, POLICY.refreshTokenReuseGrace),
     deviceCodeTtl: integer(env, 'DEVICE_CODE_TTL', 600, 60, 1800),
+    deviceAuthorizationRateLimit: integer(env, 'DEVICE_AUTHORIZATION_RATE_LIMIT', 100, 1, 100_000),
     corsOrigins,
     logLevel,
     demo,

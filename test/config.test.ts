@@ -64,6 +64,8 @@ describe('configuration from the environment', () => {
     ['RESOURCE_INDICATORS', 'https://rs.example/#x', /RESOURCE_INDICATORS: .* must not carry a query or fragment/],
     ['RESOURCE_INDICATORS', 'urn:x', /RESOURCE_INDICATORS: must use http: or https:/],
     ['REGISTRATION_RATE_LIMIT', '0', /REGISTRATION_RATE_LIMIT/],
+    ['DEVICE_AUTHORIZATION_RATE_LIMIT', '0', /DEVICE_AUTHORIZATION_RATE_LIMIT/],
+    ['DEVICE_AUTHORIZATION_RATE_LIMIT', 'many', /DEVICE_AUTHORIZATION_RATE_LIMIT/],
     ['CIMD_ALLOW_PRIVATE', 'maybe', /CIMD_ALLOW_PRIVATE: must be true or false/],
     ['PORT', 'eighty', /PORT: must be a whole number from 0 to 65535/],
     ['PORT', '70000', /PORT: must be a whole number from 0 to 65535/],

@@ -4,7 +4,7 @@
  */
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import type { Logger } from '../logger.js';
-import { InvalidClient, InvalidHttpRequest, OAuthError, ServerError, UseDpopNonce } from './errors.js';
+import { InvalidClient, InvalidHttpRequest, OAuthError, RateLimited, ServerError, UseDpopNonce } from './errors.js';
 import { bodyReadError } from './params.js';
 
 export const JSON_CONTENT_TYPE = 'application/json;charset=UTF-8';
@@ -31,6 +31,7 @@ export function sendJsonError(res: Response, error: OAuthError): void {
     res.setHeader('WWW-Authenticate', 'Basic realm="fieldgate", charset="UTF-8"');
   }
   if (error instanceof UseDpopNonce) res.setHeader('DPoP-Nonce', error.nonce);
+  if (error instanceof RateLimited) res.setHeader('Retry-After', String(error.retryAfterSeconds));
   const body = error.expose ? error.toJSON() : { error: 'server_error', error_description: 'internal server error' };
   sendJson(res, error.status, body);
 }

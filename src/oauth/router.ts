@@ -42,7 +42,7 @@ export function createOAuthRouter(runtime: Runtime, options: OAuthContextOptions
     [ACCOUNT_PATH]: createAccountRouter(oauth, browser),
     [DEVICE_PATH]: createDeviceRouter(oauth),
     '/token': routerWith((router) => addTokenEndpoint(router, oauth, cors)),
-    [DEVICE_AUTHORIZATION_PATH]: routerWith((router) => addDeviceAuthorizationEndpoint(router, oauth, cors)),
+    [DEVICE_AUTHORIZATION_PATH]: routerWith((router) => addDeviceAuthorizationEndpoint(router, oauth, cors, { rateLimit: runtime.config.deviceAuthorizationRateLimit, db: runtime.db })),
     '/revoke': routerWith((router) => addRevocationEndpoint(router, oauth, cors)),
     '/introspect': routerWith((router) => addIntrospectionEndpoint(router, oauth, cors)),
     '/.well-known': routerWith((router) => {

@@ -5,7 +5,9 @@
 import type express from 'express';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { authenticatedClient, clientAuthentication } from '../client-auth.js';
+import type { Db } from '../../db/database.js';
 import type { OAuthContext } from '../context.js';
+import { IpRequestThrottle } from '../ip-request-throttle.js';
 import { InvalidScope, UnauthorizedClient } from '../errors.js';
 import { jsonErrorHandler, noStore, onlyPost, sendJson } from '../json-response.js';
 import { bodyParameters, formBody } from '../params.js';
@@ -56,11 +58,16 @@ function deviceAuthorizationHandler(oauth: OAuthContext): RequestHandler {
   };
 }
 
-export function addDeviceAuthorizationEndpoint(router: express.Router, oauth: OAuthContext, cors: RequestHandler): void {
+/**
+ * Each request stores a device code until it expires, so requests are counted per client IP across instances
+ * (DEVICE_AUTHORIZATION_RATE_LIMIT), before the client is authenticated: failed attempts count too.
+ */
+export function addDeviceAuthorizationEndpoint(router: express.Router, oauth: OAuthContext, cors: RequestHandler, { rateLimit, db }: { rateLimit: number; db: Db }): void {
+  const throttle = new IpRequestThrottle(db, 'device', rateLimit);
   router
     .route(DEVICE_AUTHORIZATION_PATH)
     .options(cors)
-    .post(cors, preventCaching, ...formBody, clientAuthentication(oauth), deviceAuthorizationHandler(oauth))
+    .post(cors, preventCaching, throttle.limit('too many device authorization requests from this address; try again later'), ...formBody, clientAuthentication(oauth), deviceAuthorizationHandler(oauth))
     .all(cors, onlyPost);
   router.use(DEVICE_AUTHORIZATION_PATH, jsonErrorHandler(oauth.logger));
 }

@@ -6,10 +6,10 @@ import type { Db } from '../../db/database.js';
 import express, { type ErrorRequestHandler, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import type { OAuthContext } from '../context.js';
 import { readClientMetadata, type ClientMetadata } from '../client-metadata.js';
-import { InvalidClientMetadata, InvalidHttpRequest, InvalidToken, RateLimited } from '../errors.js';
+import { InvalidClientMetadata, InvalidHttpRequest, InvalidToken } from '../errors.js';
 import { noStore, sendJson, sendJsonError, toOAuthError } from '../json-response.js';
 import type { Client } from '../stores/clients.js';
-import { RegistrationThrottle } from '../registration-throttle.js';
+import { IpRequestThrottle } from '../ip-request-throttle.js';
 import { RegistrationTokenStore } from '../stores/registration-tokens.js';
 
 export const REGISTRATION_PATH = '/register';
@@ -68,14 +68,6 @@ function bearerToken(req: Request): string {
 function preventCaching(_req: Request, res: Response, next: NextFunction): void {
   noStore(res);
   next();
-}
-
-function limitPerIp(throttle: RegistrationThrottle): RequestHandler {
-  return async function countRegistrationRequest(req, _res, next) {
-    const state = await throttle.count(req.ip);
-    if (!state.allowed) throw new RateLimited('too many registration requests from this address; try again later', state.retryAfterSeconds);
-    next();
-  };
 }
 
 function requireInitialAccessToken(tokens: RegistrationTokenStore): RequestHandler {
@@ -188,7 +180,6 @@ function registrationErrorHandler(oauth: OAuthContext): ErrorRequestHandler {
     if (oauthError instanceof InvalidToken) {
       res.setHeader('WWW-Authenticate', oauthError.missing ? 'Bearer realm="fieldgate"' : `Bearer realm="fieldgate", error="invalid_token"`);
     }
-    if (oauthError instanceof RateLimited) res.setHeader('Retry-After', String(oauthError.retryAfterSeconds));
     sendJsonError(res, oauthError);
   };
 }
@@ -208,12 +199,12 @@ export interface RegistrationSetup {
 
 export function addRegistrationEndpoint(router: express.Router, oauth: OAuthContext, cors: RequestHandler, { mode, rateLimit, db }: RegistrationSetup): void {
   if (mode === 'off') return;
-  const throttle = new RegistrationThrottle(db, rateLimit);
+  const throttle = new IpRequestThrottle(db, 'register', rateLimit);
   const admission: RequestHandler[] = mode === 'token' ? [requireInitialAccessToken(new RegistrationTokenStore(db))] : [];
   router
     .route(REGISTRATION_PATH)
     .options(cors)
-    .post(cors, preventCaching, limitPerIp(throttle), ...admission, ...jsonBody, register(oauth))
+    .post(cors, preventCaching, throttle.limit('too many registration requests from this address; try again later'), ...admission, ...jsonBody, register(oauth))
     .all(cors, methodNotAllowed('POST'));
   const manage = [cors, preventCaching, authenticateRegistration(oauth)];
   router

@@ -320,3 +320,34 @@ describeEachDatabase('device authorization grant', (context) => {
     expect(rows).toHaveLength(0);
   });
 });
+
+describeEachDatabase(
+  'device authorization requests per client IP (DEVICE_AUTHORIZATION_RATE_LIMIT)',
+  (context) => {
+    it('of 10 concurrent requests from one IP, 4 get codes and 6 are 429 with Retry-After, storing nothing; other IPs still get codes', async () => {
+      const { runtime, app } = context();
+      const tv = await buildClient(runtime, { redirectUris: [], isPublic: true, grantTypes: [DEVICE_CODE_GRANT_TYPE] });
+      const ask = (ip: string, clientId = tv.id) =>
+        request(app).post('/device_authorization').type('form').set('X-Forwarded-For', ip).send({ client_id: clientId });
+      const stored = async () => Number((await runtime.db.select({ n: sql<number>`count(*)` }).from(deviceCodes))[0]!.n);
+
+      const answers = await Promise.all(Array.from({ length: 10 }, () => ask('203.0.113.7')));
+      expect(answers.map((res) => res.status).sort()).toEqual([200, 200, 200, 200, 429, 429, 429, 429, 429, 429]);
+      for (const refused of answers.filter((res) => res.status === 429)) {
+        expect(refused.body).toEqual({ error: 'temporarily_unavailable', error_description: 'too many device authorization requests from this address; try again later' });
+        expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+        expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(15 * 60);
+        expect(refused.headers['cache-control']).toBe('no-store');
+      }
+      expect(await stored()).toBe(4);
+      // Requests that fail client authentication count too: the limit is not a way to probe client ids.
+      expect((await ask('203.0.113.8', 'no-such-client')).body.error).toBe('invalid_client');
+      const [second] = await Promise.all([ask('203.0.113.8'), ask('203.0.113.8'), ask('203.0.113.8')]);
+      expect(second.status === 200 || second.status === 429).toBe(true);
+      expect((await ask('203.0.113.8')).status).toBe(429);
+      expect((await ask('198.51.100.1')).status).toBe(200);
+      expect(await stored()).toBe(8);
+    });
+  },
+  { DEVICE_AUTHORIZATION_RATE_LIMIT: '4', TRUST_PROXY: 'loopback' },
+);
