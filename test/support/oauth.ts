@@ -82,6 +82,13 @@ export function formFields(html: string): Record<string, string> {
   return fields;
 }
 
+/** The action and fields of the form on `html` whose action ends with `path` (a page may hold several forms). */
+export function formFor(html: string, path: string): { action: string; fields: Record<string, string> } {
+  const match = new RegExp(`<form method="post" action="([^"]*${path})"[^>]*>([\\s\\S]*?)</form>`).exec(html);
+  if (!match) throw new Error(`no form for ${path}`);
+  return { action: match[1]!, fields: formFields(`<form>${match[2]}</form>`) };
+}
+
 function unescapeHtml(value: string): string {
   return value
     .replace(/&quot;/g, '"')

@@ -86,14 +86,18 @@ export function postLogoutToken(uri: string, logoutToken: string, allowPrivate: 
 }
 
 /**
- * Signs the Logout Token for one client (§2.4): iss, aud, iat, exp, jti, sub, events, and `sid` (the one its ID Tokens
- * of that session carry) when the client registered backchannel_logout_session_required; never a nonce.
+ * Which sessions a Logout Token ends at the client. A token without `sid` ends all of the user's sessions there (§2.4),
+ * so one browser session's end always names its `sid`; "Sign out everywhere" names none, except to clients that
+ * registered backchannel_logout_session_required, which hear of this browser's session (the others' ids are kept nowhere).
  */
+export type LogoutScope = { browserSessionId: string; everywhere: boolean };
+
+/** Signs the Logout Token for one client (§2.4): iss, aud, iat, exp, jti, sub, events, and `sid` as above; never a nonce. */
 export async function logoutToken(
   oauth: OAuthContext,
   client: { id: string; subjectType: string; redirectUris: string[]; backchannelLogoutSessionRequired?: boolean },
   userId: number,
-  browserSessionId?: string,
+  scope?: LogoutScope,
 ): Promise<string> {
   const key = await oauth.keys.signingKey();
   const now = Math.floor(Date.now() / 1000);
@@ -105,7 +109,7 @@ export async function logoutToken(
       exp: now + 120,
       jti: randomUUID(),
       sub: subjectFor(client, userId, oauth.pairwiseSecret),
-      ...(client.backchannelLogoutSessionRequired && browserSessionId !== undefined ? { sid: oauth.sessionIds.forClient(client.id, browserSessionId) } : {}),
+      ...(scope && (!scope.everywhere || client.backchannelLogoutSessionRequired) ? { sid: oauth.sessionIds.forClient(client.id, scope.browserSessionId) } : {}),
       events: { [BACKCHANNEL_LOGOUT_EVENT]: {} },
     },
     LOGOUT_TOKEN_TYP,
@@ -113,10 +117,10 @@ export async function logoutToken(
 }
 
 /**
- * Notifies every allowed client with a back-channel logout URI that the browser session `browserSessionId` ended;
- * returns at once, the POSTs happen in the background.
+ * Notifies every allowed client with a back-channel logout URI that the browser session (or, `everywhere`, all of the
+ * user's sessions) ended; returns at once, the POSTs happen in the background.
  */
-export function notifyBackchannelLogout(oauth: OAuthContext, userId: number, browserSessionId?: string): Promise<void> {
+export function notifyBackchannelLogout(oauth: OAuthContext, userId: number, scope?: LogoutScope): Promise<void> {
   const done = (async () => {
     const targets = await oauth.consents.backchannelLogoutTargets(userId);
     await Promise.all(
@@ -128,7 +132,7 @@ export function notifyBackchannelLogout(oauth: OAuthContext, userId: number, bro
             redirectUris: target.redirect_uris,
             backchannelLogoutSessionRequired: target.backchannel_logout_session_required,
           };
-          const token = await logoutToken(oauth, client, userId, browserSessionId);
+          const token = await logoutToken(oauth, client, userId, scope);
           const status = await postLogoutToken(target.backchannel_logout_uri, token, oauth.backchannelLogoutAllowPrivate);
           if (status !== 200 && status !== 204) throw new Error(`answered HTTP ${status}`);
         } catch (error) {

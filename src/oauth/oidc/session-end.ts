@@ -21,7 +21,7 @@ export async function announceSessionEnd(
 ): Promise<FrontchannelFrame[]> {
   if (ended.first) {
     oauth.events(req, 'logout', { clientId: details.clientId, userId: ended.userId, reason: details.reason });
-    void notifyBackchannelLogout(oauth, ended.userId, ended.sid);
+    void notifyBackchannelLogout(oauth, ended.userId, { browserSessionId: ended.sid, everywhere: details.reason === 'sign_out_everywhere' });
   }
   return frontchannelLogoutFrames(oauth, ended.userId, ended.sid);
 }

@@ -1,14 +1,14 @@
 /**
  * The OpenID `sid` (Back-Channel Logout 1.0 §2.4, Front-Channel Logout 1.0 §3): ID Tokens carry one per browser session
- * and client, refreshed ID Tokens keep it, and the logout token of a client that registered
- * backchannel_logout_session_required carries the same value when that session signs out.
+ * and client, refreshed ID Tokens keep it, and when that session signs out every client's logout token carries the same
+ * value, so the client ends that session only; "Sign out everywhere" names none, except to clients that require one.
  */
 import { startLogoutReceiver, type LogoutReceiver } from '../../support/logout-receiver.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import request from 'supertest';
 import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
 import { describeEachDatabase } from '../../support/runtime.js';
-import { basic, Browser, buildClient, buildUser, codeFlowTokens, formAction, formFields, type TestClient, type TestUser } from '../../support/oauth.js';
+import { basic, Browser, buildClient, buildUser, codeFlowTokens, formAction, formFields, formFor, type TestClient, type TestUser } from '../../support/oauth.js';
 
 const SID = /^[A-Za-z0-9_-]{43}$/;
 
@@ -85,22 +85,42 @@ describeEachDatabase(
       for (const token of tokens) expect(decodeJwt(token.id_token).sid).toBe(sid);
     });
 
-    it('sends the ID Token sid in the logout token of a client that requires it, and none to the others', async () => {
-      const browser = new Browser(context().app);
-      const sid = decodeJwt((await codeFlow(browser, withSession)).id_token).sid;
-      const idToken = (await codeFlow(browser, withSession)).id_token;
-      await codeFlow(browser, withoutSession);
-      receiver.received.length = 0;
-      await signOut(browser);
+    /** The logout tokens the two clients received once both arrived, verified. */
+    async function logoutTokens() {
       await expect.poll(() => receiver.received.length, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
       const jwks = createLocalJWKSet((await request(context().app).get('/.well-known/jwks.json')).body);
       const byPath = Object.fromEntries(receiver.received.map((entry) => [entry.path, entry.token]));
-      const { payload: withSid } = await jwtVerify(byPath['/with']!, jwks, { issuer: context().config.issuer, audience: withSession.id, typ: 'logout+jwt' });
-      expect(withSid.sid).toBe(sid);
-      expect(withSid.sub).toBe(decodeJwt(idToken).sub);
-      const { payload: withoutSid } = await jwtVerify(byPath['/without']!, jwks, { issuer: context().config.issuer, audience: withoutSession.id, typ: 'logout+jwt' });
-      expect(withoutSid.sid).toBeUndefined();
-      expect(withoutSid.sub).toBe(String(user.id));
+      const verify = async (path: string, client: TestClient) =>
+        (await jwtVerify(byPath[path]!, jwks, { issuer: context().config.issuer, audience: client.id, typ: 'logout+jwt' })).payload;
+      return { required: await verify('/with', withSession), optional: await verify('/without', withoutSession) };
+    }
+
+    it('sends every client the sid of its ID Tokens of the session that signed out, so it ends that session only (§2.4)', async () => {
+      const browser = new Browser(context().app);
+      const sid = decodeJwt((await codeFlow(browser, withSession)).id_token).sid;
+      const idToken = (await codeFlow(browser, withSession)).id_token;
+      const otherSid = decodeJwt((await codeFlow(browser, withoutSession)).id_token).sid;
+      receiver.received.length = 0;
+      await signOut(browser);
+      const { required, optional } = await logoutTokens();
+      expect(required.sid).toBe(sid);
+      expect(required.sub).toBe(decodeJwt(idToken).sub);
+      // Without a sid the client would end the user's sessions on every device; it did not require one, but may get it.
+      expect(optional.sid).toBe(otherSid);
+      expect(optional.sub).toBe(String(user.id));
+    });
+
+    it('after “Sign out everywhere”, sends no sid (all sessions) except to a client that requires one', async () => {
+      const browser = new Browser(context().app);
+      const sid = decodeJwt((await codeFlow(browser, withSession)).id_token).sid;
+      await codeFlow(browser, withoutSession);
+      receiver.received.length = 0;
+      const form = formFor((await browser.open('/account')).text, '/account/sign-out-everywhere');
+      expect((await browser.submit(form.action, form.fields)).status).toBe(303);
+      const { required, optional } = await logoutTokens();
+      expect(required.sid).toBe(sid);
+      expect(optional.sid).toBeUndefined();
+      expect(optional.sub).toBe(String(user.id));
     });
 
     it('advertises backchannel_logout_session_supported and sid among the claims', async () => {

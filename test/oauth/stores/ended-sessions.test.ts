@@ -23,6 +23,7 @@ import {
   buildUser,
   formAction,
   formFields,
+  formFor,
   pathOf,
   redirectParams,
   securityEvents,
@@ -35,13 +36,6 @@ import type { Express } from 'express';
 /** The cookies `browser` holds now, as a Cookie header: the copy an attacker or another tab keeps. */
 function cookiesOf(browser: Browser): string {
   return browser.agent.jar.getCookies({ domain: '127.0.0.1', path: '/', secure: false, script: false }).toValueString();
-}
-
-/** The fields of the form on `html` whose action ends with `path`. */
-function formFor(html: string, path: string): { action: string; fields: Record<string, string> } {
-  const match = new RegExp(`<form method="post" action="([^"]*${path})"[^>]*>([\\s\\S]*?)</form>`).exec(html);
-  if (!match) throw new Error(`no form for ${path}`);
-  return { action: match[1]!, fields: formFields(`<form>${match[2]}</form>`) };
 }
 
 describeEachDatabase(
