@@ -228,6 +228,11 @@ export async function readAuthorizationRequest(clients: ClientCache, params: Par
     refuseRequestObjects(params);
     const scopes = requestedScopes(client, params.get('scope'));
     const openid = scopes.includes('openid');
+    // OIDC Core §3.1.2.1: an OpenID request (one whose scope names openid) must send redirect_uri, even where
+    // RFC 6749 §3.1.2.3 lets a client with one registered URI leave it out. A request without scope is plain OAuth.
+    if (openid && params.has('scope') && !params.has('redirect_uri')) {
+      throw new InvalidRequest('redirect_uri is required in an OpenID Connect request');
+    }
     const requestedResources = resources.resolve(params.getAll(RESOURCE_PARAMETER));
     const prompt = promptOf(params);
     const maxAge = maxAgeOf(params);

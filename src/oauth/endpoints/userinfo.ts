@@ -1,13 +1,15 @@
 /**
  * The UserInfo endpoint, `GET|POST /userinfo` (OIDC Core §5.3): JSON, or a signed JWT for a client that registered
- * `userinfo_signed_response_alg` (§5.3.2). It takes Bearer tokens and, like the APIs, DPoP-bound tokens with their
- * proof (RFC 9449 §7). Errors are RFC 6750 / RFC 9449 §7.1 challenges with the §5.2 JSON body.
+ * `userinfo_signed_response_alg` (§5.3.2). It takes Bearer tokens — in the Authorization header, or in a POST's form
+ * body (RFC 6750 §2.2, which §5.3.1 allows) — and, like the APIs, DPoP-bound tokens with their proof (RFC 9449 §7).
+ * Errors are RFC 6750 / RFC 9449 §7.1 challenges with the §5.2 JSON body.
  */
 import type express from 'express';
 import type { Request, RequestHandler, Response } from 'express';
 import type { OAuthContext } from '../context.js';
-import { InvalidToken, OAuthError, ServerError } from '../errors.js';
-import { noStore, sendJson, sendJsonError } from '../json-response.js';
+import { InvalidRequest, InvalidToken } from '../errors.js';
+import { noStore, sendJson, sendJsonError, toOAuthError } from '../json-response.js';
+import { bodyParameters, formBody } from '../params.js';
 import { userClaims } from '../oidc/claims.js';
 import { USERINFO_PATH } from '../oidc/paths.js';
 import { subjectFor } from '../oidc/subject.js';
@@ -15,11 +17,36 @@ import { signUserinfo, USERINFO_JWT_CONTENT_TYPE } from '../oidc/signed-userinfo
 import { authenticateRequest, challengeHeaders, requireScope } from '../../tokens/bearer.js';
 import type { Principal } from '../../tokens/access-token.js';
 
+const FORM_TYPE = 'application/x-www-form-urlencoded';
+
+/** Runs the shared form-body steps here, so that their refusals get this endpoint's challenge too. */
+async function readFormBody(req: Request, res: Response): Promise<void> {
+  for (const step of formBody) {
+    await new Promise<void>((resolve, reject) => {
+      void step(req, res, (error?: unknown) => (error === undefined ? resolve() : reject(error as Error)));
+    });
+  }
+}
+
+/**
+ * The Authorization header, or a Bearer token from a POST's form body (RFC 6750 §2.2); never both (§2). A DPoP token
+ * in the body is read as Bearer, and so refused: RFC 9449 §7.1 wants it in the header, beside its proof.
+ */
+async function credentials(req: Request, res: Response): Promise<string | undefined> {
+  const header = req.headers.authorization;
+  if (req.method !== 'POST' || !req.is(FORM_TYPE)) return header;
+  await readFormBody(req, res);
+  const token = bodyParameters(res).get('access_token');
+  if (token === undefined) return header;
+  if (header) throw new InvalidRequest('send the access token in the Authorization header or in the body, not in both');
+  return `Bearer ${token}`;
+}
+
 /** The caller's access token, checked as the APIs check theirs: a DPoP token's proof is for this URL and method. */
-function authenticate(oauth: OAuthContext, req: Request): Promise<Principal> {
+async function authenticate(oauth: OAuthContext, req: Request, res: Response): Promise<Principal> {
   return authenticateRequest(
     { accessTokens: oauth.accessTokens, dpop: oauth.dpop, config: { issuer: oauth.issuer, dpopNonce: oauth.dpopNonce } },
-    { authorization: req.headers.authorization, dpop: req.headers.dpop, method: req.method, path: req.originalUrl },
+    { authorization: await credentials(req, res), dpop: req.headers.dpop, method: req.method, path: req.originalUrl },
   );
 }
 
@@ -27,7 +54,7 @@ function userinfoHandler(oauth: OAuthContext): RequestHandler {
   return async function userinfo(req: Request, res: Response): Promise<void> {
     noStore(res);
     try {
-      const principal = await authenticate(oauth, req);
+      const principal = await authenticate(oauth, req, res);
       // RFC 8707: a token issued only for an external resource server (RESOURCE_INDICATORS) is that server's, and
       // must not read the user's claims here (node-oidc-provider refuses every audience-restricted token at userinfo).
       if (!principal.audience.some((audience) => oauth.resources.defaults.includes(audience))) {
@@ -42,7 +69,7 @@ function userinfoHandler(oauth: OAuthContext): RequestHandler {
       const jwt = await signUserinfo(oauth, client.id, claims);
       res.status(200).setHeader('Content-Type', USERINFO_JWT_CONTENT_TYPE).end(jwt);
     } catch (error) {
-      const oauthError = error instanceof OAuthError ? error : new ServerError('userinfo failed', { cause: error });
+      const oauthError = toOAuthError(error);
       if (!oauthError.expose) oauth.logger.error({ err: error, reqId: req.id }, 'userinfo failed');
       else res.set(challengeHeaders(oauthError));
       sendJsonError(res, oauthError);

@@ -21,7 +21,11 @@ export interface IdTokenRequest {
   client: Client;
   userId: number;
   scope: string;
-  /** Seconds since the epoch; falls back to now for grants made before auth_time was stored. */
+  /**
+   * Seconds since the epoch; null for grants made before auth_time was stored. The claim is then left out (it is
+   * optional unless max_age was sent, and max_age makes such a session sign in again): now would claim a sign-in that
+   * did not happen, and change at every refresh (§12.2).
+   */
   authTime: number | null;
   nonce: string | null;
   /** Front-/Back-Channel Logout `sid` (see session-id.ts). */
@@ -41,7 +45,7 @@ export async function issueIdToken(oauth: OAuthContext, request: IdTokenRequest)
     aud: request.client.id,
     exp: now + oauth.accessTokenTtl,
     iat: now,
-    auth_time: request.authTime ?? now,
+    ...(request.authTime === null ? {} : { auth_time: request.authTime }),
     ...(request.nonce === null ? {} : { nonce: request.nonce }),
     ...(request.sid === null ? {} : { sid: request.sid }),
     at_hash: atHash(request.accessToken),
