@@ -33,6 +33,7 @@ export const AUTHORIZE_PARAMETERS = [
   'prompt',
   'max_age',
   'login_hint',
+  'id_token_hint',
 ] as const;
 
 export const PROMPT_VALUES = ['none', 'login', 'consent', 'select_account'] as const;
@@ -40,6 +41,8 @@ export type Prompt = (typeof PROMPT_VALUES)[number];
 
 const MAX_NONCE_LENGTH = 512;
 const MAX_LOGIN_HINT_LENGTH = 256;
+/** Our ID Tokens are well under 2 KiB; the bound only keeps a hostile one from being verified. */
+const MAX_ID_TOKEN_HINT_LENGTH = 8_192;
 export const RESOURCE_PARAMETER = 'resource';
 
 export class UntrustedAuthorizationRequest extends Error {
@@ -81,6 +84,8 @@ export interface AuthorizationRequest {
   prompt: ReadonlySet<Prompt>;
   maxAge: number | null;
   loginHint: string | null;
+  /** Acted on only with prompt=none (see authorize.ts). */
+  idTokenHint: string | null;
   query: string;
 }
 
@@ -251,6 +256,7 @@ export async function readAuthorizationRequest(clients: ClientCache, params: Par
       prompt: promptInEffect(prompt, maxAge),
       maxAge,
       loginHint: boundedText(params, 'login_hint', MAX_LOGIN_HINT_LENGTH),
+      idTokenHint: boundedText(params, 'id_token_hint', MAX_ID_TOKEN_HINT_LENGTH),
       query: canonicalQuery(params),
     };
   } catch (error) {

@@ -7,7 +7,9 @@ import { consentHandler, switchAccountHandler } from '../browser/consent.js';
 import type { OAuthContext } from '../context.js';
 import type { NewAuthorizationCode } from '../stores/codes.js';
 import { isSelfRegistered } from '../stores/clients.js';
-import { ConsentRequired, LoginRequired, OAuthError } from '../errors.js';
+import { ConsentRequired, InvalidRequest, LoginRequired, OAuthError } from '../errors.js';
+import { readIdTokenHint } from '../oidc/id-token.js';
+import { subjectFor } from '../oidc/subject.js';
 import { signedInSession, type BrowserSession } from '../browser/session.js';
 import type { SessionIds } from '../oidc/session-id.js';
 import { loginHandler } from '../browser/login.js';
@@ -41,6 +43,22 @@ function needsSignIn(request: AuthorizationRequest, session: BrowserSession): bo
   return session.authTime === undefined || Math.floor(Date.now() / 1000) - session.authTime > request.maxAge;
 }
 
+/**
+ * OIDC Core §3.1.2.1: a silent request (prompt=none) whose id_token_hint names another user than the one signed in is
+ * login_required, so a silent renewal never hands the client a code for someone else. An interactive request ignores
+ * the hint: the user may sign in as anyone, and insisting would send them back to the sign-in page forever.
+ */
+async function checkIdTokenHint(browser: BrowserContext, request: AuthorizationRequest, userId: number): Promise<void> {
+  if (request.idTokenHint === null || !request.prompt.has('none')) return;
+  const hint = await readIdTokenHint(browser.oauth, request.idTokenHint);
+  if (!hint || hint.clientId !== request.client.id) {
+    throw toClient(request, new InvalidRequest('id_token_hint is not an ID Token this server issued to this client'));
+  }
+  if (hint.sub !== subjectFor(request.client, userId, browser.oauth.pairwiseSecret)) {
+    throw toClient(request, new LoginRequired('the signed-in user is not the one id_token_hint names'));
+  }
+}
+
 function authorizeHandler(browser: BrowserContext) {
   return async function authorize(req: Request, res: Response): Promise<void> {
     const request = await readAuthorizationRequest(browser.oauth.clients, queryParameters(req.originalUrl), browser.oauth.resources);
@@ -56,6 +74,7 @@ function authorizeHandler(browser: BrowserContext) {
       if (silent) throw toClient(request, new LoginRequired('the sign-in is older than max_age'));
       return signIn();
     }
+    await checkIdTokenHint(browser, request, check.userId);
     const signedIn = { ...session, userId: check.userId };
     if (request.prompt.has('consent')) {
       const user = await browser.oauth.consents.lookup(check, request.client.id);

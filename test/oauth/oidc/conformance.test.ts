@@ -158,13 +158,74 @@ describeEachDatabase('OpenID Provider conformance', (context) => {
       expect(redirectParams(res).get('code')).toBeTruthy();
     });
 
-    it('ignores acr_values, ui_locales, display and id_token_hint it does not act on, and keeps prompt=none silent', async () => {
+    it('ignores acr_values, ui_locales and display, and keeps prompt=none silent with an id_token_hint naming the user', async () => {
       const browser = new Browser(context().app);
       const first = await codeFlowTokens(context().app, browser, client, user, { scope: 'openid' });
       const params = authorizeParams(client, { scope: 'openid', prompt: 'none', acr_values: '1 2', ui_locales: 'fr-CA en', display: 'page', id_token_hint: first.body.id_token });
       const res = await browser.open(authorizePath(params));
       expect(res.status).toBe(302);
       expect(redirectParams(res).get('code')).toBeTruthy();
+    });
+  });
+
+  describe('id_token_hint with prompt=none (§3.1.2.1)', () => {
+    /** A browser signed in as `who` (consent given), and an ID Token of `who` for `to`. */
+    async function signedInWithIdToken(who: TestUser, to: TestClient = client) {
+      const browser = new Browser(context().app);
+      const tokens = await codeFlowTokens(context().app, browser, to, who, { scope: 'openid' });
+      expect(tokens.status).toBe(200);
+      return { browser, idToken: tokens.body.id_token as string };
+    }
+    const silently = (browser: Browser, overrides: Record<string, string>) =>
+      browser.open(authorizePath(authorizeParams(client, { scope: 'openid', prompt: 'none', state: 'st-1', ...overrides })));
+
+    it('is login_required, with no code, when the hint names another user than the one signed in', async () => {
+      const other = await buildUser(context().runtime);
+      const { idToken: othersToken } = await signedInWithIdToken(other);
+      const { browser } = await signedInWithIdToken(user);
+      const res = await silently(browser, { id_token_hint: othersToken });
+      expect(res.status).toBe(302);
+      const answer = redirectParams(res);
+      expect(answer.get('error')).toBe('login_required');
+      expect(answer.get('state')).toBe('st-1');
+      expect(answer.get('code')).toBeNull();
+    });
+
+    it('is invalid_request for a hint issued to another client, forged, or not a JWT at all', async () => {
+      const otherClient = await buildClient(context().runtime);
+      const { idToken: foreign } = await signedInWithIdToken(user, otherClient);
+      const { browser, idToken } = await signedInWithIdToken(user);
+      const [header, payload] = idToken.split('.');
+      const forged = `${header}.${Buffer.from(JSON.stringify({ ...decodeJwt(idToken), sub: 'someone-else' })).toString('base64url')}.${idToken.split('.')[2]}`;
+      for (const hint of [foreign, forged, `${header}.${payload}.`, 'not-a-jwt', 'x'.repeat(8_193)]) {
+        const res = await silently(browser, { id_token_hint: hint });
+        expect(res.status).toBe(302);
+        expect(redirectParams(res).get('error'), hint.slice(0, 40)).toBe('invalid_request');
+        expect(redirectParams(res).get('code')).toBeNull();
+      }
+    });
+
+    it('matches a pairwise client by its pairwise sub', async () => {
+      const pairwise = await buildClient(context().runtime, { redirectUris: ['https://pairwise.example/cb'], oidc: { subjectType: 'pairwise' } });
+      const { browser, idToken } = await signedInWithIdToken(user, pairwise);
+      expect(decodeJwt(idToken).sub).not.toBe(String(user.id));
+      const res = await browser.open(authorizePath(authorizeParams(pairwise, { scope: 'openid', prompt: 'none', id_token_hint: idToken })));
+      expect(redirectParams(res).get('code')).toBeTruthy();
+    });
+
+    it('is ignored by an interactive request: the signed-in user gets a code whoever the hint names', async () => {
+      const other = await buildUser(context().runtime);
+      const { idToken: othersToken } = await signedInWithIdToken(other);
+      const { browser } = await signedInWithIdToken(user);
+      const res = await browser.open(authorizePath(authorizeParams(client, { scope: 'openid', id_token_hint: othersToken })));
+      expect(res.status).toBe(302);
+      expect(redirectParams(res).get('code')).toBeTruthy();
+    });
+
+    it('refuses a repeated id_token_hint with invalid_request', async () => {
+      const { browser, idToken } = await signedInWithIdToken(user);
+      const path = `${authorizePath(authorizeParams(client, { scope: 'openid', prompt: 'none' }))}&id_token_hint=${idToken}&id_token_hint=${idToken}`;
+      expect(redirectParams(await browser.open(path)).get('error')).toBe('invalid_request');
     });
   });
 
