@@ -303,11 +303,21 @@ for (const kind of DATABASE_KINDS) {
       });
     });
 
-    it('keys rotate makes a new key current and retires the old one', async () => {
-      const first = json((await runCli(['keys', 'rotate', '--json'], env)).stdout);
-      const second = json((await runCli(['keys', 'rotate', '--json'], env)).stdout);
+    it('keys rotate makes a new key current for each algorithm and retires the old ones', async () => {
+      type Rotated = { kid: string; retired: string[]; keys: { alg: string; kid: string; retired: string[] }[] };
+      const first = json((await runCli(['keys', 'rotate', '--json'], env)).stdout) as Rotated;
+      const rotation = await runCli(['keys', 'rotate'], env);
+      expect(rotation.stdout).toMatch(/^New signing keys \S+ \(ES256\), \S+ \(RS256\)\. Retired /);
+      const second = json((await runCli(['keys', 'rotate', '--json'], env)).stdout) as Rotated;
+      expect(first.keys.map((key) => key.alg)).toEqual(['ES256', 'RS256']);
+      // `kid` stays the access-token (ES256) key, as before there were two.
+      expect(first.kid).toBe(first.keys[0]!.kid);
       expect(second.kid).not.toBe(first.kid);
-      expect(second.retired).toEqual([first.kid]);
+      expect(second.retired).toHaveLength(2);
+      const listed = json((await runCli(['keys', 'list', '--json'], env)).stdout) as { keys: { kid: string; alg: string; state: string }[] };
+      const current = listed.keys.filter((key) => key.state === 'current').map((key) => [key.alg, key.kid]);
+      expect(current.sort()).toEqual(second.keys.map((key) => [key.alg, key.kid]).sort());
+      expect(listed.keys.find((key) => key.kid === first.kid)).toMatchObject({ alg: 'ES256', state: 'published' });
     });
 
     it('seed --demo adds the demo data and is idempotent', async () => {
@@ -400,17 +410,24 @@ for (const kind of DATABASE_KINDS) {
       expect([again.code, again.stderr]).toEqual([1, expect.stringMatching(/has no consent or live grant/)]);
     });
 
-    it('keys list shows the current key; keys retire withdraws a key and replaces a current one', async () => {
-      const before = json((await runCli(['keys', 'list', '--json'], env)).stdout) as { keys: { kid: string; state: string }[] };
-      const current = before.keys.find((k) => k.state === 'current')!;
-      expect(before.keys.filter((k) => k.state === 'current')).toHaveLength(1);
-      const retired = await runCli(['keys', 'retire', current.kid, '--json'], env);
-      expect(retired.code).toBe(0);
-      const result = json(retired.stdout);
-      expect(result.retired).toBe(current.kid);
-      const after = json((await runCli(['keys', 'list', '--json'], env)).stdout) as { keys: { kid: string; state: string }[] };
-      expect(after.keys.map((k) => k.kid)).not.toContain(current.kid);
-      expect(after.keys.find((k) => k.state === 'current')?.kid).toBe(result.current);
+    it('keys list shows the current keys; keys retire withdraws a key and replaces a current one with one of its algorithm', async () => {
+      type Listed = { keys: { kid: string; alg: string; state: string }[] };
+      const before = json((await runCli(['keys', 'list', '--json'], env)).stdout) as Listed;
+      expect(before.keys.filter((k) => k.state === 'current').map((k) => k.alg).sort()).toEqual(['ES256', 'RS256']);
+      for (const alg of ['RS256', 'ES256']) {
+        const listed = json((await runCli(['keys', 'list', '--json'], env)).stdout) as Listed;
+        const current = listed.keys.find((k) => k.state === 'current' && k.alg === alg)!;
+        const other = listed.keys.find((k) => k.state === 'current' && k.alg !== alg)!;
+        const retired = await runCli(['keys', 'retire', current.kid, '--json'], env);
+        expect(retired.code).toBe(0);
+        const result = json(retired.stdout);
+        expect(result).toMatchObject({ retired: current.kid, alg });
+        const after = json((await runCli(['keys', 'list', '--json'], env)).stdout) as Listed;
+        expect(after.keys.map((k) => k.kid)).not.toContain(current.kid);
+        expect(after.keys.find((k) => k.state === 'current' && k.alg === alg)?.kid).toBe(result.current);
+        // The other algorithm's key is untouched.
+        expect(after.keys.find((k) => k.state === 'current' && k.alg !== alg)?.kid).toBe(other.kid);
+      }
       const unknown = await runCli(['keys', 'retire', 'nope'], env);
       expect([unknown.code, unknown.stderr]).toEqual([1, expect.stringMatching(/no signing key nope/)]);
     });

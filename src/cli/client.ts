@@ -10,7 +10,8 @@ const OIDC_DETAILS = [
   '--backchannel-logout-session-required, --no-backchannel-logout-session-required   logout tokens carry sid, or not',
   '--frontchannel-logout-uri URI           loaded in an iframe when the user signs out ("" removes it)',
   '--frontchannel-logout-session-required, --no-frontchannel-logout-session-required   that URI gets iss and sid, or not',
-  '--userinfo-signed-response-alg ES256    /userinfo answers with a signed JWT ("" for plain JSON)',
+  '--userinfo-signed-response-alg ES256|RS256   /userinfo answers with a signed JWT ("" for plain JSON)',
+  '--id-token-signed-response-alg ES256|RS256   signs its ID Tokens and logout tokens (default ES256; "" resets it)',
   '--policy-uri URI, --tos-uri URI          linked from the consent page ("" removes it)',
 ];
 const OIDC_OPTIONS = {
@@ -18,6 +19,7 @@ const OIDC_OPTIONS = {
   'post-logout-redirect-uri': { type: 'string', multiple: true },
   'backchannel-logout-uri': { type: 'string' },
   'userinfo-signed-response-alg': { type: 'string' },
+  'id-token-signed-response-alg': { type: 'string' },
   'backchannel-logout-session-required': { type: 'boolean' },
   'no-backchannel-logout-session-required': { type: 'boolean' },
   'frontchannel-logout-uri': { type: 'string' },
@@ -38,6 +40,7 @@ function oidcSettings(values: {
   'post-logout-redirect-uri'?: string[] | undefined;
   'backchannel-logout-uri'?: string | undefined;
   'userinfo-signed-response-alg'?: string | undefined;
+  'id-token-signed-response-alg'?: string | undefined;
   'backchannel-logout-session-required'?: boolean | undefined;
   'no-backchannel-logout-session-required'?: boolean | undefined;
   'frontchannel-logout-uri'?: string | undefined;
@@ -56,6 +59,7 @@ function oidcSettings(values: {
     ...(values['post-logout-redirect-uri'] === undefined ? {} : { postLogoutRedirectUris: values['post-logout-redirect-uri'] }),
     ...(values['backchannel-logout-uri'] === undefined ? {} : { backchannelLogoutUri: values['backchannel-logout-uri'] }),
     ...(values['userinfo-signed-response-alg'] === undefined ? {} : { userinfoSignedResponseAlg: values['userinfo-signed-response-alg'] }),
+    ...(values['id-token-signed-response-alg'] === undefined ? {} : { idTokenSignedResponseAlg: values['id-token-signed-response-alg'] }),
     ...(values['policy-uri'] === undefined ? {} : { policyUri: values['policy-uri'] }),
     ...(values['tos-uri'] === undefined ? {} : { tosUri: values['tos-uri'] }),
   };
@@ -87,6 +91,7 @@ function describe(client: RegisteredClient): string {
     `auth method:   ${client.token_endpoint_auth_method}`,
     ...(client.jwks_uri ? [`jwks_uri:      ${client.jwks_uri}`] : []),
     ...(client.dpop_bound_access_tokens ? ['DPoP:          required (dpop_bound_access_tokens)'] : []),
+    ...(client.id_token_signed_response_alg ? [`ID Token alg:  ${client.id_token_signed_response_alg}`] : []),
   ].join('\n');
 }
 

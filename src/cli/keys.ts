@@ -1,7 +1,7 @@
 import { CommandFailed, defineCommand, onePositional, print, withRuntime, type CommandGroup } from './command.js';
 
 const rotate = defineCommand({
-  summary: 'make a new signing key current (the old one stays published until its tokens expire)',
+  summary: 'make a new signing key current for each algorithm, ES256 and RS256 (the old ones stay published until their tokens expire)',
   synopsis: 'keys rotate',
   options: {},
   async run({ io, values, config }) {
@@ -13,7 +13,7 @@ const rotate = defineCommand({
         io,
         values.json,
         rotated,
-        `New signing key ${rotated.kid}. Retired ${rotated.retired.join(', ') || 'none'}; retired keys stay published until their tokens expire.`,
+        `New signing keys ${rotated.keys.map((key) => `${key.kid} (${key.alg})`).join(', ')}. Retired ${rotated.retired.join(', ') || 'none'}; retired keys stay published until their tokens expire.`,
       );
     });
   },
@@ -39,7 +39,7 @@ const list = defineCommand({
 });
 
 const retire = defineCommand({
-  summary: 'withdraw a key now (it leaked): tokens it signed stop working; a current key is replaced first',
+  summary: 'withdraw a key now (it leaked): tokens it signed stop working; a current key is replaced first by one of its algorithm',
   synopsis: 'keys retire KID',
   takesArguments: true,
   options: {},
@@ -50,12 +50,17 @@ const retire = defineCommand({
     await withRuntime(loaded, async (runtime) => {
       const retired = await retireSigningKey(runtime.db, kid, loaded.accessTokenTtl);
       if (!retired) throw new CommandFailed(`no signing key ${kid}`);
-      print(io, values.json, retired, `Withdrew signing key ${kid}; tokens it signed no longer verify. Current key: ${retired.current}.`);
+      print(
+        io,
+        values.json,
+        retired,
+        `Withdrew signing key ${kid} (${retired.alg}); tokens it signed no longer verify. Current ${retired.alg} key: ${retired.current ?? 'none'}.`,
+      );
     });
   },
 });
 
 export default {
-  summary: 'manage the keys that sign access tokens',
+  summary: 'manage the keys that sign access tokens (ES256) and ID Tokens (ES256, or RS256 for clients that ask)',
   subcommands: { rotate, list, retire },
 } satisfies CommandGroup;

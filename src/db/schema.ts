@@ -58,8 +58,10 @@ export const clients = pgTable('clients', {
   frontchannelLogoutUri: text('frontchannel_logout_uri'),
   /** Front-Channel Logout §2: the iframe URL carries `iss` and `sid`. */
   frontchannelLogoutSessionRequired: boolean('frontchannel_logout_session_required').notNull().default(false),
-  /** OIDC Core §5.3.2: `ES256` when /userinfo answers this client with a signed JWT; null: plain JSON. */
+  /** OIDC Core §5.3.2: `ES256` or `RS256` when /userinfo answers this client with a signed JWT; null: plain JSON. */
   userinfoSignedResponseAlg: text('userinfo_signed_response_alg'),
+  /** OIDC Registration §2: `ES256` or `RS256` for its ID Tokens and Logout Tokens; null: ES256 (our default). */
+  idTokenSignedResponseAlg: text('id_token_signed_response_alg'),
   policyUri: text('policy_uri'),
   tosUri: text('tos_uri'),
   // -- Self-registration (RFC 7591/7592 and client ID metadata documents)

@@ -2,7 +2,7 @@
 import { jwtVerify, decodeProtectedHeader, errors as joseErrors } from 'jose';
 import { randomUUID } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import type { KeyStore } from './signing-keys.js';
+import type { KeyStore, VerificationKey } from './signing-keys.js';
 import type { Revocations } from './revocation.js';
 import type { GrantOwners } from './grant-owners.js';
 import { InvalidToken } from '../oauth/errors.js';
@@ -66,6 +66,9 @@ function subjectUser(sub: string, clientId: string): number | null | undefined {
   if (sub === clientId) return null;
   return undefined;
 }
+
+/** What may sign an access token: our ES256 keys (EdDSA for keys made before ES256); an RS256 key signs only ID Tokens. */
+const ACCESS_TOKEN_ALGS: ReadonlySet<string> = new Set(['ES256', 'EdDSA']);
 
 const VERIFIED_CACHE_SIZE = POLICY.verifiedTokenCacheEntries.value;
 
@@ -135,6 +138,7 @@ export class AccessTokens {
     }
     const key = await this.keys.verificationKey(kid);
     if (!key) throw new InvalidToken('the access token was not signed by a key of this server');
+    if (!ACCESS_TOKEN_ALGS.has(key.alg)) throw new InvalidToken('the access token was not signed by an access-token key of this server');
     const { userId, ...claims } = await this.verifyClaims(token, key);
     // Outside the claim checks, so a database failure is a server error and not a refused token.
     const principal = { ...claims, userId: userId === undefined ? await this.pairwiseUser(claims.grantId, claims.clientId) : userId };
@@ -142,12 +146,12 @@ export class AccessTokens {
   }
 
   /** `userId` is undefined for a pairwise `sub`: only the grant knows that user. */
-  private async verifyClaims(token: string, key: CryptoKey): Promise<Omit<Principal, 'userId'> & { userId: number | null | undefined }> {
+  private async verifyClaims(token: string, key: VerificationKey): Promise<Omit<Principal, 'userId'> & { userId: number | null | undefined }> {
     try {
-      const { payload } = await jwtVerify(token, key, {
+      const { payload } = await jwtVerify(token, key.publicKey, {
         issuer: this.options.issuer,
         typ: ACCESS_TOKEN_TYP,
-        algorithms: [key.algorithm.name === 'ECDSA' ? 'ES256' : 'EdDSA'],
+        algorithms: [key.alg],
         requiredClaims: ['sub', 'aud', 'jti', 'exp', 'iat', 'client_id', 'scope', 'grant_id'],
       });
       if (typeof payload.client_id !== 'string' || typeof payload.grant_id !== 'string') {

@@ -1,16 +1,26 @@
 /**
  * Keys live in the database so every instance uses one set; a retired key stays published until its tokens expire.
  * An unknown `kid` reloads the set at once (at most once a second), so a rotation elsewhere verifies immediately.
+ * There is a current key per algorithm: ES256 signs access tokens and, by default, ID Tokens; RS256 exists because
+ * OIDC Core §15.1 requires it for ID Tokens, and signs only what a client asked to have signed with it.
  */
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import { createPrivateKey, type JsonWebKey } from 'node:crypto';
 import { createSigner } from 'fast-jwt';
-import { desc, gt, isNull, lt, or, sql } from 'drizzle-orm';
+import { and, desc, eq, gt, inArray, isNull, lt, notInArray, or, sql } from 'drizzle-orm';
 import type { Db } from '../db/database.js';
 import { signingKeys } from '../db/schema.js';
 import { POLICY } from '../policy.js';
 
+/** The access tokens' algorithm, and the ID Tokens' unless a client registered another. */
 export const SIGNING_ALG = 'ES256';
+/** Every algorithm with a current key; ES256 first, as discovery lists them. */
+export const SIGNING_ALGS = [SIGNING_ALG, 'RS256'] as const;
+export type SigningAlg = (typeof SIGNING_ALGS)[number];
+
+export function isSigningAlg(value: unknown): value is SigningAlg {
+  return (SIGNING_ALGS as readonly unknown[]).includes(value);
+}
 const RELOAD_INTERVAL_MS = POLICY.signingKeyReloadMs.value;
 const UNKNOWN_KID_RELOAD_MIN_MS = POLICY.unknownKidReloadMinMs.value;
 /** Slack for instances that have not yet noticed a rotation and still sign with the old key. */
@@ -20,6 +30,12 @@ export interface SigningKey {
   kid: string;
   alg: string;
   sign(claims: Record<string, unknown>, typ: string): string;
+}
+
+/** A published key and the one algorithm it may verify. */
+export interface VerificationKey {
+  alg: string;
+  publicKey: CryptoKey;
 }
 
 interface LoadedKey {
@@ -38,44 +54,67 @@ function jwsSigner(key: LoadedKey): SigningKey['sign'] {
   return (claims, typ) => {
     let signer = signers.get(typ);
     if (!signer) {
-      signer = createSigner({ algorithm: key.alg as 'ES256', key: pem, kid: key.kid, header: { alg: key.alg, typ } });
+      signer = createSigner({ algorithm: key.alg as SigningAlg, key: pem, kid: key.kid, header: { alg: key.alg, typ } });
       signers.set(typ, signer);
     }
     return signer(claims);
   };
 }
 
-async function newKeyRow() {
-  const { publicKey, privateKey } = await generateKeyPair(SIGNING_ALG, { extractable: true });
+async function newKeyRow(alg: SigningAlg) {
+  const { publicKey, privateKey } = await generateKeyPair(alg, { extractable: true, ...(alg === 'RS256' ? { modulusLength: 2048 } : {}) });
   const publicJwk = await exportJWK(publicKey);
   const kid = await calculateJwkThumbprint(publicJwk);
   return {
     kid,
-    alg: SIGNING_ALG,
-    publicJwk: { ...publicJwk, kid, alg: SIGNING_ALG, use: 'sig' },
-    privateJwk: { ...(await exportJWK(privateKey)), kid, alg: SIGNING_ALG },
+    alg,
+    publicJwk: { ...publicJwk, kid, alg, use: 'sig' },
+    privateJwk: { ...(await exportJWK(privateKey)), kid, alg },
   };
 }
 
+/**
+ * Versions before RS256 sign with the newest current key, whatever its algorithm. Dating the other keys just before
+ * their ES256 sibling keeps instances of such a version on ES256 during a rolling upgrade.
+ */
+const BEFORE_ES256 = sql`now() - interval '1 millisecond'`;
+
+/** Creates the current key of each algorithm that has none (run under the migration lock). */
 export async function ensureSigningKey(db: Db): Promise<void> {
-  const [current] = await db.select({ kid: signingKeys.kid }).from(signingKeys).where(isNull(signingKeys.retiredAt)).limit(1);
-  if (!current) await db.insert(signingKeys).values(await newKeyRow());
+  const current = await db.select({ alg: signingKeys.alg, createdAt: signingKeys.createdAt }).from(signingKeys).where(isNull(signingKeys.retiredAt));
+  const missing = SIGNING_ALGS.filter((alg) => !current.some((key) => key.alg === alg));
+  if (!missing.length) return;
+  const es256 = current.find((key) => key.alg === SIGNING_ALG)?.createdAt;
+  const rows = await Promise.all(missing.map(newKeyRow));
+  await db
+    .insert(signingKeys)
+    .values(rows.map((row) => (row.alg === SIGNING_ALG ? row : { ...row, createdAt: es256 ? new Date(es256.getTime() - 1) : BEFORE_ES256 })));
 }
 
-/** Keys retired longer ago than any token they signed can live are deleted. */
-export async function rotateSigningKey(db: Db, accessTokenTtl: number): Promise<{ kid: string; retired: string[] }> {
-  const row = await newKeyRow();
+export interface RotatedKeys {
+  /** The new access-token (ES256) key, or the first new key when that one was not rotated. */
+  kid: string;
+  /** Every key that stopped being current. */
+  retired: string[];
+  keys: { alg: SigningAlg; kid: string; retired: string[] }[];
+}
+
+/** Makes a new key current for each of `algs` (all by default). Keys retired longer ago than any token they signed can live are deleted. */
+export async function rotateSigningKey(db: Db, accessTokenTtl: number, algs: readonly SigningAlg[] = SIGNING_ALGS): Promise<RotatedKeys> {
+  const rows = await Promise.all(algs.map(newKeyRow));
   return db.transaction(async (tx) => {
     const retired = await tx
       .update(signingKeys)
       .set({ retiredAt: sql`now()` })
-      .where(isNull(signingKeys.retiredAt))
-      .returning({ kid: signingKeys.kid });
-    await tx.insert(signingKeys).values(row);
+      // Rotating the access-token key also retires a current key of an algorithm we no longer make (EdDSA, before ES256).
+      .where(and(isNull(signingKeys.retiredAt), algs.includes(SIGNING_ALG) ? notInArray(signingKeys.alg, SIGNING_ALGS.filter((alg) => !algs.includes(alg))) : inArray(signingKeys.alg, [...algs])))
+      .returning({ kid: signingKeys.kid, alg: signingKeys.alg });
+    await tx.insert(signingKeys).values(rows.map((row) => (row.alg === SIGNING_ALG ? row : { ...row, createdAt: BEFORE_ES256 })));
     await tx
       .delete(signingKeys)
       .where(lt(signingKeys.retiredAt, sql`now() - make_interval(secs => ${accessTokenTtl + PUBLISH_MARGIN_SECONDS})`));
-    return { kid: row.kid, retired: retired.map((r) => r.kid) };
+    const keys = rows.map((row) => ({ alg: row.alg, kid: row.kid, retired: retired.filter((r) => r.alg === row.alg).map((r) => r.kid) }));
+    return { kid: (keys.find((key) => key.alg === SIGNING_ALG) ?? keys[0]!).kid, retired: retired.map((r) => r.kid), keys };
   });
 }
 
@@ -83,7 +122,8 @@ export class KeyStore {
   private keys: LoadedKey[] = [];
   private loadedAt = 0;
   private loading: Promise<void> | undefined;
-  private currentSigningKey: SigningKey | undefined;
+  /** By algorithm; a signer is made again only when its key changes. */
+  private currentSigningKeys = new Map<string, SigningKey>();
 
   constructor(
     private readonly db: Db,
@@ -112,13 +152,12 @@ export class KeyStore {
         retiredAt: row.retiredAt,
       });
     }
-    const current = keys.find((key) => key.retiredAt === null);
-    if (current && current.kid !== this.currentSigningKey?.kid) {
-      this.currentSigningKey = {
-        kid: current.kid,
-        alg: current.alg,
-        sign: jwsSigner(current),
-      };
+    for (const alg of SIGNING_ALGS) {
+      // Newest first: should two keys of one algorithm be current, every instance picks the same one.
+      const current = keys.find((key) => key.retiredAt === null && key.alg === alg);
+      if (current && current.kid !== this.currentSigningKeys.get(alg)?.kid) {
+        this.currentSigningKeys.set(alg, { kid: current.kid, alg: current.alg, sign: jwsSigner(current) });
+      }
     }
     this.keys = keys;
     this.loadedAt = Date.now();
@@ -135,22 +174,27 @@ export class KeyStore {
     if (Date.now() - this.loadedAt > RELOAD_INTERVAL_MS) await this.reload();
   }
 
-  async signingKey(): Promise<SigningKey> {
+  /** The current key of `alg` (ES256, the access tokens', by default). */
+  async signingKey(alg: SigningAlg = SIGNING_ALG): Promise<SigningKey> {
     await this.fresh();
-    if (!this.currentSigningKey) await this.reload();
-    if (!this.currentSigningKey) throw new Error('no signing key: run `fieldgate migrate` first');
-    return this.currentSigningKey;
+    if (!this.currentSigningKeys.has(alg)) await this.reload();
+    const key = this.currentSigningKeys.get(alg);
+    if (!key) throw new Error(`no ${alg} signing key: run \`fieldgate migrate\` first`);
+    return key;
   }
 
-  /** The public key for `kid`, reloading once when the kid is unknown (a rotation elsewhere). */
-  async verificationKey(kid: string | undefined): Promise<CryptoKey | undefined> {
+  /**
+   * The public key for `kid` and its algorithm, reloading once when the kid is unknown (a rotation elsewhere). Callers
+   * verify with that algorithm only, and refuse a key whose algorithm does not sign what they read.
+   */
+  async verificationKey(kid: string | undefined): Promise<VerificationKey | undefined> {
     await this.fresh();
     let key = this.keys.find((k) => k.kid === kid);
     if (!key && kid && Date.now() - this.loadedAt > UNKNOWN_KID_RELOAD_MIN_MS) {
       await this.reload();
       key = this.keys.find((k) => k.kid === kid);
     }
-    return key?.publicKey;
+    return key && { alg: key.alg, publicKey: key.publicKey };
   }
 
   /**
@@ -199,12 +243,23 @@ export async function listSigningKeys(db: Db, accessTokenTtl: number): Promise<S
   }));
 }
 
-/** For a key that leaked: deleted, so its tokens stop verifying; a current key is first replaced. */
-export async function retireSigningKey(db: Db, kid: string, accessTokenTtl: number): Promise<{ retired: string; current: string } | undefined> {
+/**
+ * For a key that leaked: deleted, so its tokens stop verifying; a current key is first replaced by a new one of its
+ * algorithm. `current` is the current key of that algorithm afterwards.
+ */
+export async function retireSigningKey(
+  db: Db,
+  kid: string,
+  accessTokenTtl: number,
+): Promise<{ retired: string; alg: string; current: string | undefined } | undefined> {
   const keys = await listSigningKeys(db, accessTokenTtl);
   const key = keys.find((k) => k.kid === kid);
   if (!key) return undefined;
-  const current = key.state === 'current' ? (await rotateSigningKey(db, accessTokenTtl)).kid : keys.find((k) => k.state === 'current')!.kid;
+  let current: string | undefined;
+  if (key.state !== 'current') current = keys.find((k) => k.state === 'current' && k.alg === key.alg)?.kid;
+  else if (isSigningAlg(key.alg)) current = (await rotateSigningKey(db, accessTokenTtl, [key.alg])).kid;
+  // A current key of an algorithm we no longer make has no successor; it is retired so that it can be deleted.
+  else await db.update(signingKeys).set({ retiredAt: sql`now()` }).where(eq(signingKeys.kid, kid));
   await db.delete(signingKeys).where(sql`${signingKeys.kid} = ${kid} and ${signingKeys.retiredAt} is not null`);
-  return { retired: kid, current };
+  return { retired: kid, alg: key.alg, current };
 }

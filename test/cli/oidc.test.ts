@@ -50,17 +50,37 @@ describe('fieldgate user and client OpenID options', () => {
     expect(insecure.code).not.toBe(0);
   });
 
-  it('client create and update set userinfo_signed_response_alg to ES256 or back to JSON, and refuse other algorithms', async () => {
+  it('client create and update set userinfo_signed_response_alg to ES256, RS256 or back to JSON, and refuse other algorithms', async () => {
     const created = await runCli(['client', 'create', '--name', 'Signed', '--redirect-uri', 'https://signed.example/cb', '--userinfo-signed-response-alg', 'ES256', '--json'], env);
     expect(created.code).toBe(0);
     const { client_id: id, userinfo_signed_response_alg: alg } = JSON.parse(created.stdout);
     expect(alg).toBe('ES256');
-    const refused = await runCli(['client', 'update', id, '--userinfo-signed-response-alg', 'RS256'], env);
+    const rs256 = await runCli(['client', 'update', id, '--userinfo-signed-response-alg', 'RS256', '--json'], env);
+    expect(rs256.code, rs256.stderr).toBe(0);
+    expect(JSON.parse(rs256.stdout).userinfo_signed_response_alg).toBe('RS256');
+    const refused = await runCli(['client', 'update', id, '--userinfo-signed-response-alg', 'PS256'], env);
     expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toContain('ES256');
+    expect(refused.stderr).toContain('ES256 or RS256');
     const cleared = await runCli(['client', 'update', id, '--userinfo-signed-response-alg', '', '--json'], env);
     expect(cleared.code).toBe(0);
     expect(JSON.parse(cleared.stdout).userinfo_signed_response_alg).toBeUndefined();
+  });
+
+  it('client create and update set id_token_signed_response_alg to RS256, ES256 or back to the default, and refuse other algorithms', async () => {
+    const created = await runCli(['client', 'create', '--name', 'RS256 RP', '--redirect-uri', 'https://rs256.example/cb', '--id-token-signed-response-alg', 'RS256', '--json'], env);
+    expect(created.code, created.stderr).toBe(0);
+    const { client_id: id, id_token_signed_response_alg: alg } = JSON.parse(created.stdout);
+    expect(alg).toBe('RS256');
+    const es256 = await runCli(['client', 'update', id, '--id-token-signed-response-alg', 'ES256', '--json'], env);
+    expect(JSON.parse(es256.stdout).id_token_signed_response_alg).toBe('ES256');
+    for (const bad of ['none', 'HS256', 'rs256']) {
+      const refused = await runCli(['client', 'update', id, '--id-token-signed-response-alg', bad], env);
+      expect(refused.code, bad).toBe(1);
+      expect(refused.stderr).toContain('ES256 or RS256');
+    }
+    const cleared = await runCli(['client', 'update', id, '--id-token-signed-response-alg', '', '--json'], env);
+    expect(cleared.code).toBe(0);
+    expect(JSON.parse(cleared.stdout).id_token_signed_response_alg).toBeUndefined();
   });
 
   it('client create and update turn backchannel_logout_session_required on and off, not both at once', async () => {

@@ -2,11 +2,12 @@
  * OpenID Connect Core end to end with openid-client (v6), a strict independent Relying Party:
  * discovery, the code flow with PKCE, state and nonce, strict ID Token validation (signature
  * against jwks_uri, iss, aud, exp, iat, nonce, at_hash, auth_time with max_age), userinfo,
- * and a refresh whose new ID Token keeps `sub` and `auth_time` (OIDC Core §12.2).
+ * and a refresh whose new ID Token keeps `sub` and `auth_time` (OIDC Core §12.2); ES256 by default, RS256 for a client
+ * that registered it (OIDC Core §15.1).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as client from 'openid-client';
-import { decodeJwt } from 'jose';
+import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { DATABASE_KINDS } from '../support/databases.js';
 import { Browser, buildClient, buildUser, type TestClient, type TestUser } from '../support/oauth.js';
 import { startTestServer, type RunningTestServer } from '../support/e2e-server.js';
@@ -61,9 +62,9 @@ for (const kind of DATABASE_KINDS) {
       const metadata = config.serverMetadata();
       expect(metadata.issuer).toBe(server.baseUrl);
       expect(metadata.userinfo_endpoint).toBe(`${server.baseUrl}/userinfo`);
-      expect(metadata.id_token_signing_alg_values_supported).toEqual(['ES256']);
+      expect(metadata.id_token_signing_alg_values_supported).toEqual(['ES256', 'RS256']);
       expect(metadata.subject_types_supported).toEqual(['public', 'pairwise']);
-      expect(metadata.userinfo_signing_alg_values_supported).toEqual(['ES256']);
+      expect(metadata.userinfo_signing_alg_values_supported).toEqual(['ES256', 'RS256']);
       expect(metadata.backchannel_logout_session_supported).toBe(true);
       expect(metadata.frontchannel_logout_supported).toBe(true);
       expect(metadata.frontchannel_logout_session_supported).toBe(true);
@@ -104,6 +105,39 @@ for (const kind of DATABASE_KINDS) {
         expect(decodeJwt(refreshed.id_token!).at_hash).toBeTypeOf('string');
       });
     }
+
+    it('signs in an RS256-only Relying Party (id_token_signed_response_alg RS256): ID Tokens, refreshed ones and signed userinfo are RS256', async () => {
+      const registered = await buildClient(server.context.runtime, {
+        redirectUris: ['http://127.0.0.1:9/rs256'],
+        oidc: { idTokenSignedResponseAlg: 'RS256', userinfoSignedResponseAlg: 'RS256' },
+      });
+      // openid-client accepts an ID Token only in the algorithm of this metadata (RS256 is also its default).
+      const config = await configure(registered, { id_token_signed_response_alg: 'RS256', userinfo_signed_response_alg: 'RS256' });
+      const { callback, verifier, state, nonce } = await signIn(config, registered, new Browser(server.baseUrl), { max_age: '300' });
+      const tokens = await client.authorizationCodeGrant(config, callback, {
+        pkceCodeVerifier: verifier,
+        expectedState: state,
+        expectedNonce: nonce,
+        maxAge: 300,
+        idTokenExpected: true,
+      });
+      expect(decodeProtectedHeader(tokens.id_token!).alg).toBe('RS256');
+      expect(tokens.claims()).toMatchObject({ sub: String(user.id), aud: registered.id, nonce, name: 'Ada Lovelace' });
+      // The access token keeps the one format resource servers know.
+      expect(decodeProtectedHeader(tokens.access_token).alg).toBe('ES256');
+      const info = await client.fetchUserInfo(config, tokens.access_token, tokens.claims()!.sub);
+      expect(info).toMatchObject({ sub: String(user.id), iss: server.baseUrl, aud: registered.id });
+      const refreshed = await client.refreshTokenGrant(config, tokens.refresh_token!);
+      expect(decodeProtectedHeader(refreshed.id_token!).alg).toBe('RS256');
+      expect(refreshed.claims()!.sub).toBe(String(user.id));
+
+      // The same RP expecting ES256 from this client would refuse its RS256 ID Tokens: the library does check.
+      const mismatched = await configure(registered, { id_token_signed_response_alg: 'ES256' });
+      const second = await signIn(mismatched, registered, new Browser(server.baseUrl));
+      await expect(
+        client.authorizationCodeGrant(mismatched, second.callback, { pkceCodeVerifier: second.verifier, expectedState: second.state, expectedNonce: second.nonce }),
+      ).rejects.toMatchObject({ cause: { message: 'unexpected JWT "alg" header parameter' } });
+    });
 
     it('gives a pairwise client a per-sector subject in the ID Token, the access token and at userinfo alike', async () => {
       const registered = await buildClient(server.context.runtime, { redirectUris: ['http://127.0.0.1:9/pairwise'], oidc: { subjectType: 'pairwise' } });

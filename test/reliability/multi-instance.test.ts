@@ -85,18 +85,18 @@ describe.runIf(TEST_DATABASE_URL)('two fieldgate serve processes on one PostgreS
       const ready = await send(`${server.url}/readyz`);
       expect(ready.status).toBe(200);
     }
-    // Each migration recorded once, the first signing key and the deployment secrets created once.
+    // Each migration recorded once, the first signing keys (one per algorithm) and the deployment secrets created once.
     const migrations = readdirSync(MIGRATIONS_FOLDER, { withFileTypes: true }).filter((entry) => entry.isDirectory()).length;
     const applied = await sql`select count(*)::int as rows, count(distinct hash)::int as distinct from drizzle.__drizzle_migrations`;
     expect(applied[0]).toEqual({ rows: migrations, distinct: migrations });
-    const keys = await sql`select kid from signing_keys where retired_at is null`;
-    expect(keys).toHaveLength(1);
+    const keys = await sql`select kid, alg from signing_keys where retired_at is null order by alg`;
+    expect(keys.map((key) => key.alg)).toEqual(['ES256', 'RS256']);
     const secrets = await sql`select name from instance_secrets order by name`;
     expect(secrets.map((row) => row.name)).toEqual(['client-secret-hmac', 'dpop-nonce', 'page-token', 'pairwise-subject', 'refresh-token-successor', 'session-cookie']);
-    // Both publish that one key, and neither logged an error while starting.
+    // Both publish those keys, and neither logged an error while starting.
     for (const server of [a, b]) {
       const jwks = parseJson<{ keys: { kid: string }[] }>(await send(`${server.url}/.well-known/jwks.json`));
-      expect(jwks.keys.map((key) => key.kid)).toEqual([keys[0]!.kid]);
+      expect(jwks.keys.map((key) => key.kid).sort()).toEqual(keys.map((key) => key.kid as string).sort());
       // stderr carries the start banner and nothing else.
       expect(server.stderr().replace(/^Fieldgate is listening on .*\n/, '')).toBe('');
       expect(server.stdout()).not.toMatch(/"level":(50|60)/);
@@ -193,13 +193,14 @@ describe.runIf(TEST_DATABASE_URL)('two fieldgate serve processes on one PostgreS
   it('after `fieldgate keys rotate` both accept new-key tokens at once and old-key tokens keep working', async () => {
     const user = await registerUser(runtime);
     const old = await obtainTokens({ client, user, route: always(a.url), redeemAt: a.url });
-    const [current] = await sql`select kid from signing_keys where retired_at is null`;
+    // The access tokens' key; the RS256 key (ID Tokens of clients that ask for it) rotates alongside.
+    const [current] = await sql`select kid from signing_keys where retired_at is null and alg = 'ES256'`;
     expect(kidOf(old.access_token)).toBe(current!.kid);
 
     const rotation = await runCli(['keys', 'rotate', '--json'], env);
     expect(rotation.code, rotation.stderr).toBe(0);
     const rotated = JSON.parse(rotation.stdout) as { kid: string; retired: string[] };
-    expect(rotated.retired).toEqual([current!.kid]);
+    expect(rotated.retired).toContain(current!.kid);
 
     // A token signed with the new key, by a third process (this one) that loaded it from the database.
     await runtime.keys.invalidate();
@@ -212,7 +213,8 @@ describe.runIf(TEST_DATABASE_URL)('two fieldgate serve processes on one PostgreS
       // The old key is retired, not withdrawn: its tokens work until they expire.
       expect(await resourceStatus(server.url, old.access_token)).toBe(200);
       const jwks = parseJson<{ keys: { kid: string }[] }>(await send(`${server.url}/.well-known/jwks.json`));
-      expect(jwks.keys.map((key) => key.kid).sort()).toEqual([current!.kid, rotated.kid].sort());
+      expect(jwks.keys.map((key) => key.kid)).toEqual(expect.arrayContaining([current!.kid, ...rotated.retired, rotated.kid]));
+      expect(jwks.keys).toHaveLength(4);
     }
 
     // Having met the new kid, each instance reloaded its keys and now signs with the new one;

@@ -14,8 +14,8 @@ import { SUPPORTED_SCOPES } from '../scopes.js';
 import { PROMPT_VALUES } from '../authorization-request.js';
 import { PROFILE_CLAIMS } from '../oidc/claims.js';
 import { SUBJECT_TYPES } from '../oidc/subject.js';
-import { SIGNING_ALG } from '../../tokens/signing-keys.js';
 import { USERINFO_SIGNING_ALGS } from '../oidc/signed-userinfo.js';
+import { ID_TOKEN_SIGNING_ALGS } from '../oidc/id-token.js';
 import { END_SESSION_PATH, USERINFO_PATH } from '../oidc/paths.js';
 import { DEVICE_AUTHORIZATION_PATH } from './device-authorization.js';
 
@@ -55,7 +55,7 @@ export function authorizationServerMetadata(issuer: string, options: MetadataOpt
     userinfo_endpoint: `${issuer}${USERINFO_PATH}`,
     end_session_endpoint: `${issuer}${END_SESSION_PATH}`,
     subject_types_supported: SUBJECT_TYPES,
-    id_token_signing_alg_values_supported: [SIGNING_ALG],
+    id_token_signing_alg_values_supported: ID_TOKEN_SIGNING_ALGS,
     userinfo_signing_alg_values_supported: USERINFO_SIGNING_ALGS,
     claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'sid', ...PROFILE_CLAIMS],
     prompt_values_supported: PROMPT_VALUES,

@@ -49,6 +49,7 @@ function clientInformation(oauth: OAuthContext, client: Client, secrets: { secre
     ...(client.jwks === null ? {} : { jwks: client.jwks }),
     ...(client.jwksUri === null ? {} : { jwks_uri: client.jwksUri }),
     ...(client.userinfoSignedResponseAlg === null ? {} : { userinfo_signed_response_alg: client.userinfoSignedResponseAlg }),
+    ...(client.idTokenSignedResponseAlg === null ? {} : { id_token_signed_response_alg: client.idTokenSignedResponseAlg }),
     ...(client.postLogoutRedirectUris.length === 0 ? {} : { post_logout_redirect_uris: client.postLogoutRedirectUris }),
     ...logoutChannel('backchannel', client.backchannelLogoutUri, client.backchannelLogoutSessionRequired),
     ...logoutChannel('frontchannel', client.frontchannelLogoutUri, client.frontchannelLogoutSessionRequired),

@@ -66,7 +66,7 @@ function userinfoHandler(oauth: OAuthContext): RequestHandler {
       if (!user || !client) throw new InvalidToken('the access token no longer speaks for an account');
       const claims = { sub: subjectFor(client, user.id, oauth.pairwiseSecret), ...userClaims(user, principal.scopes) };
       if (client.userinfoSignedResponseAlg === null) return sendJson(res, 200, claims);
-      const jwt = await signUserinfo(oauth, client.id, claims);
+      const jwt = await signUserinfo(oauth, client, claims);
       res.status(200).setHeader('Content-Type', USERINFO_JWT_CONTENT_TYPE).end(jwt);
     } catch (error) {
       const oauthError = toOAuthError(error);

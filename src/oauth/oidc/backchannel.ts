@@ -9,6 +9,7 @@ import { BlockList, isIP } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import type { OAuthContext } from '../context.js';
 import { subjectFor } from './subject.js';
+import { idTokenAlg } from './id-token.js';
 
 export const LOGOUT_TOKEN_TYP = 'logout+jwt';
 export const BACKCHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
@@ -92,14 +93,17 @@ export function postLogoutToken(uri: string, logoutToken: string, allowPrivate: 
  */
 export type LogoutScope = { browserSessionId: string; everywhere: boolean };
 
-/** Signs the Logout Token for one client (§2.4): iss, aud, iat, exp, jti, sub, events, and `sid` as above; never a nonce. */
+/**
+ * Signs the Logout Token for one client (§2.4): iss, aud, iat, exp, jti, sub, events, and `sid` as above; never a nonce.
+ * §2.4 has it signed as ID Tokens are, so with the client's ID Token algorithm.
+ */
 export async function logoutToken(
   oauth: OAuthContext,
-  client: { id: string; subjectType: string; redirectUris: string[]; backchannelLogoutSessionRequired?: boolean },
+  client: { id: string; subjectType: string; redirectUris: string[]; backchannelLogoutSessionRequired?: boolean; idTokenSignedResponseAlg?: string | null },
   userId: number,
   scope?: LogoutScope,
 ): Promise<string> {
-  const key = await oauth.keys.signingKey();
+  const key = await oauth.keys.signingKey(idTokenAlg(client));
   const now = Math.floor(Date.now() / 1000);
   return key.sign(
     {
@@ -131,6 +135,7 @@ export function notifyBackchannelLogout(oauth: OAuthContext, userId: number, sco
             subjectType: target.subject_type,
             redirectUris: target.redirect_uris,
             backchannelLogoutSessionRequired: target.backchannel_logout_session_required,
+            idTokenSignedResponseAlg: target.id_token_signed_response_alg,
           };
           const token = await logoutToken(oauth, client, userId, scope);
           const status = await postLogoutToken(target.backchannel_logout_uri, token, oauth.backchannelLogoutAllowPrivate);

@@ -1,16 +1,32 @@
 /**
- * ID Tokens (OIDC Core §2, §3.1.3.6), signed with the access tokens' key set. They carry the scope's profile and email
+ * ID Tokens (OIDC Core §2, §3.1.3.6), signed with the key of the client's `id_token_signed_response_alg` (ES256 unless
+ * it registered RS256; see src/tokens/signing-keys.ts). They carry the scope's profile and email
  * claims too, so an app that only reads the ID Token needs no userinfo call (§5.4 allows either).
  */
 import { createHash } from 'node:crypto';
 import { compactVerify, decodeProtectedHeader } from 'jose';
 import type { OAuthContext } from '../context.js';
+import { isSigningAlg, SIGNING_ALG, SIGNING_ALGS, type SigningAlg } from '../../tokens/signing-keys.js';
 import type { Client } from '../stores/clients.js';
 import { parseScope } from '../scopes.js';
 import { userClaims } from './claims.js';
 import { subjectFor } from './subject.js';
 
 export const ID_TOKEN_TYP = 'JWT';
+
+/** OIDC Core §15.1 requires RS256; ES256 stays the default so clients registered before RS256 keep their tokens. */
+export const ID_TOKEN_SIGNING_ALGS = SIGNING_ALGS;
+export type IdTokenSigningAlg = SigningAlg;
+export const isIdTokenSigningAlg = isSigningAlg;
+
+/**
+ * The algorithm of a client's ID Tokens (and Logout Tokens). OIDC Registration §2 defaults to RS256; ours is ES256,
+ * what every client got before it could choose.
+ */
+export function idTokenAlg(client: { idTokenSignedResponseAlg?: string | null }): SigningAlg {
+  const alg = client.idTokenSignedResponseAlg;
+  return isSigningAlg(alg) ? alg : SIGNING_ALG;
+}
 
 /** §3.1.3.6: base64url of the left half of SHA-256 of the access token's ASCII. */
 export function atHash(accessToken: string): string {
@@ -37,7 +53,7 @@ export interface IdTokenRequest {
 export async function issueIdToken(oauth: OAuthContext, request: IdTokenRequest): Promise<string | undefined> {
   const user = await oauth.users.find(request.userId);
   if (!user) return undefined;
-  const key = await oauth.keys.signingKey();
+  const key = await oauth.keys.signingKey(idTokenAlg(request.client));
   const now = Math.floor(Date.now() / 1000);
   const claims: Record<string, unknown> = {
     iss: oauth.issuer,
@@ -64,7 +80,8 @@ export async function readIdTokenHint(oauth: OAuthContext, token: string): Promi
     if (typ !== undefined && typ !== ID_TOKEN_TYP) return undefined;
     const key = await oauth.keys.verificationKey(kid);
     if (!key) return undefined;
-    const { payload } = await compactVerify(token, key, { algorithms: ['ES256'] });
+    // Either of our keys signed it (a client's algorithm may have changed since); each verifies only its own algorithm.
+    const { payload } = await compactVerify(token, key.publicKey, { algorithms: [key.alg] });
     const claims = JSON.parse(new TextDecoder().decode(payload)) as Record<string, unknown>;
     const aud = Array.isArray(claims.aud) && claims.aud.length === 1 ? claims.aud[0] : claims.aud;
     if (claims.iss !== oauth.issuer || typeof aud !== 'string' || typeof claims.sub !== 'string') return undefined;

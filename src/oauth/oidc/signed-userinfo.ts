@@ -1,13 +1,14 @@
 /**
  * Signed UserInfo responses (OIDC Core §5.3.2): a client that registered `userinfo_signed_response_alg` gets the claims
- * as a JWT signed with the ID Tokens' key, carrying `iss` and `aud` so it cannot be replayed to another client.
+ * as a JWT signed with our current key of that algorithm, carrying `iss` and `aud` so it cannot be replayed to another
+ * client.
  */
 import type { OAuthContext } from '../context.js';
-import { SIGNING_ALG } from '../../tokens/signing-keys.js';
+import { SIGNING_ALGS, type SigningAlg } from '../../tokens/signing-keys.js';
 
-/** Only the algorithm the ID Tokens use: one key set, one algorithm to keep. */
-export const USERINFO_SIGNING_ALGS = [SIGNING_ALG] as const;
-export type UserinfoSigningAlg = (typeof USERINFO_SIGNING_ALGS)[number];
+/** The algorithms we hold keys for, as for ID Tokens. */
+export const USERINFO_SIGNING_ALGS = SIGNING_ALGS;
+export type UserinfoSigningAlg = SigningAlg;
 
 export const USERINFO_JWT_CONTENT_TYPE = 'application/jwt';
 
@@ -15,7 +16,13 @@ export function isUserinfoSigningAlg(value: unknown): value is UserinfoSigningAl
   return (USERINFO_SIGNING_ALGS as readonly unknown[]).includes(value);
 }
 
-export async function signUserinfo(oauth: Pick<OAuthContext, 'issuer' | 'keys'>, clientId: string, claims: Record<string, unknown>): Promise<string> {
-  const key = await oauth.keys.signingKey();
-  return key.sign({ ...claims, iss: oauth.issuer, aud: clientId, iat: Math.floor(Date.now() / 1000) }, 'JWT');
+export async function signUserinfo(
+  oauth: Pick<OAuthContext, 'issuer' | 'keys'>,
+  client: { id: string; userinfoSignedResponseAlg: string | null },
+  claims: Record<string, unknown>,
+): Promise<string> {
+  // Both ways of registering check the value, so another one was written by hand: a server fault, not the client's.
+  if (!isUserinfoSigningAlg(client.userinfoSignedResponseAlg)) throw new Error(`client ${client.id} has an unsupported userinfo_signed_response_alg`);
+  const key = await oauth.keys.signingKey(client.userinfoSignedResponseAlg);
+  return key.sign({ ...claims, iss: oauth.issuer, aud: client.id, iat: Math.floor(Date.now() / 1000) }, 'JWT');
 }

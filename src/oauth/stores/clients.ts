@@ -7,6 +7,7 @@ import { constantTimeEqual, hmacSha256, randomIdentifier, randomToken } from '..
 import { isSubjectType, sectorOf, type SubjectType } from '../oidc/subject.js';
 import { frontchannelOriginProblem, publicJwkSetProblem, textProblem, webUriProblem, type ClientMetadata } from '../client-metadata.js';
 import { isUserinfoSigningAlg, USERINFO_SIGNING_ALGS } from '../oidc/signed-userinfo.js';
+import { ID_TOKEN_SIGNING_ALGS, isIdTokenSigningAlg } from '../oidc/id-token.js';
 
 export type Client = typeof clients.$inferSelect;
 
@@ -47,8 +48,10 @@ export interface ClientOidcSettings {
   frontchannelLogoutUri?: string | null;
   /** Front-Channel Logout §2: that URL gets `iss` and `sid`. */
   frontchannelLogoutSessionRequired?: boolean;
-  /** `ES256`, or null / "" for plain JSON at /userinfo. */
+  /** `ES256` or `RS256`, or null / "" for plain JSON at /userinfo. */
   userinfoSignedResponseAlg?: string | null;
+  /** `ES256` or `RS256` for its ID Tokens and Logout Tokens; null / "" for the default, ES256. */
+  idTokenSignedResponseAlg?: string | null;
   policyUri?: string | null;
   tosUri?: string | null;
 }
@@ -88,9 +91,16 @@ function validateOidc(settings: ClientOidcSettings, redirectUris: readonly strin
   if (settings.userinfoSignedResponseAlg !== undefined) {
     const alg = settings.userinfoSignedResponseAlg;
     if (alg !== null && alg !== '' && !isUserinfoSigningAlg(alg)) {
-      throw new ClientRegistrationError(`the userinfo signing algorithm is ${USERINFO_SIGNING_ALGS.join(' or ')} (the ID Token algorithm), or "" for plain JSON`);
+      throw new ClientRegistrationError(`the userinfo signing algorithm is ${USERINFO_SIGNING_ALGS.join(' or ')}, or "" for plain JSON`);
     }
     set.userinfoSignedResponseAlg = alg || null;
+  }
+  if (settings.idTokenSignedResponseAlg !== undefined) {
+    const alg = settings.idTokenSignedResponseAlg;
+    if (alg !== null && alg !== '' && !isIdTokenSigningAlg(alg)) {
+      throw new ClientRegistrationError(`the ID Token signing algorithm is ${ID_TOKEN_SIGNING_ALGS.join(' or ')}, or "" for the default (ES256)`);
+    }
+    set.idTokenSignedResponseAlg = alg || null;
   }
   const policy = optional(settings.policyUri, 'policy URI');
   if (policy !== undefined) set.policyUri = policy;
@@ -116,6 +126,7 @@ export interface RegisteredClient {
   frontchannel_logout_uri?: string;
   frontchannel_logout_session_required?: true;
   userinfo_signed_response_alg?: string;
+  id_token_signed_response_alg?: string;
   policy_uri?: string;
   tos_uri?: string;
   registration_type?: RegistrationType;
@@ -190,6 +201,7 @@ function metadataColumns(metadata: ClientMetadata, fallbackName: string) {
     clientUri: metadata.clientUri ?? null,
     logoUri: metadata.logoUri ?? null,
     userinfoSignedResponseAlg: metadata.userinfoSignedResponseAlg ?? null,
+    idTokenSignedResponseAlg: metadata.idTokenSignedResponseAlg ?? null,
     // Every column, absent ones too: RFC 7592 §2.2 PUT replaces, so leaving a field out removes it.
     postLogoutRedirectUris: metadata.postLogoutRedirectUris,
     backchannelLogoutUri: metadata.backchannelLogoutUri ?? null,
@@ -486,6 +498,7 @@ export function describeClient(row: Client, secret?: string): RegisteredClient {
     ...(row.frontchannelLogoutUri ? { frontchannel_logout_uri: row.frontchannelLogoutUri } : {}),
     ...(row.frontchannelLogoutSessionRequired ? { frontchannel_logout_session_required: true as const } : {}),
     ...(row.userinfoSignedResponseAlg ? { userinfo_signed_response_alg: row.userinfoSignedResponseAlg } : {}),
+    ...(row.idTokenSignedResponseAlg ? { id_token_signed_response_alg: row.idTokenSignedResponseAlg } : {}),
     ...(row.policyUri ? { policy_uri: row.policyUri } : {}),
     ...(row.tosUri ? { tos_uri: row.tosUri } : {}),
     ...(row.registrationType === 'static' ? {} : { registration_type: row.registrationType }),

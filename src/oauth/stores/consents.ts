@@ -17,9 +17,17 @@ export class ConsentStore {
   constructor(private readonly db: Db) {}
 
   backchannelLogoutTargets(userId: number) {
-    return queryRows<{ id: string; subject_type: string; redirect_uris: string[]; backchannel_logout_uri: string; backchannel_logout_session_required: boolean }>(
+    return queryRows<{
+      id: string;
+      subject_type: string;
+      redirect_uris: string[];
+      backchannel_logout_uri: string;
+      backchannel_logout_session_required: boolean;
+      id_token_signed_response_alg: string | null;
+    }>(
       this.db,
-      sql`select cl.id, cl.subject_type, cl.redirect_uris, cl.backchannel_logout_uri, cl.backchannel_logout_session_required
+      sql`select cl.id, cl.subject_type, cl.redirect_uris, cl.backchannel_logout_uri, cl.backchannel_logout_session_required,
+                 cl.id_token_signed_response_alg
           from ${consents} c join ${clients} cl on cl.id = c.client_id
           where c.user_id = ${userId} and cl.backchannel_logout_uri is not null`,
     );

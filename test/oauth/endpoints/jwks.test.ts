@@ -1,4 +1,4 @@
-/** The JWKS: the current key and retired keys whose tokens may still be live. */
+/** The JWKS: the current keys (ES256 and RS256) and retired keys whose tokens may still be live. */
 import { beforeAll, expect, it } from 'vitest';
 import request from 'supertest';
 import { decodeProtectedHeader } from 'jose';
@@ -15,15 +15,15 @@ describeEachDatabase('GET /.well-known/jwks.json', (context) => {
     user = await buildUser(context().runtime);
   });
 
-  it('publishes public keys only', async () => {
+  it('publishes public keys only: an ES256 and an RS256 one', async () => {
     const res = await request(context().app).get('/.well-known/jwks.json');
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/(jwk-set\+)?json/);
-    expect(res.body.keys.length).toBeGreaterThanOrEqual(1);
+    expect(res.body.keys.map((key: { alg: string }) => key.alg).sort()).toEqual(['ES256', 'RS256']);
     for (const key of res.body.keys) {
-      expect(key).toMatchObject({ kty: 'EC', crv: 'P-256', alg: 'ES256', use: 'sig' });
+      expect(key).toMatchObject(key.alg === 'ES256' ? { kty: 'EC', crv: 'P-256', use: 'sig' } : { kty: 'RSA', alg: 'RS256', use: 'sig' });
       expect(typeof key.kid).toBe('string');
-      expect(key.d).toBeUndefined();
+      for (const member of ['d', 'p', 'q', 'dp', 'dq', 'qi']) expect(key[member]).toBeUndefined();
     }
   });
 

@@ -1,7 +1,7 @@
 /** Dynamic client registration (RFC 7591) and its management protocol (RFC 7592). */
 import { startLogoutReceiver, type LogoutReceiver } from '../../support/logout-receiver.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
+import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
 import request from 'supertest';
 import { sql } from 'drizzle-orm';
 import { createTestRuntime, describeEachDatabase } from '../../support/runtime.js';
@@ -12,7 +12,7 @@ import { janitorPolicy, sweep } from '../../../src/oauth/janitor.js';
 import { ConsentStore } from '../../../src/oauth/stores/consents.js';
 import { CLIENT_ASSERTION_TYPE } from '../../../src/oauth/client-assertion.js';
 import { assertion, signingKey } from '../../support/client-assertions.js';
-import { authorizeParams, Browser, buildUser, formAction, formFields, redirectParams, type TestClient } from '../../support/oauth.js';
+import { authorizeParams, Browser, buildUser, formAction, formFields, obtainTokens, redirectParams, type TestClient } from '../../support/oauth.js';
 import { ClientRegistrationError } from '../../../src/oauth/stores/clients.js';
 
 /** These tests open a database of their own, which is slow on a busy machine. */
@@ -184,6 +184,51 @@ describeEachDatabase(
       expect(plain.body.dpop_bound_access_tokens).toBeUndefined();
       expect((await register({ ...NATIVE, dpop_bound_access_tokens: 'yes' })).body.error).toBe('invalid_client_metadata');
     });
+
+    it('registers id_token_signed_response_alg RS256 (OIDC Registration §2), echoes it, and signs that client’s ID Tokens with RS256', async () => {
+      const res = await register({ ...NATIVE, id_token_signed_response_alg: 'RS256' });
+      expect(res.status, res.text).toBe(201);
+      expect(res.body.id_token_signed_response_alg).toBe('RS256');
+      expect(await context().runtime.clients.find(res.body.client_id)).toMatchObject({ idTokenSignedResponseAlg: 'RS256' });
+      const read = await request(context().app).get(`/register/${res.body.client_id}`).set('Authorization', `Bearer ${res.body.registration_access_token}`);
+      expect(read.body.id_token_signed_response_alg).toBe('RS256');
+
+      const client: TestClient = { id: res.body.client_id, secret: undefined, redirectUri: NATIVE.redirect_uris[0]!, redirectUris: NATIVE.redirect_uris, name: 'Agent', isPublic: true };
+      const user = await buildUser(context().runtime);
+      const tokens = (await obtainTokens(context().app, context().runtime, client, user, { scope: 'openid' })) as { id_token?: string; access_token: string };
+      const jwks = createLocalJWKSet((await request(context().app).get('/.well-known/jwks.json')).body);
+      const { protectedHeader, payload } = await jwtVerify(tokens.id_token!, jwks, { issuer: context().config.issuer, audience: client.id, algorithms: ['RS256'] });
+      expect(protectedHeader).toMatchObject({ alg: 'RS256', typ: 'JWT' });
+      expect(payload.sub).toBe(String(user.id));
+      // The access token stays ES256, whatever the ID Token's algorithm.
+      expect(decodeProtectedHeader(tokens.access_token).alg).toBe('ES256');
+
+      // ES256 is accepted too; leaving the field out (here, and in a PUT) means ES256, and echoes nothing.
+      const es256 = await register({ ...NATIVE, id_token_signed_response_alg: 'ES256' });
+      expect([es256.status, es256.body.id_token_signed_response_alg]).toEqual([201, 'ES256']);
+      const plain = await register(NATIVE);
+      expect(plain.body.id_token_signed_response_alg).toBeUndefined();
+      const put = await request(context().app)
+        .put(`/register/${res.body.client_id}`)
+        .set('Authorization', `Bearer ${res.body.registration_access_token}`)
+        .set('Content-Type', 'application/json')
+        .send(JSON.stringify({ ...NATIVE, client_id: res.body.client_id }));
+      expect(put.status, put.text).toBe(200);
+      expect(put.body.id_token_signed_response_alg).toBeUndefined();
+      expect(await context().runtime.clients.find(res.body.client_id)).toMatchObject({ idTokenSignedResponseAlg: null });
+    });
+
+    it.each([['none'], ['HS256'], ['PS256'], ['EdDSA'], ['rs256'], [''], [256], [['RS256']], [{ alg: 'RS256' }], [true]])(
+      'refuses id_token_signed_response_alg %j with invalid_client_metadata and stores nothing',
+      async (alg) => {
+        const before = await clientCount(context);
+        const res = await register({ ...NATIVE, id_token_signed_response_alg: alg });
+        expect(res.status).toBe(400);
+        expect(res.body.error).toBe('invalid_client_metadata');
+        expect(res.body.error_description).toMatch(/^id_token_signed_response_alg must be ES256 or RS256/);
+        expect(await clientCount(context)).toBe(before);
+      },
+    );
 
     it('keeps a client_name in any script, with emoji joiners', async () => {
       for (const name of ['Größe Café', 'متجر', 'חנות', '価格 ✓', '👩‍💻 Dev', 'می\u200Cخواهم']) {

@@ -6,10 +6,11 @@
 import { startLogoutReceiver } from '../../support/logout-receiver.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
-import { decodeJwt, decodeProtectedHeader } from 'jose';
+import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
 import { describeEachDatabase } from '../../support/runtime.js';
 import { authorizeParams, authorizePath, Browser, codeFlowTokens, buildClient, buildUser, formAction, formFields, redirectParams, type TestClient, type TestUser } from '../../support/oauth.js';
-import { isSpecialPurposeAddress, logoutToken, postLogoutToken } from '../../../src/oauth/oidc/backchannel.js';
+import { isSpecialPurposeAddress, logoutToken, notifyBackchannelLogout, postLogoutToken } from '../../../src/oauth/oidc/backchannel.js';
+import { ConsentStore } from '../../../src/oauth/stores/consents.js';
 import { createOAuthContext } from '../../../src/oauth/context.js';
 
 describeEachDatabase('RP-Initiated Logout', (context) => {
@@ -55,6 +56,25 @@ describeEachDatabase('RP-Initiated Logout', (context) => {
     const page = await browser.open(logoutPath({ id_token_hint: expired, post_logout_redirect_uri: afterLogout }));
     expect(page.status).toBe(200);
     expect(page.text).toContain('Sign out?');
+  });
+
+  it('accepts an id_token_hint signed with our RS256 key (a client registered RS256), and refuses one whose header claims another algorithm', async () => {
+    const rsClient = await buildClient(context().runtime, {
+      redirectUris: ['https://rs256.example/cb'],
+      oidc: { postLogoutRedirectUris: ['https://rs256.example/bye'], idTokenSignedResponseAlg: 'RS256' },
+    });
+    const browser = new Browser(context().app);
+    const token = await codeFlowTokens(context().app, browser, rsClient, user, { scope: 'openid' });
+    const idToken = token.body.id_token as string;
+    expect(decodeProtectedHeader(idToken)).toMatchObject({ alg: 'RS256', kid: (await context().runtime.keys.signingKey('RS256')).kid });
+    const page = await browser.open(logoutPath({ id_token_hint: idToken, post_logout_redirect_uri: 'https://rs256.example/bye' }));
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('Sign out?');
+    // The RSA key's kid on a header that says ES256: verified only with the key's own algorithm, so refused.
+    const [, payload, signature] = idToken.split('.');
+    const header = Buffer.from(JSON.stringify({ ...decodeProtectedHeader(idToken), alg: 'ES256' })).toString('base64url');
+    const confused = await browser.open(logoutPath({ id_token_hint: `${header}.${payload}.${signature}`, post_logout_redirect_uri: 'https://rs256.example/bye' }));
+    expect(confused.status).toBe(400);
   });
 
   it('refuses, on its own page, a hint with a bad signature, an unregistered or near-miss redirect, or a client mismatch', async () => {
@@ -106,6 +126,36 @@ describeEachDatabase('RP-Initiated Logout', (context) => {
       expect(claims).toMatchObject({ iss: context().config.issuer, aud: client.id, sub: String(user.id), events: { 'http://schemas.openid.net/event/backchannel-logout': {} } });
       expect(claims.jti).toBeTypeOf('string');
       expect(claims.nonce).toBeUndefined();
+    });
+
+    it('signs a client’s logout tokens with its ID Token algorithm: RS256 when it registered RS256, else ES256 (§2.4)', async () => {
+      const { runtime } = context();
+      const oauth = createOAuthContext(runtime);
+      const jwks = createLocalJWKSet(await runtime.keys.jwks());
+      const rsClient = await buildClient(runtime, { redirectUris: ['https://rs-logout.example/cb'], oidc: { idTokenSignedResponseAlg: 'RS256' } });
+      for (const [id, alg] of [[rsClient.id, 'RS256'], [client.id, 'ES256']] as const) {
+        const registered = await runtime.clients.find(id);
+        const token = await logoutToken(oauth, registered!, user.id);
+        const { protectedHeader, payload } = await jwtVerify(token, jwks, { issuer: context().config.issuer, audience: id, algorithms: [alg], typ: 'logout+jwt' });
+        expect(protectedHeader.kid).toBe((await runtime.keys.signingKey(alg)).kid);
+        expect(payload.sub).toBe(String(user.id));
+      }
+      // The background notification reads the algorithm from its own query of the client row.
+      const receiver = await startLogoutReceiver();
+      try {
+        const target = await buildClient(runtime, {
+          redirectUris: ['https://rs-notify.example/cb'],
+          oidc: { backchannelLogoutUri: `${receiver.url}/bc`, idTokenSignedResponseAlg: 'RS256' },
+        });
+        await new ConsentStore(runtime.db).grant(user.id, target.id, ['openid']);
+        await notifyBackchannelLogout({ ...oauth, backchannelLogoutAllowPrivate: true }, user.id);
+        const received = receiver.received.find((entry) => entry.path === '/bc');
+        expect(received).toBeDefined();
+        expect(decodeProtectedHeader(received!.token).alg).toBe('RS256');
+        await jwtVerify(received!.token, jwks, { audience: target.id, algorithms: ['RS256'] });
+      } finally {
+        receiver.close();
+      }
     });
 
     it('POSTs the logout token as a form, and refuses private addresses unless allowed', async () => {

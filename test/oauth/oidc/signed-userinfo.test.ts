@@ -1,7 +1,7 @@
 /**
- * Signed UserInfo (OIDC Core §5.3.2, Registration §2): `userinfo_signed_response_alg` is ES256 or refused with
- * invalid_client_metadata, and such a client's /userinfo answer is an `application/jwt` signed with the published key,
- * with `iss` and `aud`; every other client keeps plain JSON.
+ * Signed UserInfo (OIDC Core §5.3.2, Registration §2): `userinfo_signed_response_alg` is ES256 or RS256 or refused with
+ * invalid_client_metadata, and such a client's /userinfo answer is an `application/jwt` signed with the published key
+ * of that algorithm, with `iss` and `aud`; every other client keeps plain JSON.
  */
 import { beforeAll, expect, it } from 'vitest';
 import request from 'supertest';
@@ -21,9 +21,9 @@ describeEachDatabase(
 
     const register = (body: unknown) => request(context().app).post('/register').set('Content-Type', 'application/json').send(JSON.stringify(body));
 
-    async function verifyUserinfo(jwt: string, audience: string) {
+    async function verifyUserinfo(jwt: string, audience: string, alg = 'ES256') {
       const jwks = (await request(context().app).get('/.well-known/jwks.json')).body;
-      return jwtVerify(jwt, createLocalJWKSet(jwks), { issuer: context().config.issuer, audience, algorithms: ['ES256'] });
+      return jwtVerify(jwt, createLocalJWKSet(jwks), { issuer: context().config.issuer, audience, algorithms: [alg] });
     }
 
     const userinfo = (token: string) => request(context().app).get('/userinfo').set('Authorization', `Bearer ${token}`).buffer(true).parse((res, done) => {
@@ -50,7 +50,28 @@ describeEachDatabase(
       expect(read.body.userinfo_signed_response_alg).toBe('ES256');
     });
 
-    it.each([['RS256'], ['none'], ['HS256'], ['es256'], [256], [['ES256']], [{ alg: 'ES256' }], ['']])(
+    it('signs with the RS256 key for a client that registered RS256, at /register or in the store', async () => {
+      const { runtime, app } = context();
+      const res = await register({ redirect_uris: ['https://signed-rs.example/cb'], token_endpoint_auth_method: 'client_secret_basic', userinfo_signed_response_alg: 'RS256' });
+      expect(res.status, res.text).toBe(201);
+      expect(res.body.userinfo_signed_response_alg).toBe('RS256');
+      const registered: TestClient = { id: res.body.client_id, secret: res.body.client_secret, redirectUri: 'https://signed-rs.example/cb', redirectUris: ['https://signed-rs.example/cb'], name: 'x', isPublic: false };
+      const stored = await buildClient(runtime, { oidc: { userinfoSignedResponseAlg: 'RS256' } });
+      const rsaKid = (await runtime.keys.signingKey('RS256')).kid;
+      for (const client of [registered, stored]) {
+        const tokens = await obtainTokens(app, runtime, client, user, { scope: 'openid email' });
+        const answer = await userinfo(tokens.access_token);
+        expect(answer.status).toBe(200);
+        expect(answer.headers['content-type']).toBe('application/jwt');
+        expect(decodeProtectedHeader(answer.body as string)).toMatchObject({ alg: 'RS256', kid: rsaKid });
+        const { payload } = await verifyUserinfo(answer.body as string, client.id, 'RS256');
+        expect(payload).toMatchObject({ iss: context().config.issuer, aud: client.id, sub: String(user.id), email: 'grace@example.com' });
+        // Not the ES256 key: a client pinned to RS256 never gets anything else.
+        await expect(verifyUserinfo(answer.body as string, client.id, 'ES256')).rejects.toThrow();
+      }
+    });
+
+    it.each([['PS256'], ['none'], ['HS256'], ['es256'], [256], [['ES256']], [{ alg: 'ES256' }], ['']])(
       'refuses userinfo_signed_response_alg %j with invalid_client_metadata and stores nothing',
       async (alg) => {
         const res = await register({ redirect_uris: ['https://refused.example/cb'], client_name: `refused ${JSON.stringify(alg)}`, userinfo_signed_response_alg: alg });
@@ -89,14 +110,16 @@ describeEachDatabase(
 
     it('lets the store refuse any other algorithm and turn signing off again', async () => {
       const { runtime } = context();
-      await expect(buildClient(runtime, { oidc: { userinfoSignedResponseAlg: 'RS256' } })).rejects.toThrow(/ES256/);
+      await expect(buildClient(runtime, { oidc: { userinfoSignedResponseAlg: 'PS256' } })).rejects.toThrow(/ES256 or RS256/);
       const client = await buildClient(runtime, { oidc: { userinfoSignedResponseAlg: 'ES256' } });
       expect((await runtime.clients.update(client.id, { oidc: { userinfoSignedResponseAlg: '' } }))?.userinfo_signed_response_alg).toBeUndefined();
     });
 
-    it('advertises ES256 as userinfo_signing_alg_values_supported', async () => {
+    it('advertises ES256 and RS256 as userinfo_signing_alg_values_supported and id_token_signing_alg_values_supported', async () => {
       const res = await request(context().app).get('/.well-known/openid-configuration');
-      expect(res.body.userinfo_signing_alg_values_supported).toEqual(['ES256']);
+      expect(res.body.userinfo_signing_alg_values_supported).toEqual(['ES256', 'RS256']);
+      // Discovery §3: RS256 MUST be among the ID Token algorithms.
+      expect(res.body.id_token_signing_alg_values_supported).toEqual(['ES256', 'RS256']);
     });
   },
   { REGISTRATION: 'open', REGISTRATION_RATE_LIMIT: '10000' },

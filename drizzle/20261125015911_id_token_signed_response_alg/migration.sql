@@ -1,0 +1,1 @@
+ALTER TABLE "clients" ADD COLUMN "id_token_signed_response_alg" text;
