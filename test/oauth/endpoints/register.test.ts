@@ -29,6 +29,13 @@ describeEachDatabase(
   'POST /register',
   (context) => {
     const register = (body: unknown) => request(context().app).post('/register').set('Content-Type', 'application/json').send(JSON.stringify(body));
+    /** RFC 7592 §2.2: replaces the registration of `registered` (a 201 answer) with `body`. */
+    const reregister = (registered: request.Response, body: Record<string, unknown>) =>
+      request(context().app)
+        .put(`/register/${registered.body.client_id}`)
+        .set('Authorization', `Bearer ${registered.body.registration_access_token}`)
+        .set('Content-Type', 'application/json')
+        .send(JSON.stringify({ ...body, client_id: registered.body.client_id }));
 
     it('registers a public native client (RFC 7591 §3.2.1) and advertises the endpoint (RFC 8414)', async () => {
       const res = await register({ ...NATIVE, scope: 'products:read', client_uri: 'https://agent.example', unknown_field: { x: 1 } });
@@ -173,11 +180,7 @@ describeEachDatabase(
       const read = await request(context().app).get(`/register/${res.body.client_id}`).set('Authorization', `Bearer ${res.body.registration_access_token}`);
       expect(read.body.dpop_bound_access_tokens).toBe(true);
       // RFC 7592 §2.2: a PUT that leaves it out turns it off.
-      const put = await request(context().app)
-        .put(`/register/${res.body.client_id}`)
-        .set('Authorization', `Bearer ${res.body.registration_access_token}`)
-        .set('Content-Type', 'application/json')
-        .send(JSON.stringify({ ...NATIVE, client_id: res.body.client_id }));
+      const put = await reregister(res, NATIVE);
       expect(put.status, put.text).toBe(200);
       expect(put.body.dpop_bound_access_tokens).toBeUndefined();
       const plain = await register(NATIVE);
@@ -208,11 +211,7 @@ describeEachDatabase(
       expect([es256.status, es256.body.id_token_signed_response_alg]).toEqual([201, 'ES256']);
       const plain = await register(NATIVE);
       expect(plain.body.id_token_signed_response_alg).toBeUndefined();
-      const put = await request(context().app)
-        .put(`/register/${res.body.client_id}`)
-        .set('Authorization', `Bearer ${res.body.registration_access_token}`)
-        .set('Content-Type', 'application/json')
-        .send(JSON.stringify({ ...NATIVE, client_id: res.body.client_id }));
+      const put = await reregister(res, NATIVE);
       expect(put.status, put.text).toBe(200);
       expect(put.body.id_token_signed_response_alg).toBeUndefined();
       expect(await context().runtime.clients.find(res.body.client_id)).toMatchObject({ idTokenSignedResponseAlg: null });
