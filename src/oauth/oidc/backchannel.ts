@@ -121,12 +121,25 @@ export async function logoutToken(
 }
 
 /**
- * Notifies every allowed client with a back-channel logout URI that the browser session (or, `everywhere`, all of the
- * user's sessions) ended; returns at once, the POSTs happen in the background.
+ * The clients that took part in one browser session: those holding a grant it authorized (Back-Channel Logout has the
+ * OP notify the RPs the user logged in to through that session). Another allowed client would read a token for a session it never
+ * had as one for the user, and a client that does not track `sid` would end all of the user's sessions there.
+ */
+async function partOfSession<T extends { id: string }>(oauth: OAuthContext, userId: number, targets: T[], browserSessionId: string): Promise<T[]> {
+  const sidOf = (target: T) => oauth.sessionIds.forClient(target.id, browserSessionId);
+  const withGrants = await oauth.consents.sessionsWithGrants(userId, targets.map(sidOf));
+  return targets.filter((target) => withGrants.has(sidOf(target)));
+}
+
+/**
+ * Notifies the clients with a back-channel logout URI that the browser session ended (those that took part in it) or,
+ * `everywhere`, that all of the user's sessions did (every allowed client); returns at once, the POSTs happen in the
+ * background.
  */
 export function notifyBackchannelLogout(oauth: OAuthContext, userId: number, scope?: LogoutScope): Promise<void> {
   const done = (async () => {
-    const targets = await oauth.consents.backchannelLogoutTargets(userId);
+    const allowed = await oauth.consents.backchannelLogoutTargets(userId);
+    const targets = scope && !scope.everywhere ? await partOfSession(oauth, userId, allowed, scope.browserSessionId) : allowed;
     await Promise.all(
       targets.map(async (target) => {
         try {

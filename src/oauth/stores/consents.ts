@@ -1,5 +1,5 @@
 /** A consent only grows: allowing more scopes adds them, so scopes already allowed are not asked again. */
-import { sql } from 'drizzle-orm';
+import { and, eq, inArray, sql } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { clients, consents, grants, users } from '../../db/schema.js';
 import { formatScope, parseScope } from '../scopes.js';
@@ -31,6 +31,19 @@ export class ConsentStore {
           from ${consents} c join ${clients} cl on cl.id = c.client_id
           where c.user_id = ${userId} and cl.backchannel_logout_uri is not null`,
     );
+  }
+
+  /**
+   * Which of `sids` (each a client's `sid` of one browser session, see session-id.ts) name a grant of the user: the clients
+   * that took part in that session. A `sid` is unique to its client, so it alone says which.
+   */
+  async sessionsWithGrants(userId: number, sids: string[]): Promise<Set<string>> {
+    if (sids.length === 0) return new Set();
+    const rows = await this.db
+      .selectDistinct({ sid: grants.sid })
+      .from(grants)
+      .where(and(eq(grants.userId, userId), inArray(grants.sid, sids)));
+    return new Set(rows.map((row) => row.sid!));
   }
 
   /** The allowed clients that asked to be told in the browser (Front-Channel Logout 1.0). */

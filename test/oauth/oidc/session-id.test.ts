@@ -110,6 +110,28 @@ describeEachDatabase(
       expect(optional.sub).toBe(String(user.id));
     });
 
+    it('tells only the clients that took part in the session that ended; “Sign out everywhere” tells every allowed one', async () => {
+      const elsewhere = await buildClient(context().runtime, { redirectUris: ['https://elsewhere.example/cb'], oidc: { backchannelLogoutUri: `${receiverUrl}/elsewhere` } });
+      // The user allowed `elsewhere` in another browser; this one signs in to the two others only.
+      const other = new Browser(context().app);
+      await codeFlow(other, elsewhere);
+      const browser = new Browser(context().app);
+      await codeFlow(browser, withSession);
+      await codeFlow(browser, withoutSession);
+      receiver.received.length = 0;
+      await signOut(browser);
+      await logoutTokens();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(receiver.received.map((entry) => entry.path).sort()).toEqual(['/with', '/without']);
+
+      receiver.received.length = 0;
+      const form = formFor((await other.open('/account')).text, '/account/sign-out-everywhere');
+      expect((await other.submit(form.action, form.fields)).status).toBe(303);
+      await expect.poll(() => receiver.received.map((entry) => entry.path).sort(), { timeout: 10_000 }).toEqual(['/elsewhere', '/with', '/without']);
+      const [everywhere] = receiver.received.filter((entry) => entry.path === '/elsewhere');
+      expect(decodeJwt(everywhere!.token).sid).toBeUndefined();
+    });
+
     it('after “Sign out everywhere”, sends no sid (all sessions) except to a client that requires one', async () => {
       const browser = new Browser(context().app);
       const sid = decodeJwt((await codeFlow(browser, withSession)).id_token).sid;
