@@ -4,6 +4,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
+import type { Express } from 'express';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
@@ -14,6 +15,31 @@ import { buildProduct } from '../support/factories.js';
 /** The CORS headers of an answer (and Vary), to compare a refusal's with an answer's. */
 const cors = (res: request.Response) =>
   Object.fromEntries(Object.entries(res.headers).filter(([name]) => name.startsWith('access-control-') || name === 'vary'));
+
+/**
+ * A POST to /graphql over a real socket, with `headers` as given and the body written by `send`, which may leave it
+ * unfinished: what supertest cannot send.
+ */
+async function rawPost(app: Express, headers: http.OutgoingHttpHeaders, send: (req: http.ClientRequest) => void): Promise<{ status: number; body: string }> {
+  const server = http.createServer(app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const { port } = server.address() as AddressInfo;
+    return await new Promise((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/graphql', headers }, (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk) => (body += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on('error', reject);
+      send(req);
+    });
+  } finally {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+}
 
 describeEachDatabase('POST /graphql at the HTTP edge', (context) => {
   let me: TestToken;
@@ -80,38 +106,12 @@ describeEachDatabase('POST /graphql at the HTTP edge', (context) => {
   });
 
   it('answers a body announced larger than the limit with 413 and a GraphQL error, before it is sent', async () => {
-    const server = http.createServer(context().app);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    try {
-      const { port } = server.address() as AddressInfo;
-      const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = http.request(
-          {
-            host: '127.0.0.1',
-            port,
-            method: 'POST',
-            path: '/graphql',
-            headers: { 'Content-Type': 'application/json', 'Content-Length': 2 * 1024 * 1024, Authorization: me.authorization },
-          },
-          (res) => {
-            let body = '';
-            res.setEncoding('utf8');
-            res.on('data', (chunk) => (body += chunk));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-          },
-        );
-        req.on('error', reject);
-        // Only the start of the announced body is sent; the answer must not wait for the rest.
-        req.write('{"query":"{ __typename }"');
-      });
-      expect(answer.status).toBe(413);
-      expect(JSON.parse(answer.body)).toEqual({
-        errors: [{ message: 'the request body is larger than 262144 bytes', extensions: { code: 'INVALID_ARGUMENT', reason: 'BODY_TOO_LARGE', http: { status: 413 } } }],
-      });
-    } finally {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    }
+    // Only the start of the announced body is sent; the answer must not wait for the rest.
+    const answer = await rawPost(context().app, { 'Content-Type': 'application/json', 'Content-Length': 2 * 1024 * 1024, Authorization: me.authorization }, (req) => req.write('{"query":"{ __typename }"'));
+    expect(answer.status).toBe(413);
+    expect(JSON.parse(answer.body)).toEqual({
+      errors: [{ message: 'the request body is larger than 262144 bytes', extensions: { code: 'INVALID_ARGUMENT', reason: 'BODY_TOO_LARGE', http: { status: 413 } } }],
+    });
   });
 
   describe('a body with a Content-Encoding', () => {
@@ -245,29 +245,11 @@ describeEachDatabase('request-level errors of /graphql', (context) => {
   });
 
   it('answers a chunked body over the limit, found while reading it, as one announced too large', async () => {
-    const server = http.createServer(context().app);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    try {
-      const { port } = server.address() as AddressInfo;
-      const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = http.request(
-          { host: '127.0.0.1', port, method: 'POST', path: '/graphql', headers: { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked', Authorization: me.authorization } },
-          (res) => {
-            let body = '';
-            res.setEncoding('utf8');
-            res.on('data', (chunk) => (body += chunk));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-          },
-        );
-        req.on('error', reject);
-        req.end(JSON.stringify({ query: '{ __typename }', variables: { padding: 'p'.repeat(300 * 1024) } }));
-      });
-      expect(answer.status).toBe(413);
-      expect(JSON.parse(answer.body).errors[0].extensions).toEqual({ code: 'INVALID_ARGUMENT', reason: 'BODY_TOO_LARGE', http: { status: 413 } });
-    } finally {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    }
+    const answer = await rawPost(context().app, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked', Authorization: me.authorization }, (req) =>
+      req.end(JSON.stringify({ query: '{ __typename }', variables: { padding: 'p'.repeat(300 * 1024) } })),
+    );
+    expect(answer.status).toBe(413);
+    expect(JSON.parse(answer.body).errors[0].extensions).toEqual({ code: 'INVALID_ARGUMENT', reason: 'BODY_TOO_LARGE', http: { status: 413 } });
   });
 
   it('refuses an Accept it cannot answer before the operation runs', async () => {
