@@ -4,8 +4,7 @@
  */
 import { InvalidClientMetadata, InvalidRedirectUri } from './errors.js';
 import { ALL_SCOPES, isScope, parseScope } from './scopes.js';
-import { isUserinfoSigningAlg, USERINFO_SIGNING_ALGS, type UserinfoSigningAlg } from './oidc/signed-userinfo.js';
-import { ID_TOKEN_SIGNING_ALGS, isIdTokenSigningAlg, type IdTokenSigningAlg } from './oidc/id-token.js';
+import { isSigningAlg, SIGNING_ALGS, type SigningAlg } from '../tokens/signing-keys.js';
 
 export type RegisteredAuthMethod = 'none' | 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt';
 
@@ -34,9 +33,9 @@ export interface ClientMetadata {
   clientUri: string | undefined;
   logoUri: string | undefined;
   /** OIDC Registration §2: /userinfo answers with a JWT signed with this algorithm; undefined: plain JSON. */
-  userinfoSignedResponseAlg: UserinfoSigningAlg | undefined;
+  userinfoSignedResponseAlg: SigningAlg | undefined;
   /** OIDC Registration §2: the ID Tokens' (and Logout Tokens') algorithm; undefined: ES256, our default. */
-  idTokenSignedResponseAlg: IdTokenSigningAlg | undefined;
+  idTokenSignedResponseAlg: SigningAlg | undefined;
   /** RP-Initiated Logout §3.1: where /logout may return to (exact match). */
   postLogoutRedirectUris: string[];
   /** Back-Channel Logout §2.2, and whether its logout tokens must carry `sid`. */
@@ -273,8 +272,8 @@ export function readClientMetadata(input: unknown, options: { defaultAuthMethod:
     scopes,
     clientUri: httpsUri(body, 'client_uri'),
     logoUri: httpsUri(body, 'logo_uri'),
-    userinfoSignedResponseAlg: userinfoSigningAlg(body),
-    idTokenSignedResponseAlg: idTokenSigningAlg(body),
+    userinfoSignedResponseAlg: signingAlg(body, 'userinfo_signed_response_alg'),
+    idTokenSignedResponseAlg: signingAlg(body, 'id_token_signed_response_alg'),
     postLogoutRedirectUris: webUriList(body, 'post_logout_redirect_uris'),
     backchannelLogoutUri: webUri(body, 'backchannel_logout_uri'),
     backchannelLogoutSessionRequired: flag(body, 'backchannel_logout_session_required'),
@@ -285,17 +284,11 @@ export function readClientMetadata(input: unknown, options: { defaultAuthMethod:
   };
 }
 
-function userinfoSigningAlg(body: Record<string, unknown>): UserinfoSigningAlg | undefined {
-  const value = body.userinfo_signed_response_alg;
+/** An algorithm we hold a key for (OIDC Registration §2's `*_signed_response_alg`); undefined when not sent. */
+function signingAlg(body: Record<string, unknown>, name: 'userinfo_signed_response_alg' | 'id_token_signed_response_alg'): SigningAlg | undefined {
+  const value = body[name];
   if (value === undefined || value === null) return undefined;
-  if (!isUserinfoSigningAlg(value)) fail('userinfo_signed_response_alg', `must be ${USERINFO_SIGNING_ALGS.join(' or ')}`);
-  return value;
-}
-
-function idTokenSigningAlg(body: Record<string, unknown>): IdTokenSigningAlg | undefined {
-  const value = body.id_token_signed_response_alg;
-  if (value === undefined || value === null) return undefined;
-  if (!isIdTokenSigningAlg(value)) fail('id_token_signed_response_alg', `must be ${ID_TOKEN_SIGNING_ALGS.join(' or ')}`);
+  if (!isSigningAlg(value)) fail(name, `must be ${SIGNING_ALGS.join(' or ')}`);
   return value;
 }
 

@@ -111,6 +111,19 @@ function decodeFormBody(req: express.Request, res: express.Response, next: expre
 
 export const formBody: RequestHandler[] = [requireFormContentType, readRawBody, decodeFormBody];
 
+/**
+ * Runs `formBody` inside a handler, for an endpoint that reads a body only sometimes and answers the steps' refusals in
+ * its own way (they reject the promise); the parameters are then `bodyParameters(res)`.
+ */
+export async function readFormBody(req: express.Request, res: express.Response): Promise<Parameters> {
+  for (const step of formBody) {
+    await new Promise<void>((resolve, reject) => {
+      void step(req, res, (error?: unknown) => (error === undefined ? resolve() : reject(error as Error)));
+    });
+  }
+  return bodyParameters(res);
+}
+
 export function bodyParameters(res: express.Response): Parameters {
   const params: unknown = res.locals.params;
   if (!(params instanceof Parameters)) throw new Error('formBody must run before bodyParameters');

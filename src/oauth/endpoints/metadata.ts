@@ -14,8 +14,7 @@ import { SUPPORTED_SCOPES } from '../scopes.js';
 import { PROMPT_VALUES } from '../authorization-request.js';
 import { PROFILE_CLAIMS } from '../oidc/claims.js';
 import { SUBJECT_TYPES } from '../oidc/subject.js';
-import { USERINFO_SIGNING_ALGS } from '../oidc/signed-userinfo.js';
-import { ID_TOKEN_SIGNING_ALGS } from '../oidc/id-token.js';
+import { SIGNING_ALGS } from '../../tokens/signing-keys.js';
 import { END_SESSION_PATH, USERINFO_PATH } from '../oidc/paths.js';
 import { DEVICE_AUTHORIZATION_PATH } from './device-authorization.js';
 
@@ -55,8 +54,9 @@ export function authorizationServerMetadata(issuer: string, options: MetadataOpt
     userinfo_endpoint: `${issuer}${USERINFO_PATH}`,
     end_session_endpoint: `${issuer}${END_SESSION_PATH}`,
     subject_types_supported: SUBJECT_TYPES,
-    id_token_signing_alg_values_supported: ID_TOKEN_SIGNING_ALGS,
-    userinfo_signing_alg_values_supported: USERINFO_SIGNING_ALGS,
+    // ID Tokens and signed userinfo answers may use any algorithm we hold a current key for (RS256: OIDC Core §15.1).
+    id_token_signing_alg_values_supported: SIGNING_ALGS,
+    userinfo_signing_alg_values_supported: SIGNING_ALGS,
     claims_supported: ['iss', 'sub', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'at_hash', 'sid', ...PROFILE_CLAIMS],
     prompt_values_supported: PROMPT_VALUES,
     claims_parameter_supported: false,

@@ -9,7 +9,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { OAuthContext } from '../context.js';
 import { InvalidRequest, InvalidToken } from '../errors.js';
 import { noStore, sendJson, sendJsonError, toOAuthError } from '../json-response.js';
-import { bodyParameters, formBody } from '../params.js';
+import { readFormBody } from '../params.js';
 import { userClaims } from '../oidc/claims.js';
 import { USERINFO_PATH } from '../oidc/paths.js';
 import { subjectFor } from '../oidc/subject.js';
@@ -19,15 +19,6 @@ import type { Principal } from '../../tokens/access-token.js';
 
 const FORM_TYPE = 'application/x-www-form-urlencoded';
 
-/** Runs the shared form-body steps here, so that their refusals get this endpoint's challenge too. */
-async function readFormBody(req: Request, res: Response): Promise<void> {
-  for (const step of formBody) {
-    await new Promise<void>((resolve, reject) => {
-      void step(req, res, (error?: unknown) => (error === undefined ? resolve() : reject(error as Error)));
-    });
-  }
-}
-
 /**
  * The Authorization header, or a Bearer token from a POST's form body (RFC 6750 §2.2); never both (§2). A DPoP token
  * in the body is read as Bearer, and so refused: RFC 9449 §7.1 wants it in the header, beside its proof.
@@ -35,8 +26,8 @@ async function readFormBody(req: Request, res: Response): Promise<void> {
 async function credentials(req: Request, res: Response): Promise<string | undefined> {
   const header = req.headers.authorization;
   if (req.method !== 'POST' || !req.is(FORM_TYPE)) return header;
-  await readFormBody(req, res);
-  const token = bodyParameters(res).get('access_token');
+  // Read here, not as route middleware, so that the body's refusals get this endpoint's challenge too.
+  const token = (await readFormBody(req, res)).get('access_token');
   if (token === undefined) return header;
   if (header) throw new InvalidRequest('send the access token in the Authorization header or in the body, not in both');
   return `Bearer ${token}`;

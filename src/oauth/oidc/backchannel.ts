@@ -126,9 +126,9 @@ export async function logoutToken(
  * had as one for the user, and a client that does not track `sid` would end all of the user's sessions there.
  */
 async function partOfSession<T extends { id: string }>(oauth: OAuthContext, userId: number, targets: T[], browserSessionId: string): Promise<T[]> {
-  const sidOf = (target: T) => oauth.sessionIds.forClient(target.id, browserSessionId);
-  const withGrants = await oauth.consents.sessionsWithGrants(userId, targets.map(sidOf));
-  return targets.filter((target) => withGrants.has(sidOf(target)));
+  const sids = targets.map((target) => oauth.sessionIds.forClient(target.id, browserSessionId));
+  const withGrants = await oauth.consents.sessionsWithGrants(userId, sids);
+  return targets.filter((_target, i) => withGrants.has(sids[i]!));
 }
 
 /**

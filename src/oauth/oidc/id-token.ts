@@ -6,18 +6,13 @@
 import { createHash } from 'node:crypto';
 import { compactVerify, decodeProtectedHeader } from 'jose';
 import type { OAuthContext } from '../context.js';
-import { isSigningAlg, SIGNING_ALG, SIGNING_ALGS, type SigningAlg } from '../../tokens/signing-keys.js';
+import { isSigningAlg, SIGNING_ALG, type SigningAlg } from '../../tokens/signing-keys.js';
 import type { Client } from '../stores/clients.js';
 import { parseScope } from '../scopes.js';
 import { userClaims } from './claims.js';
 import { subjectFor } from './subject.js';
 
 export const ID_TOKEN_TYP = 'JWT';
-
-/** OIDC Core §15.1 requires RS256; ES256 stays the default so clients registered before RS256 keep their tokens. */
-export const ID_TOKEN_SIGNING_ALGS = SIGNING_ALGS;
-export type IdTokenSigningAlg = SigningAlg;
-export const isIdTokenSigningAlg = isSigningAlg;
 
 /**
  * The algorithm of a client's ID Tokens (and Logout Tokens). OIDC Registration §2 defaults to RS256; ours is ES256,

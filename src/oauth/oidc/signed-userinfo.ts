@@ -4,17 +4,9 @@
  * client.
  */
 import type { OAuthContext } from '../context.js';
-import { SIGNING_ALGS, type SigningAlg } from '../../tokens/signing-keys.js';
-
-/** The algorithms we hold keys for, as for ID Tokens. */
-export const USERINFO_SIGNING_ALGS = SIGNING_ALGS;
-export type UserinfoSigningAlg = SigningAlg;
+import { isSigningAlg } from '../../tokens/signing-keys.js';
 
 export const USERINFO_JWT_CONTENT_TYPE = 'application/jwt';
-
-export function isUserinfoSigningAlg(value: unknown): value is UserinfoSigningAlg {
-  return (USERINFO_SIGNING_ALGS as readonly unknown[]).includes(value);
-}
 
 export async function signUserinfo(
   oauth: Pick<OAuthContext, 'issuer' | 'keys'>,
@@ -22,7 +14,7 @@ export async function signUserinfo(
   claims: Record<string, unknown>,
 ): Promise<string> {
   // Both ways of registering check the value, so another one was written by hand: a server fault, not the client's.
-  if (!isUserinfoSigningAlg(client.userinfoSignedResponseAlg)) throw new Error(`client ${client.id} has an unsupported userinfo_signed_response_alg`);
+  if (!isSigningAlg(client.userinfoSignedResponseAlg)) throw new Error(`client ${client.id} has an unsupported userinfo_signed_response_alg`);
   const key = await oauth.keys.signingKey(client.userinfoSignedResponseAlg);
   return key.sign({ ...claims, iss: oauth.issuer, aud: client.id, iat: Math.floor(Date.now() / 1000) }, 'JWT');
 }

@@ -6,8 +6,7 @@ import { ALL_SCOPES, isScope, parseScope } from '../scopes.js';
 import { constantTimeEqual, hmacSha256, randomIdentifier, randomToken } from '../../crypto/secrets.js';
 import { isSubjectType, sectorOf, type SubjectType } from '../oidc/subject.js';
 import { frontchannelOriginProblem, publicJwkSetProblem, textProblem, webUriProblem, type ClientMetadata } from '../client-metadata.js';
-import { isUserinfoSigningAlg, USERINFO_SIGNING_ALGS } from '../oidc/signed-userinfo.js';
-import { ID_TOKEN_SIGNING_ALGS, isIdTokenSigningAlg } from '../oidc/id-token.js';
+import { isSigningAlg, SIGNING_ALGS } from '../../tokens/signing-keys.js';
 
 export type Client = typeof clients.$inferSelect;
 
@@ -68,6 +67,13 @@ function checkFrontchannelOrigin(uri: string, redirectUris: readonly string[]): 
   if (problem) throw new ClientRegistrationError(`front-channel logout URI "${uri}" ${problem}`);
 }
 
+/** A `*_signed_response_alg` setting: undefined leaves it alone, null or "" resets it to `emptyMeans`. */
+function signingAlgSetting(alg: string | null | undefined, what: string, emptyMeans: string): string | null | undefined {
+  if (alg === undefined) return undefined;
+  if (alg !== null && alg !== '' && !isSigningAlg(alg)) throw new ClientRegistrationError(`${what} is ${SIGNING_ALGS.join(' or ')}, or "" for ${emptyMeans}`);
+  return alg || null;
+}
+
 function validateOidc(settings: ClientOidcSettings, redirectUris: readonly string[]): Partial<typeof clients.$inferInsert> {
   const set: Partial<typeof clients.$inferInsert> = {};
   if (settings.subjectType !== undefined) {
@@ -88,20 +94,10 @@ function validateOidc(settings: ClientOidcSettings, redirectUris: readonly strin
   if (frontchannel) checkFrontchannelOrigin(frontchannel, redirectUris);
   if (frontchannel !== undefined) set.frontchannelLogoutUri = frontchannel;
   if (settings.frontchannelLogoutSessionRequired !== undefined) set.frontchannelLogoutSessionRequired = settings.frontchannelLogoutSessionRequired;
-  if (settings.userinfoSignedResponseAlg !== undefined) {
-    const alg = settings.userinfoSignedResponseAlg;
-    if (alg !== null && alg !== '' && !isUserinfoSigningAlg(alg)) {
-      throw new ClientRegistrationError(`the userinfo signing algorithm is ${USERINFO_SIGNING_ALGS.join(' or ')}, or "" for plain JSON`);
-    }
-    set.userinfoSignedResponseAlg = alg || null;
-  }
-  if (settings.idTokenSignedResponseAlg !== undefined) {
-    const alg = settings.idTokenSignedResponseAlg;
-    if (alg !== null && alg !== '' && !isIdTokenSigningAlg(alg)) {
-      throw new ClientRegistrationError(`the ID Token signing algorithm is ${ID_TOKEN_SIGNING_ALGS.join(' or ')}, or "" for the default (ES256)`);
-    }
-    set.idTokenSignedResponseAlg = alg || null;
-  }
+  const userinfoAlg = signingAlgSetting(settings.userinfoSignedResponseAlg, 'the userinfo signing algorithm', 'plain JSON');
+  if (userinfoAlg !== undefined) set.userinfoSignedResponseAlg = userinfoAlg;
+  const idTokenAlg = signingAlgSetting(settings.idTokenSignedResponseAlg, 'the ID Token signing algorithm', 'the default (ES256)');
+  if (idTokenAlg !== undefined) set.idTokenSignedResponseAlg = idTokenAlg;
   const policy = optional(settings.policyUri, 'policy URI');
   if (policy !== undefined) set.policyUri = policy;
   const tos = optional(settings.tosUri, 'terms of service URI');
