@@ -23,6 +23,8 @@ export class IpRequestThrottle {
   async count(ip: string | undefined): Promise<{ allowed: true } | { allowed: false; retryAfterSeconds: number }> {
     const window = sql`make_interval(secs => ${THROTTLE_WINDOW_SECONDS})`;
     const stale = sql`${loginThrottle.windowStartedAt} <= now() - ${window}`;
+    // now() is the transaction's start: a request that began just before another opened the window sees a window that
+    // starts after its now(), and would announce a wait longer than the window itself.
     const [row] = await queryRows<{ failures: number; retry_after: number | null }>(
       this.db,
       sql`insert into ${loginThrottle} (key, failures, window_started_at)
@@ -30,7 +32,8 @@ export class IpRequestThrottle {
           on conflict (key) do update set
             failures = case when ${stale} then 1 else ${loginThrottle.failures} + 1 end,
             window_started_at = case when ${stale} then now() else ${loginThrottle.windowStartedAt} end
-          returning failures, ceil(extract(epoch from window_started_at + ${window} - now()))::int as retry_after`,
+          returning failures,
+            least(ceil(extract(epoch from window_started_at + ${window} - now())), ${THROTTLE_WINDOW_SECONDS})::int as retry_after`,
     );
     if ((row?.failures ?? 0) <= this.maxPerWindow) return { allowed: true };
     return { allowed: false, retryAfterSeconds: Math.max(1, row?.retry_after ?? 1) };

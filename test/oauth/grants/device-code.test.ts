@@ -11,7 +11,7 @@ import { eq, sql } from 'drizzle-orm';
 import { createApp } from '../../../src/app.js';
 import { createLogger } from '../../../src/logger.js';
 import { openRuntime } from '../../../src/runtime.js';
-import { deviceCodes } from '../../../src/db/schema.js';
+import { deviceCodes, loginThrottle } from '../../../src/db/schema.js';
 import { sha256 } from '../../../src/crypto/secrets.js';
 import { DEVICE_CODE_GRANT_TYPE } from '../../../src/oauth/stores/clients.js';
 import { DeviceCodeStore, normalizeUserCode } from '../../../src/oauth/stores/device-codes.js';
@@ -347,6 +347,16 @@ describeEachDatabase(
       expect((await ask('203.0.113.8')).status).toBe(429);
       expect((await ask('198.51.100.1')).status).toBe(200);
       expect(await stored()).toBe(8);
+    });
+
+    it('never announces a Retry-After longer than the window, though a concurrent request opened it after this one began', async () => {
+      const { runtime, app } = context();
+      const tv = await buildClient(runtime, { redirectUris: [], isPublic: true, grantTypes: [DEVICE_CODE_GRANT_TYPE] });
+      // What a request sees when the one that opened the window started after it: a window starting after its now().
+      await runtime.db.insert(loginThrottle).values({ key: 'device:203.0.113.9', failures: 4, windowStartedAt: sql`now() + interval '5 seconds'` });
+      const refused = await request(app).post('/device_authorization').type('form').set('X-Forwarded-For', '203.0.113.9').send({ client_id: tv.id });
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers['retry-after'])).toBe(15 * 60);
     });
   },
   { DEVICE_AUTHORIZATION_RATE_LIMIT: '4', TRUST_PROXY: 'loopback' },
