@@ -64,6 +64,22 @@ export function isNewEmbeddedDataDir(dataDir: string): boolean {
   return dataDir === 'memory://' || !hasCluster(clusterDirectory(dataDir));
 }
 
+/**
+ * postgres.js splits the URL's host at its first colon, so `postgres://…@[::1]:5432/db` would look up a host named `[`.
+ * An IPv6 literal is therefore handed over as options: lists of one host and one port, which the driver takes as they
+ * are (a plain string would be split at its colons again), though its types name only the string form.
+ */
+function ipv6Host(databaseUrl: string): { host?: string; port?: number } {
+  let url: URL;
+  try {
+    url = new URL(databaseUrl);
+  } catch {
+    return {};
+  }
+  if (!url.hostname.startsWith('[')) return {};
+  return { host: [url.hostname.slice(1, -1)], port: [Number(url.port || 5432)] } as unknown as { host: string; port: number };
+}
+
 /** An error from opening the database, as the one-line DatabaseUnavailableError when it names the setting's fault. */
 function openingFailure(location: string, error: unknown): unknown {
   return DatabaseUnavailableError.isConnectionFailure(error) ? new DatabaseUnavailableError(location, { cause: error }) : error;
@@ -90,6 +106,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       import('drizzle-orm/postgres-js/migrator'),
     ]);
     const client = postgres(databaseUrl, {
+      ...ipv6Host(databaseUrl),
       max: options.poolSize ?? 10,
       onnotice: () => {},
       connection: { application_name: 'fieldgate' },
@@ -102,7 +119,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     for (const [name] of url.searchParams) if (/pass|secret|key/i.test(name)) url.searchParams.set(name, '***');
     /** Runs `fn` on a connection of its own that holds the advisory lock serializing migrations across instances. */
     const underMigrationLock = async <T>(applicationName: string, fn: (lockClient: Sql) => Promise<T>): Promise<T> => {
-      const lockClient = postgres(databaseUrl, { max: 1, onnotice: () => {}, connection: { application_name: applicationName } });
+      const lockClient = postgres(databaseUrl, { ...ipv6Host(databaseUrl), max: 1, onnotice: () => {}, connection: { application_name: applicationName } });
       try {
         // The first statement of every process: where an unreachable server or a wrong URL shows. It cannot fail on
         // its own, so any answer the server gives to it (an unknown parameter in the URL's query) is the URL's fault.
