@@ -7,7 +7,7 @@ import { eq, sql } from 'drizzle-orm';
 import { runCli, startServerProcess } from './support/processes.js';
 import { createPostgresDatabase, DATABASE_KINDS, type DatabaseKind } from './support/databases.js';
 import { randomUUID } from 'node:crypto';
-import { exportJWK, generateKeyPair } from 'jose';
+import { decodeJwt, exportJWK, generateKeyPair } from 'jose';
 import type { Express } from 'express';
 import { DEFAULT_LOGIN_THROTTLE_POLICY, LoginThrottle } from '../src/oauth/browser/login-throttle.js';
 import { TEST_ISSUER } from './support/runtime.js';
@@ -15,7 +15,8 @@ import { loadConfig } from '../src/config.js';
 import { openRuntime, type Runtime } from '../src/runtime.js';
 import { createLogger } from '../src/logger.js';
 import { createApp } from '../src/app.js';
-import { clients, grants, revokedAccessTokens, users } from '../src/db/schema.js';
+import { clients, consents, grants, revokedAccessTokens, users } from '../src/db/schema.js';
+import { startLogoutReceiver } from './support/logout-receiver.js';
 
 /** Opens the database the CLI works on, in this process (after the CLI has exited and released it). */
 async function withDatabase<T>(kind: DatabaseKind, env: Record<string, string>, fn: (runtime: Runtime) => Promise<T>): Promise<T> {
@@ -273,6 +274,26 @@ for (const kind of DATABASE_KINDS) {
       });
       expect((await runCli(['user', 'passwd', 'erin'], env, 'x\n')).stderr).toMatch(/needs --password-stdin/);
       expect((await runCli(['user', 'passwd', 'nobody', '--password-stdin'], env, 'long enough\n')).stderr).toMatch(/no user nobody/);
+    });
+
+    it('user passwd tells the apps of the user by back-channel logout, for all of their sessions', async () => {
+      const receiver = await startLogoutReceiver();
+      try {
+        const id = await createUser('frank');
+        const clientId = await withApp(async (runtime) => {
+          const client = await runtime.clients.create({ name: 'passwd logout', redirectUris: ['https://p.example/cb'], oidc: { backchannelLogoutUri: `${receiver.url}/bc` } });
+          await runtime.db.insert(consents).values({ userId: id, clientId: client.client_id, scope: 'openid' });
+          return client.client_id;
+        });
+        const passwd = await runCli(['user', 'passwd', 'frank', '--password-stdin', '--json'], { ...env, BACKCHANNEL_LOGOUT_ALLOW_PRIVATE: 'true' }, 'third password\n');
+        expect(passwd.code).toBe(0);
+        expect(receiver.received.map((entry) => entry.path)).toEqual(['/bc']);
+        const token = decodeJwt(receiver.received[0]!.token);
+        expect(token).toMatchObject({ aud: clientId, sub: String(id) });
+        expect(token.sid).toBeUndefined();
+      } finally {
+        receiver.close();
+      }
     });
 
     it('user unlock clears the account lock; bad user commands are usage errors', async () => {

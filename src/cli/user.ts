@@ -83,7 +83,11 @@ const passwd = defineCommand({
     if (!values['password-stdin']) throw new UsageError('user passwd needs --password-stdin (the password is read from standard input)');
     const password = await passwordFromStdin(io.stdin);
     await withRuntime(config(), async (runtime) => {
-      if (!(await runtime.users.setPassword(username, password))) throw new CommandFailed(`no user ${username}`);
+      const userId = await runtime.users.setPassword(username, password);
+      if (userId === undefined) throw new CommandFailed(`no user ${username}`);
+      // The apps with a back-channel logout URI hear that every session of the user ended (failures are logged, as in the server).
+      const [{ createOAuthContext }, { notifyBackchannelLogout }] = await Promise.all([import('../oauth/context.js'), import('../oauth/oidc/backchannel.js')]);
+      await notifyBackchannelLogout(createOAuthContext(runtime), userId);
       print(io, values.json, { updated: username }, `Set a new password for ${username}; their existing grants are revoked.`);
     });
   },

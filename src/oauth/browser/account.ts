@@ -11,6 +11,7 @@ import { createBrowserContext, type BrowserContext } from './flow.js';
 import { signedInSession } from './session.js';
 import { attemptSignIn, MAX_USERNAME_LENGTH, OTHER_ACCOUNT_SIGNED_OUT, requireCsrf } from './login.js';
 import { continueAfterSignOut } from './after-sign-out.js';
+import { notifyBackchannelLogout } from '../oidc/backchannel.js';
 import { accountLoginPage, accountPage } from './pages/account.js';
 import { PageError, sendErrorPage } from './pages/error.js';
 import { sendPage } from './pages/layout.js';
@@ -113,8 +114,10 @@ function changePassword(browser: BrowserContext) {
     await oauth.users.setPassword(user.username, next);
     const updated = await oauth.users.find(user.id);
     // This browser stays signed in under the new epoch; every other session is void.
-    if (updated) await browser.sessions.signIn(req, res, updated.id, updated.sessionEpoch);
+    const signedIn = updated ? await browser.sessions.signIn(req, res, updated.id, updated.sessionEpoch) : undefined;
     oauth.events(req, 'password_changed', { userId: user.id });
+    // Every app's grant is revoked and every other session ended, so every app is told, as after "Sign out everywhere".
+    if (signedIn) void notifyBackchannelLogout(oauth, user.id, { browserSessionId: signedIn.session.sid, everywhere: true });
     seeOther(browser, res, `${ACCOUNT_PATH}?notice=password`);
   };
 }

@@ -90,15 +90,18 @@ export class UserStore {
     return deleted.length > 0;
   }
 
-  /** Also revokes every grant and ends every browser session: a password is changed after a leak. */
-  async setPassword(username: string, password: string): Promise<boolean> {
+  /**
+   * Also revokes every grant and ends every browser session: a password is changed after a leak. Returns the user's id,
+   * undefined when there is no such user.
+   */
+  async setPassword(username: string, password: string): Promise<number | undefined> {
     checkPassword(password);
     const passwordHash = await hashPassword(password);
     return this.db.transaction(async (tx) => {
       const [user] = await tx.update(users).set({ passwordHash, sessionEpoch: sql`${users.sessionEpoch} + 1` }).where(eq(users.username, username.trim())).returning({ id: users.id });
-      if (!user) return false;
+      if (!user) return undefined;
       await tx.update(grants).set({ revokedAt: sql`now()` }).where(and(eq(grants.userId, user.id), isNull(grants.revokedAt)));
-      return true;
+      return user.id;
     });
   }
 

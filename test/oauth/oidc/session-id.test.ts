@@ -145,6 +145,22 @@ describeEachDatabase(
       expect(optional.sub).toBe(String(user.id));
     });
 
+    it('after a password change on /account, tells every allowed client as Sign out everywhere does', async () => {
+      const changer = await buildUser(context().runtime);
+      const browser = new Browser(context().app);
+      const flow = async (client: TestClient) => (await codeFlowTokens(context().app, browser, client, changer, { scope: 'openid' })).body as { id_token: string };
+      const sid = decodeJwt((await flow(withSession)).id_token).sid;
+      await flow(withoutSession);
+      receiver.received.length = 0;
+      const form = formFor((await browser.open('/account')).text, '/account/password');
+      const changed = await browser.submit(form.action, { ...form.fields, current_password: changer.password, new_password: 'a-changed-password' });
+      expect(changed.headers.location).toContain('notice=password');
+      const { required, optional } = await logoutTokens();
+      expect(required.sid).toBe(sid);
+      expect(optional.sid).toBeUndefined();
+      expect(optional.sub).toBe(String(changer.id));
+    });
+
     it('advertises backchannel_logout_session_supported and sid among the claims', async () => {
       const res = await request(context().app).get('/.well-known/openid-configuration');
       expect(res.body.backchannel_logout_session_supported).toBe(true);
