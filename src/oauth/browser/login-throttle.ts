@@ -86,7 +86,11 @@ export class LoginThrottle {
     );
   }
 
-  /** Also the device flow's user codes. The attempt that reaches the limit starts the lock and is still checked. */
+  /**
+   * Also the device flow's user codes. The attempt that reaches the limit starts the lock and is still checked. The wait
+   * is capped at the lock: an attempt that waited on the row for a concurrent one that began after it (now() is each
+   * transaction's start) would measure that one's lock from an earlier instant.
+   */
   async count(key: string, rule: ThrottleRule): Promise<{ allowed: boolean; retryAfter: number }> {
     const window = sql`make_interval(secs => ${rule.windowSeconds})`;
     const lock = sql`make_interval(secs => ${rule.lockSeconds})`;
@@ -103,7 +107,7 @@ export class LoginThrottle {
             locked_until = case when ${stale} then (case when 1 >= ${rule.maxFailures} then now() + ${lock} end)
                                 when ${loginThrottle.lockedUntil} is not null then ${loginThrottle.lockedUntil}
                                 when ${attempts} >= ${rule.maxFailures} then now() + ${lock} end
-          returning failures, ceil(extract(epoch from locked_until - now()))::int as retry_after`,
+          returning failures, least(ceil(extract(epoch from locked_until - now())), ${rule.lockSeconds})::int as retry_after`,
     );
     return { allowed: (row?.failures ?? 0) <= rule.maxFailures, retryAfter: Math.max(0, row?.retry_after ?? 0) };
   }

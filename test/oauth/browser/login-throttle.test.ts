@@ -3,7 +3,7 @@
  * same answer for unknown and real accounts, and a clear message.
  */
 import { beforeAll, beforeEach, expect, it } from 'vitest';
-import { like } from 'drizzle-orm';
+import { like, sql } from 'drizzle-orm';
 import { createApp } from '../../../src/app.js';
 import { createLogger } from '../../../src/logger.js';
 import { openRuntime } from '../../../src/runtime.js';
@@ -109,6 +109,16 @@ describeEachDatabase('login throttle per account', (context) => {
     const { page } = await failTimes(browser, user.username, ACCOUNT_LIMIT);
     await browser.signIn(page, user.username, user.password);
     expect(securityEvents(context().logs.lines, 'login_throttled').at(-1)).toMatchObject({ clientId: client.id, reason: 'locked' });
+  });
+
+  it('never announces a wait longer than the lock, though a concurrent attempt that began later set it', async () => {
+    const rule = { maxFailures: 2, windowSeconds: 60, lockSeconds: 30 };
+    const throttle = new LoginThrottle(context().runtime.db, { account: rule, ip: rule });
+    const key = `probe:${Date.now()}`;
+    // What an attempt sees after waiting on the row for one whose transaction began 5 s after its own: a lock that,
+    // measured from this attempt's now(), lasts longer than the rule's.
+    await context().runtime.db.insert(loginThrottle).values({ key, failures: 2, windowStartedAt: sql`now()`, lockedUntil: sql`now() + interval '35 seconds'` });
+    expect(await throttle.count(key, rule)).toEqual({ allowed: false, retryAfter: 30 });
   });
 
   it('unlocks when the lock time has passed', async () => {
