@@ -1,8 +1,8 @@
 /**
  * The caller's orders. A PATCH with `If-Match` passes it to updateOrder's `etag` argument, so the check and the
- * write are one atomic step; with `If-None-Match`, the version it checked is passed the same way.
+ * write are one atomic step; with `If-None-Match` or several `If-Match` tags, the version it checked is passed the same way.
  */
-import { coerceInputValue, getNamedType, isInputObjectType, type GraphQLSchema } from 'graphql';
+import { coerceInputValue, getNamedType, getNullableType, isInputObjectType, isListType, isNonNullType, type GraphQLInputType, type GraphQLSchema } from 'graphql';
 import type { Response } from 'express';
 import type { Runtime } from '../runtime.js';
 import type { Principal } from '../tokens/access-token.js';
@@ -16,7 +16,7 @@ import { authenticate, jsonObjectBody, onlyQueryParameters, principalOf, queryPa
 import { idOf } from './paging.js';
 import { itemRoute, listRoute, readItem, type Collection } from './collection.js';
 import { allowedFields, rootField, rootFieldType, type CompiledOperation } from './selection.js';
-import { parseUpdateMask, planUpdate } from './update-mask.js';
+import { jsonType, parseUpdateMask, planUpdate } from './update-mask.js';
 import { schemaRef } from './openapi.js';
 import { parseTagList, representationTag, setResourceVersion, versionOf } from './etag.js';
 import { idempotencyKeyOf, namingTheHeader } from './idempotency.js';
@@ -77,6 +77,39 @@ function pathText(path: readonly (string | number)[]): string {
   return path.map((part, i) => (typeof part === 'number' ? `[${part}]` : i === 0 ? part : `.${part}`)).join('');
 }
 
+/**
+ * What GraphQL's coercion would let through, or report without naming the field: a lone value where a list belongs
+ * (GraphQL reads `"items": {…}` as a one-item list; in JSON it is no list), a missing required member, and a member the
+ * input type does not have.
+ */
+function jsonShapeProblem(value: unknown, type: GraphQLInputType, path: (string | number)[]): { field: string; message: string } | undefined {
+  const nullable = getNullableType(type);
+  if (value === null || value === undefined) return undefined;
+  if (isListType(nullable)) {
+    if (!Array.isArray(value)) return { field: pathText(path), message: `${pathText(path)}: must be a JSON array; got a JSON ${jsonType(value)}` };
+    for (const [index, item] of value.entries()) {
+      const problem = jsonShapeProblem(item, nullable.ofType, [...path, index]);
+      if (problem) return problem;
+    }
+    return undefined;
+  }
+  if (!isInputObjectType(nullable) || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const fields = nullable.getFields();
+  for (const field of Object.values(fields)) {
+    if (isNonNullType(field.type) && field.defaultValue === undefined && !Object.hasOwn(value, field.name)) {
+      const missing = pathText([...path, field.name]);
+      return { field: missing, message: `${missing}: is required` };
+    }
+  }
+  for (const [name, member] of Object.entries(value)) {
+    const field = pathText([...path, name]);
+    if (!Object.hasOwn(fields, name)) return { field, message: `${field}: no such field` };
+    const problem = jsonShapeProblem(member, fields[name]!.type, [...path, name]);
+    if (problem) return problem;
+  }
+  return undefined;
+}
+
 /** Output-only order fields in the body are ignored (AIP-203); any other unknown field is a 400. */
 function createInput(schema: GraphQLSchema, body: Record<string, unknown>): Record<string, unknown> {
   const arg = rootField(schema, 'mutation', 'createOrder').args.find((candidate) => candidate.name === 'input');
@@ -85,7 +118,7 @@ function createInput(schema: GraphQLSchema, body: Record<string, unknown>): Reco
   const outputOnly = allowedFields(rootFieldType(schema, 'mutation', 'createOrder'));
   const accepted = inputType.getFields();
   const input = Object.fromEntries(Object.entries(body).filter(([name]) => Object.hasOwn(accepted, name) || !outputOnly.has(name)));
-  let problem: { field: string | undefined; message: string } | undefined;
+  let problem: { field: string | undefined; message: string } | undefined = jsonShapeProblem(input, arg.type, []);
   coerceInputValue(input, arg.type, (path, _value, error) => {
     problem ??= { field: path.length ? pathText(path) : undefined, message: path.length ? `${pathText(path)}: ${error.message}` : error.message };
   });
@@ -239,36 +272,29 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
             } catch (error) {
               throw error instanceof OAuthError ? fromOAuthError(error) : error;
             }
-            const { operation, order } = await readOrder(id, fields, principal);
+            const { operation, order } = await readOrder(id, fields, readingAsWriter(principal));
             requirePreconditions(etagOf(order));
             setEtag(res, order);
             res.json(operation.project(order));
             return;
           }
 
-          if (noneMatch !== undefined) {
+          // updateOrder can require one version; any other condition is checked on the version the write reports.
+          const onOneVersion = noneMatch === undefined && (inBody !== undefined || !Array.isArray(ifMatch) || ifMatch.length === 1);
+          if (!onOneVersion) {
             const operation = orderOperation('orders.update', 'mutation', 'updateOrder', ['id', 'input', 'etag'], fields);
-            const order = await writeUnlessNoneMatch((version) => rest.run(operation, { id, input: plan.input, etag: version }, principal), requirePreconditions);
+            const write = (version: string) => rest.run(operation, { id, input: plan.input, etag: version }, principal).catch(throwInRestTerms);
+            const order = await writeOnCheckedVersion(write, requirePreconditions);
             setEtag(res, order);
             res.json(operation.project(order));
             return;
           }
 
-          let etag: string | undefined = inBody;
-          if (etag === undefined && Array.isArray(ifMatch)) {
-            if (ifMatch.length === 1) {
-              etag = ifMatch[0];
-            } else {
-              // Several candidates: the current one, if listed, becomes the atomic precondition.
-              const current = etagOf((await readOrder(id, parseFields('id'), principal)).order);
-              requirePreconditions(current);
-              etag = current;
-            }
-          }
+          const etag = inBody ?? (Array.isArray(ifMatch) ? ifMatch[0] : undefined);
           const operation = orderOperation('orders.update', 'mutation', 'updateOrder', etag === undefined ? ['id', 'input'] : ['id', 'input', 'etag'], fields);
           let order: unknown;
           try {
-            order = await rest.run(operation, { id, input: plan.input, ...(etag === undefined ? {} : { etag }) }, principal);
+            order = await rest.run(operation, { id, input: plan.input, ...(etag === undefined ? {} : { etag }) }, principal).catch(throwInRestTerms);
           } catch (error) {
             if (error instanceof RestError && error.reason === 'ETAG_MISMATCH') throw staleEtag(source, error.metadata.etag, error);
             throw error;
@@ -283,18 +309,34 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
 
 type EtagSource = 'If-Match' | 'body';
 
+/** An illegal status move names both states as the REST resource spells them (`paid`), not as GraphQL does (`PAID`). */
+function throwInRestTerms(error: unknown): never {
+  if (!(error instanceof RestFailedPrecondition) || error.reason !== 'ILLEGAL_STATUS_MOVE') throw error;
+  const metadata = Object.fromEntries(Object.entries(error.metadata).map(([name, value]) => [name, name === 'from' || name === 'to' ? value.toLowerCase() : value]));
+  throw new RestFailedPrecondition(error.message, { cause: error.cause, reason: error.reason, metadata, fieldViolations: [...error.fieldViolations] });
+}
+
+/**
+ * The caller as a reader of its own order, for a PATCH that writes nothing. The answer is the order, as updateOrder
+ * answers under orders:write alone, so a writer must not need orders:read for it; call only after orders:write is checked.
+ */
+function readingAsWriter(principal: Principal): Principal {
+  return principal.scopes.has('orders:read') ? principal : { ...principal, scopes: new Set([...principal.scopes, 'orders:read']) };
+}
+
 /** Never an order's etag (those are base64url of `id:updated_at`), so a write with it only reports the current one. */
 const NO_VERSION = '""';
 /** Each lost round means another request's write succeeded, so this many concurrent writers all get through. */
 const MAX_WRITE_ROUNDS = 10;
 
 /**
- * A write under If-None-Match (RFC 9110 §13.1.2), as atomic as If-Match: updateOrder can only require the version it
- * is given, so learn the current version from its ETAG_MISMATCH answer (which needs no more scope than the write),
- * evaluate the preconditions on it (`check`: If-Match first, §13.2.2), then write requiring exactly that version. If
- * another write lands in between, the UPDATE matches no row, and the new version is checked again.
+ * A write under If-None-Match (RFC 9110 §13.1.2) or an If-Match listing several tags, as atomic as a single If-Match:
+ * updateOrder can only require the one version it is given, so learn the current version from its ETAG_MISMATCH
+ * answer (which needs no more scope than the write, where reading the order first would need orders:read), evaluate
+ * the preconditions on it (`check`: If-Match first, §13.2.2), then write requiring exactly that version. If another
+ * write lands in between, the UPDATE matches no row, and the new version is checked again.
  */
-async function writeUnlessNoneMatch(write: (version: string) => Promise<unknown>, check: (current: string) => void): Promise<unknown> {
+async function writeOnCheckedVersion(write: (version: string) => Promise<unknown>, check: (current: string) => void): Promise<unknown> {
   let current: string | undefined;
   for (let round = 0; round <= MAX_WRITE_ROUNDS; round++) {
     if (current !== undefined) check(current);

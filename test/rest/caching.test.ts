@@ -356,6 +356,32 @@ describeEachDatabase('REST caching and preconditions', (context) => {
       expect(await memoOf(order.id)).toBe('first');
     });
 
+    it('several If-Match tags need only orders:write: the change applies when one names the current version, else 412', async () => {
+      const order = await newOrder();
+      const current = (await get(`/orders/${order.id}`)).headers.etag!;
+      const stale = await patch(order.id, { memo: 'x' }, { 'If-Match': '"c29tZXRoaW5nIGVsc2U", "b3RoZXI"', Authorization: writeOnly });
+      expect(stale.status).toBe(412);
+      expect(stale.body.error.details[0]).toMatchObject({ reason: 'ETAG_MISMATCH', metadata: { etag: versionOf(current) } });
+      expect(await memoOf(order.id)).toBe('first');
+      const listed = await patch(order.id, { memo: 'by the writer' }, { 'If-Match': `"c29tZXRoaW5nIGVsc2U", ${current}`, Authorization: writeOnly });
+      expect(listed.status).toBe(200);
+      expect(listed.body.memo).toBe('by the writer');
+      expect(await memoOf(order.id)).toBe('by the writer');
+    });
+
+    it('a PATCH that writes nothing needs only orders:write too, and answers with the order as a write does', async () => {
+      const order = await newOrder();
+      const current = (await get(`/orders/${order.id}?fields=id,memo`)).headers.etag!;
+      const noop = await app().patch(`/orders/${order.id}?update_mask=id&fields=id,memo`).set('Authorization', writeOnly).send({ id: order.id });
+      expect(noop.status).toBe(200);
+      expect(noop.body).toStrictEqual({ id: order.id, memo: 'first' });
+      expect(noop.headers.etag).toBe(current);
+      const guarded = await app().patch(`/orders/${order.id}?update_mask=memo`).set('Authorization', writeOnly).set('If-Match', '"c29tZXRoaW5nIGVsc2U"').send({});
+      expect(guarded.status).toBe(412);
+      // Still no read of another user's order through it.
+      expect((await app().patch(`/orders/${order.id}?update_mask=id`).set('Authorization', stranger).send({})).status).toBe(404);
+    });
+
     it.each([
       ['body', 409],
       ['If-Match', 412],

@@ -105,6 +105,26 @@ describeEachDatabase('REST orders', (context) => {
       expect(res.body.error.details).toContainEqual(expect.objectContaining({ fieldViolations: [expect.objectContaining({ field })] }));
     });
 
+    it('POST /orders refuses a lone item where the items list belongs, creating nothing', async () => {
+      const before = (await app().get('/orders?fields=id&page_size=200').set('Authorization', authorization)).body.length;
+      const res = await app().post('/orders').set('Authorization', authorization).send({ items: { productId: other.id, quantity: 1 } });
+      expect(res.status).toBe(400);
+      expect(res.body.error.message).toBe('the order is not valid: items: must be a JSON array; got a JSON object');
+      expect(res.body.error.details[1]).toMatchObject({ fieldViolations: [{ field: 'items' }] });
+      expect((await app().get('/orders?fields=id&page_size=200').set('Authorization', authorization)).body.length).toBe(before);
+    });
+
+    it.each([
+      ['an unknown top-level field', { items: [{ productId: 1, quantity: 1 }], coupon: 'FREE' }, 'coupon'],
+      ['an unknown item field', { items: [{ productId: 1, quantity: 1, colour: 'red' }] }, 'items[0].colour'],
+      ['no items at all', {}, 'items'],
+      ['an item without its quantity', { items: [{ productId: 1 }] }, 'items[0].quantity'],
+    ])('POST /orders names the field at fault in BadRequest for %s', async (_case, body, field) => {
+      const res = await app().post('/orders').set('Authorization', authorization).send(body);
+      expect(res.status).toBe(400);
+      expect(res.body.error.details[1]).toMatchObject({ fieldViolations: [{ field }] });
+    });
+
     it('POST /orders needs orders:write', async () => {
       const res = await app().post('/orders').set('Authorization', readOnly).send({ items: [{ productId: other.id, quantity: 1 }] });
       expect(res.status).toBe(403);
@@ -366,6 +386,15 @@ describeEachDatabase('REST orders', (context) => {
       expect(res.body.error.message).toMatch(/delivered/);
       expect(res.body.error.message).toMatch(/pending/);
       expect((await stored(order.id)).status).toBe('delivered');
+    });
+
+    it('an illegal status move names both states in ErrorInfo as the order spells them, with or without a precondition', async () => {
+      const order = await newOrder({ status: 'delivered' });
+      const plain = await patch(order.id, 'update_mask=status', { status: 'paid' });
+      expect(plain.body.error.details[0]).toMatchObject({ reason: 'ILLEGAL_STATUS_MOVE', metadata: { from: 'delivered', to: 'paid' } });
+      const conditional = await patch(order.id, 'update_mask=status', { status: 'paid' }).set('If-None-Match', '"never-issued"');
+      expect(conditional.status).toBe(409);
+      expect(conditional.body.error.details[0]).toMatchObject({ reason: 'ILLEGAL_STATUS_MOVE', metadata: { from: 'delivered', to: 'paid' } });
     });
 
     it.each([
