@@ -123,10 +123,17 @@ export function resolveSelection(
 ): Selection {
   if (tree === WHOLE) return expandWhole(type, ancestors, scopes);
   const inside = new Set(ancestors).add(type);
+  const allowed = allowedFields(type);
+  for (const name of tree.keys()) {
+    if (!allowed.has(name)) throw new FieldsError(`fields: '${name}' is not a field of ${type.name}`, { reason: 'UNKNOWN_FIELD', metadata: { parameter: 'fields', path: name } });
+  }
+  // In the schema's order, not as written: the compiled operation is shared by every spelling of the same fields
+  // (OperationCache keys them sorted), so the written order would be that of whichever request compiled it first,
+  // and the same request would get other bytes, and another ETag, from another instance or after an eviction.
   const fields = new Map<string, SelectedField>();
-  for (const [name, subtree] of tree) {
-    const field = allowedFields(type).get(name);
-    if (!field) throw new FieldsError(`fields: '${name}' is not a field of ${type.name}`, { reason: 'UNKNOWN_FIELD', metadata: { parameter: 'fields', path: name } });
+  for (const [name, field] of allowed) {
+    const subtree = tree.get(name);
+    if (subtree === undefined) continue;
     const named = getNamedType(field.type);
     if (isObjectType(named)) {
       fields.set(name, { field, selection: resolveSelection(named, subtree, inside, new Set([...scopes, ...fieldScopes(field)])), enumType: undefined });
