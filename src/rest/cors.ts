@@ -9,8 +9,8 @@ import { IDEMPOTENCY_KEY_HEADER } from './idempotency.js';
 
 /** Request headers a REST client may send cross-origin besides the CORS-safelisted ones. */
 const ALLOWED_HEADERS = ['Authorization', 'Content-Type', 'DPoP', 'If-Match', 'If-None-Match', IDEMPOTENCY_KEY_HEADER];
-/** Response headers a page may read: its validators, paging, where a new order is, and why a token was refused. */
-const EXPOSED_HEADERS = ['ETag', 'Link', 'Location', 'Next-Page-Token', 'Allow', 'Retry-After', 'WWW-Authenticate', 'DPoP-Nonce'];
+/** Response headers a page may read: its validators, paging, where a new order is, whether it was a replay, and why a token was refused. */
+const EXPOSED_HEADERS = ['ETag', 'Link', 'Location', 'Next-Page-Token', 'Idempotent-Replayed', 'Allow', 'Retry-After', 'WWW-Authenticate', 'DPoP-Nonce'];
 
 /** The CORS middleware of one path, allowing the methods it serves (and OPTIONS). */
 export function restCors(origins: readonly string[], methods: readonly string[]): RequestHandler {

@@ -219,8 +219,9 @@ export function fromGraphQLErrors(errors: readonly GraphQLFormattedError[]): Res
 
 const BODY_PARSER_ERRORS: Record<string, [message: string, reason: string, status?: number]> = {
   'entity.too.large': ['the request body is too large', 'BODY_TOO_LARGE'],
-  // Thrown by http.ts' verify step, which body-parser answers with 403 whatever the error says.
+  // Thrown by http.ts' verify step (these two), which body-parser answers with 403 whatever the error says.
   'entity.charset.malformed': ['the request body is not valid UTF-8', 'INVALID_UTF8', 400],
+  'entity.missing': ['a JSON object request body is required', 'MISSING_BODY', 400],
   'entity.parse.failed': ['the request body is not valid JSON', 'INVALID_JSON'],
   'encoding.unsupported': ['the request body encoding is not supported', 'UNSUPPORTED_ENCODING'],
   'charset.unsupported': ['the request body encoding is not supported', 'UNSUPPORTED_ENCODING'],

@@ -29,8 +29,11 @@ export class FieldsError extends RestInvalidArgument {
   }
 }
 
-function describeChar(char: string): string {
-  return JSON.stringify(char);
+/** The character at `pos` as a message shows it: one a reader cannot see (a control, format or space character) by its code point. */
+function describeChar(text: string, pos: number): string {
+  const codePoint = text.codePointAt(pos)!;
+  const char = String.fromCodePoint(codePoint);
+  return /^[\p{C}\p{Z}]$/u.test(char) ? `U+${codePoint.toString(16).toUpperCase().padStart(4, '0')}` : JSON.stringify(char);
 }
 
 class Parser {
@@ -81,7 +84,7 @@ class Parser {
       if (next === ',') {
         this.pos++;
       } else if (next !== undefined && next !== ')') {
-        this.fail(`unexpected ${describeChar(next)} after '${item.path}'`);
+        this.fail(`unexpected ${describeChar(this.text, this.pos)} after '${item.path}'`);
       }
     }
   }
@@ -134,7 +137,8 @@ class Parser {
       if (char === undefined) this.fail(where ? `a field name is missing after '${where}.'` : 'a field name is missing at the end');
       if (DIGIT.test(char) && where) this.fail(`list indexes are not supported, in '${where}.${this.readWhile(NAME_CHAR)}'`);
       if (char === '[') this.fail(`list indexes are not supported, in '${where}[…]'`);
-      this.fail(where ? `unexpected ${describeChar(char)} in '${where}'` : `unexpected ${describeChar(char)} where a field name belongs`);
+      const shown = describeChar(this.text, this.pos);
+      this.fail(where ? `unexpected ${shown} in '${where}'` : `unexpected ${shown} where a field name belongs`);
     }
     const name = this.readWhile(NAME_CHAR);
     if (this.peek() === '[') this.fail(`list indexes are not supported, in '${[...at, name].join('.')}[…]'`);

@@ -57,8 +57,13 @@ export function principalOf(res: Response): Principal {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** body-parser decodes bytes that are not UTF-8 as U+FFFD, which a write would then store in their place. */
-function refuseMalformedUtf8(_req: unknown, _res: unknown, body: Buffer, encoding: string): void {
+/**
+ * body-parser reads an empty body as `{}`, so a chunked request with no bytes would pass for an empty object (a PATCH
+ * that changes nothing, answered 200) where `Content-Length: 0` is refused; and it decodes bytes that are not UTF-8 as
+ * U+FFFD, which a write would then store in their place.
+ */
+function refuseEmptyOrMalformedUtf8(_req: unknown, _res: unknown, body: Buffer, encoding: string): void {
+  if (body.length === 0) throw Object.assign(new Error('a JSON object request body is required'), { type: 'entity.missing' });
   if (encoding.toLowerCase() !== 'utf-8') return;
   try {
     utf8.decode(body);
@@ -67,7 +72,7 @@ function refuseMalformedUtf8(_req: unknown, _res: unknown, body: Buffer, encodin
   }
 }
 
-const parseJson = express.json({ limit: MAX_BODY_BYTES, strict: false, type: () => true, verify: refuseMalformedUtf8 });
+const parseJson = express.json({ limit: MAX_BODY_BYTES, strict: false, type: () => true, verify: refuseEmptyOrMalformedUtf8 });
 
 export function jsonObjectBody(): RequestHandler[] {
   return [

@@ -58,6 +58,20 @@ describeEachDatabase(
       expect(list.headers['access-control-allow-origin']).toBe(APP_ORIGIN);
     });
 
+    it('lets the page read Idempotent-Replayed, which tells a retried POST /orders from a new order', async () => {
+      const post = () =>
+        request(context().app)
+          .post('/orders?fields=id')
+          .set('Origin', APP_ORIGIN)
+          .set('Authorization', owner.authorization)
+          .set('Idempotency-Key', `cors-${orderId}`)
+          .send({ items: [{ productId: product.id, quantity: 1 }] });
+      expect((await post()).status).toBe(201);
+      const replay = await post();
+      expect(replay.headers['idempotent-replayed']).toBe('true');
+      expect(listed(replay.headers['access-control-expose-headers'])).toContain('idempotent-replayed');
+    });
+
     it('lets the page read a refusal: 401 with WWW-Authenticate, 403, 404, 405', async () => {
       const refusals = await Promise.all([
         request(context().app).get('/products').set('Origin', APP_ORIGIN),

@@ -56,6 +56,15 @@ describe('fields parser', () => {
   });
 
   it.each([
+    ['a zero-width space', 'id\u200b', "fields: unexpected U+200B after 'id'"],
+    ['a no-break space', '\u00a0id', 'fields: unexpected U+00A0 where a field name belongs'],
+    ['a control character', 'seller(\u0001)', "fields: unexpected U+0001 in 'seller'"],
+    ['an emoji, as one character,', 'id\u{1F600}', `fields: unexpected "\u{1F600}" after 'id'`],
+  ])('shows %s it stops at so that a reader can see it', (_what, raw, message) => {
+    expect(errorOf(raw).message).toBe(message);
+  });
+
+  it.each([
     ['seller(name', "fields: unclosed '(' after 'seller'"],
     ['seller(name))', "fields: unmatched ')' after 'seller'"],
     ['name)', "fields: unmatched ')' after 'name'"],

@@ -2,6 +2,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
 import { randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
+import { once } from 'node:events';
+import { request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { eq } from 'drizzle-orm';
 import { describeEachDatabase } from '../support/runtime.js';
 import { issueTestToken, type TestToken } from '../support/tokens.js';
@@ -60,6 +63,37 @@ describeEachDatabase('REST requests', (context) => {
       const none = await send('post', '/orders');
       expect(none.status).toBe(400);
       expect(none.body.error.message).toBe('a JSON object request body is required');
+    });
+
+    it('an empty body is 400 however it is framed: chunked with no bytes, or gzip of nothing; nothing changes', async () => {
+      const server = context().app.listen(0, '127.0.0.1');
+      await once(server, 'listening');
+      try {
+        const { port } = server.address() as AddressInfo;
+        const chunked = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+          const req = httpRequest(
+            { host: '127.0.0.1', port, method: 'PATCH', path: `/orders/${orderId}?update_mask=memo`, headers: { Authorization: owner.authorization, 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' } },
+            (res) => {
+              let body = '';
+              res.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+              res.on('end', () => resolve({ status: res.statusCode!, body }));
+            },
+          );
+          req.on('error', reject).end();
+        });
+        expect(chunked.status).toBe(400);
+        expect(JSON.parse(chunked.body).error.details[0]).toMatchObject({ reason: 'MISSING_BODY' });
+      } finally {
+        server.close();
+      }
+      const gzipped = await send('patch', `/orders/${orderId}?update_mask=memo`)
+        .set('Content-Type', 'application/json')
+        .set('Content-Encoding', 'gzip')
+        .serialize((data: unknown) => data as string)
+        .send(gzipSync(Buffer.alloc(0)) as never);
+      expect(gzipped.status).toBe(400);
+      expect(gzipped.body.error).toMatchObject({ message: 'a JSON object request body is required', details: [{ reason: 'MISSING_BODY' }] });
+      expect(await memo()).toBe('kept');
     });
 
     it('application/json with a charset, and +json types, are JSON', async () => {
