@@ -176,6 +176,7 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
           const principal = principalOf(res);
           if (principal.userId === null) throw fromGraphQLErrors([new GqlUserRequired('orders')]);
           const owner = { userId: principal.userId, clientId: principal.clientId };
+          const operation = orderOperation('orders.create', 'mutation', 'createOrder', key === undefined ? ['input'] : ['input', 'idempotencyKey'], fields);
           if (key !== undefined) {
             // The replay below skips the mutation, and with it the scope check.
             try {
@@ -185,13 +186,14 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
             }
             const first = await findKey(runtime.db, owner, key);
             const items = input.items as { productId: number; quantity: number }[];
-            if (first?.response && first.response.fields === (fieldsParameter ?? null) && first.requestHash === orderRequestHash(items, input.memo as string | null | undefined)) {
-              // A retry: the first answer, byte for byte.
+            const sameRequest = first?.response && first.response.fields === (fieldsParameter ?? null) && first.requestHash === orderRequestHash(items, input.memo as string | null | undefined);
+            // A retry: the first answer, byte for byte; a token without a scope its `fields` need (`items.product`) gets
+            // the mutation's own answer to the key instead, which refuses what the token may not read.
+            if (first?.response && sameRequest && [...operation.scopes].every((scope) => principal.scopes.has(scope))) {
               res.status(first.response.status).set(first.response.headers).set('Idempotent-Replayed', 'true').type('application/json').send(first.response.body);
               return;
             }
           }
-          const operation = orderOperation('orders.create', 'mutation', 'createOrder', key === undefined ? ['input'] : ['input', 'idempotencyKey'], fields);
           const order = (await rest.run(operation, { input, ...(key === undefined ? {} : { idempotencyKey: key }) }, principal).catch((error: unknown) => {
             throw namingTheHeader(error);
           })) as { id: number };

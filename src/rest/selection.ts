@@ -202,7 +202,17 @@ export interface CompiledOperation {
   operationName: string;
   field: string;
   type: GraphQLObjectType;
+  /** Every scope the requested fields need, the root field's included (a stored answer replayed for them must check these). */
+  scopes: ReadonlySet<string>;
   project(value: unknown): unknown;
+}
+
+function addScopesOf(selection: Selection, into: Set<string>): Set<string> {
+  for (const { field, selection: inner } of selection.fields.values()) {
+    for (const scope of fieldScopes(field)) into.add(scope);
+    if (inner) addScopesOf(inner, into);
+  }
+  return into;
 }
 
 export function rootField(schema: GraphQLSchema, operation: 'query' | 'mutation', name: string): GraphQLField<unknown, unknown> {
@@ -282,7 +292,7 @@ function compile(spec: OperationSpec): CompiledOperation {
       },
     ],
   };
-  return { document, operationName, field: spec.field, type, project: (value) => project(value, requested) };
+  return { document, operationName, field: spec.field, type, scopes: addScopesOf(requested, new Set(scopes)), project: (value) => project(value, requested) };
 }
 
 export class OperationCache {

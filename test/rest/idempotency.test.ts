@@ -53,6 +53,24 @@ describeEachDatabase('idempotent order creation', (context) => {
       expect(await orderCount()).toBe(before + 1);
     });
 
+    it('replays no field the retrying token may not read: items.product needs products:read', async () => {
+      const key = randomUUID();
+      const first = await post(key, body(), buyer, '?fields=id,items(product(name))');
+      expect(first.status).toBe(201);
+      expect(first.body.items[0].product.name).toBe('Kettle');
+      // The same user and client, with a token narrowed to orders:write.
+      const { token } = await context().runtime.accessTokens.issue({ userId: buyer.userId, clientId: buyer.clientId, scope: 'orders:write', grantId: buyer.grantId });
+      const narrow = { ...buyer, token, authorization: `Bearer ${token}` };
+      const again = await post(key, body(), narrow, '?fields=id,items(product(name))');
+      expect(again.status).toBe(403);
+      expect(again.text).not.toContain('Kettle');
+      expect(again.body.error.details[0]).toMatchObject({ reason: 'INSUFFICIENT_SCOPE', metadata: { requiredScope: 'products:read' } });
+      // What it may read is still replayed.
+      const bare = await post(key, body(), narrow, '?fields=id');
+      expect(bare.status).toBe(201);
+      expect(bare.body).toEqual({ id: first.body.id });
+    });
+
     it('accepts the key as a structured-field string ("…") as well as bare', async () => {
       const key = `k-${randomUUID()}`;
       const first = await post(`"${key}"`, body());
