@@ -81,6 +81,13 @@ function useExecutor(runtime: Runtime, executor: Executor, persisted: PersistedO
       // document by id has none yet, so it passes with an empty one until the handler resolves it.
       if (params.query == null && namesPersistedDocument(persistedRequest(params, request))) setParams({ ...params, query: '' });
       setParamsHandler(async ({ request, params }) => {
+        // Yoga checks every parameter's type but this one.
+        const operationName: unknown = params.operationName;
+        if (operationName != null && typeof operationName !== 'string') {
+          const given = Array.isArray(operationName) ? 'array' : typeof operationName;
+          const message = `Expected "operationName" param to be a string, but given ${given}.`;
+          return { errors: [rejectRequest('INVALID_PARAMETER', message, { extensions: { field: 'operationName' } })] };
+        }
         let principal;
         try {
           const url = new URL(request.url);
@@ -138,7 +145,7 @@ const useParameterJsonErrors: Plugin = {
 };
 
 /** The POST body types yoga parses (multipart is off). */
-const ACCEPTED_POST_TYPES = ['application/json', 'application/graphql-response+json', 'application/graphql', 'application/x-www-form-urlencoded'];
+const ACCEPTED_POST_TYPES = ['application/json', 'application/graphql', 'application/x-www-form-urlencoded'];
 
 /** The media types yoga answers in (its result processors), the first two being JSON. */
 const ANSWER_TYPES = ['application/json', 'application/graphql-response+json', 'text/event-stream', 'multipart/mixed'];
@@ -192,29 +199,46 @@ function refusalSender(origins: readonly string[]): Refuse {
   };
 }
 
-/** Yoga answers other content types with a bare 415; clients get a GraphQL error instead. */
+/**
+ * Yoga answers other content types with a bare 415; clients get a GraphQL error instead. Yoga
+ * matches a type byte for byte, while media types are case-insensitive and may have spaces around
+ * `;` (RFC 9110 §8.3.1): an accepted type is handed on written as yoga (and readJsonBody) read it.
+ */
 function refuseUnsupportedMediaType(refuse: Refuse): express.RequestHandler {
   return function refuseUnsupportedMediaType(req, res, next) {
     if (req.method !== 'POST') return next();
-    const type = (req.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-    if (ACCEPTED_POST_TYPES.includes(type)) return next();
+    const [essence = '', ...parameters] = (req.headers['content-type'] ?? '').split(';');
+    const type = essence.trim().toLowerCase();
+    if (ACCEPTED_POST_TYPES.includes(type)) {
+      req.headers['content-type'] = [type, ...parameters.map((parameter) => parameter.trim())].join(';');
+      return next();
+    }
     req.resume();
     refuse(req, res, 'UNSUPPORTED_MEDIA_TYPE', `POST /graphql takes a body of type application/json (got ${type || 'none'})`, { status: 415 });
   };
 }
 
+/** What the Accept header is negotiated against: only UTF-8 is sent, so a charset parameter must say it. */
+const NEGOTIATED_TYPES = ANSWER_TYPES.map((type) => `${type}; charset=utf-8`);
+
 /**
  * An Accept no answer of ours satisfies is refused before the operation runs (yoga would run it,
  * a mutation included, then answer a bare 406). A browser's GET for GraphiQL passes when the
- * front door serves it.
+ * front door serves it. Otherwise the Accept is negotiated here, by quality values and parameters
+ * (RFC 9110 §12.5.1), and yoga is handed the type chosen: yoga takes the first type listed, q=0
+ * included, and refuses `application/json; charset=utf-8`.
  */
 function refuseUnacceptableAnswer(refuse: Refuse, graphiql: boolean): express.RequestHandler {
   return function refuseUnacceptableAnswer(req, res, next) {
     const accept = req.headers.accept;
     // The common values answer at once, without negotiation.
     if (accept === undefined || accept === 'application/json' || accept === '*/*' || accept.trim() === '' || (req.method !== 'GET' && req.method !== 'POST')) return next();
-    const types = graphiql && req.method === 'GET' ? [...ANSWER_TYPES, 'text/html'] : ANSWER_TYPES;
-    if (req.accepts(types)) return next();
+    const types = graphiql && req.method === 'GET' ? [...NEGOTIATED_TYPES, 'text/html'] : NEGOTIATED_TYPES;
+    const chosen = req.accepts(types);
+    if (chosen) {
+      req.headers.accept = chosen.split(';')[0];
+      return next();
+    }
     req.resume();
     refuse(req, res, 'NOT_ACCEPTABLE', `/graphql answers in ${ANSWER_TYPES.slice(0, 2).join(' or ')} (Accept: ${accept.slice(0, 64)})`, { status: 406 });
   };
@@ -254,6 +278,18 @@ function refuseUnreadableBody(refuse: Refuse): express.ErrorRequestHandler {
     refuse(req, res, 'BODY_UNREADABLE', 'the request body could not be read', { status: 400 });
   };
 }
+
+/**
+ * The endpoint is /graphql (or /graphql/), in any case as every path of the app: yoga, which
+ * reads `originalUrl` and matches it byte for byte, is handed it in lower case. A deeper path
+ * (/graphql/x) is no endpoint: it gets the app's 404 whatever the method, where yoga would
+ * answer an empty 404 and the fast path would have run the operation.
+ */
+const onlyTheEndpoint: express.RequestHandler = (req, _res, next) => {
+  if (req.path !== '/') return next('router');
+  if (req.baseUrl !== GRAPHQL_PATH) req.originalUrl = GRAPHQL_PATH + req.originalUrl.slice(req.baseUrl.length);
+  next();
+};
 
 /** The headers of the GraphiQL page yoga renders for a browser's GET (see shouldRenderGraphiQL). */
 const graphiqlPageHeaders: express.RequestHandler = (req, res, next) => {
@@ -298,6 +334,7 @@ export function createGraphQLRouter(runtime: Runtime, executor: Executor): expre
     plugins: [useParameterJsonErrors, useExecutor(runtime, executor, persisted), useRequestErrorShape],
   });
   const router = express.Router();
+  router.use(GRAPHQL_PATH, onlyTheEndpoint);
   if (runtime.config.frontDoor) router.use(GRAPHQL_PATH, graphiqlPageHeaders);
   const refuse = refusalSender(origins);
   router.use(

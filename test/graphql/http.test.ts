@@ -105,6 +105,30 @@ describeEachDatabase('POST /graphql at the HTTP edge', (context) => {
     expect(graphql.body).toEqual({ data: { __typename: 'Query' } });
   });
 
+  it('reads a media type in any case and with spaces around its parameters (RFC 9110), on the fast path and through yoga', async () => {
+    for (const type of ['Application/JSON', 'APPLICATION/JSON; Charset=UTF-8', 'application/json ; charset=utf-8', 'application/GraphQL']) {
+      for (const accept of ['application/json', 'application/json, */*;q=0.5']) {
+        const res = await request(context().app)
+          .post('/graphql')
+          .set('Authorization', me.authorization)
+          .set('Content-Type', type)
+          .set('Accept', accept)
+          .send(type.toLowerCase().includes('graphql') ? '{ __typename }' : JSON.stringify({ query: '{ __typename }' }));
+        expect([type, accept, res.status, res.body]).toEqual([type, accept, 200, { data: { __typename: 'Query' } }]);
+      }
+    }
+  });
+
+  it('answers a body typed as the response type application/graphql-response+json with 415 and a GraphQL error, not an empty 415', async () => {
+    const res = await request(context().app)
+      .post('/graphql')
+      .set('Authorization', me.authorization)
+      .set('Content-Type', 'application/graphql-response+json')
+      .send(JSON.stringify({ query: '{ __typename }' }));
+    expect(res.status).toBe(415);
+    expect(res.body.errors[0].extensions).toEqual({ code: 'INVALID_ARGUMENT', reason: 'UNSUPPORTED_MEDIA_TYPE', http: { status: 415 } });
+  });
+
   it('answers a body announced larger than the limit with 413 and a GraphQL error, before it is sent', async () => {
     // Only the start of the announced body is sent; the answer must not wait for the rest.
     const answer = await rawPost(context().app, { 'Content-Type': 'application/json', 'Content-Length': 2 * 1024 * 1024, Authorization: me.authorization }, (req) => req.write('{"query":"{ __typename }"'));
@@ -208,6 +232,10 @@ describeEachDatabase('request-level errors of /graphql', (context) => {
     ['GET variables=[1]', get('query=%7B__typename%7D&variables=%5B1%5D'), 400, 'INVALID_ARGUMENT', 'INVALID_PARAMETER', 'variables'],
     ['GET variables that are not JSON', get('query=%7B__typename%7D&variables=%7B'), 400, 'INVALID_ARGUMENT', 'INVALID_PARAMETER', undefined],
     ['GET without a query', get(''), 400, 'INVALID_ARGUMENT', 'INVALID_PARAMETER', 'query'],
+    ['an operationName that is a number', json('{"query":"query A { __typename }","operationName":1}'), 400, 'INVALID_ARGUMENT', 'INVALID_PARAMETER', 'operationName'],
+    ['an operationName of 0', json('{"query":"{ __typename }","operationName":0}'), 400, 'INVALID_ARGUMENT', 'INVALID_PARAMETER', 'operationName'],
+    ['an operationName of false', json('{"query":"{ __typename }","operationName":false}'), 400, 'INVALID_ARGUMENT', 'INVALID_PARAMETER', 'operationName'],
+    ['an operationName that is an object', json('{"query":"{ __typename }","operationName":{}}'), 400, 'INVALID_ARGUMENT', 'INVALID_PARAMETER', 'operationName'],
     ['an unknown operationName', json(JSON.stringify({ query: twoOperations, operationName: 'C' })), 400, 'INVALID_ARGUMENT', 'OPERATION_RESOLUTION_FAILURE', undefined],
     ['several operations without operationName', json(JSON.stringify({ query: twoOperations })), 400, 'INVALID_ARGUMENT', 'OPERATION_RESOLUTION_FAILURE', undefined],
     ['a syntax error', json('{"query":"{"}'), 400, 'INVALID_ARGUMENT', 'GRAPHQL_PARSE_FAILED', undefined],
@@ -242,6 +270,73 @@ describeEachDatabase('request-level errors of /graphql', (context) => {
       else expect(res.headers.allow).toBeUndefined();
       if (status === 401) expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="fieldgate"/);
     });
+  });
+
+  it('answers in the type the Accept header prefers by its quality values, never one it refuses with q=0', async () => {
+    const json = 'application/json; charset=utf-8';
+    const graphqlJson = 'application/graphql-response+json; charset=utf-8';
+    const cases: [string, string][] = [
+      ['application/graphql-response+json;q=0, application/json', json],
+      ['application/json;q=0, application/graphql-response+json', graphqlJson],
+      ['application/json;q=0.1, application/graphql-response+json', graphqlJson],
+      ['application/graphql-response+json;q=0.1, application/json', json],
+      ['*/*;q=0.1, application/graphql-response+json;q=0.5', graphqlJson],
+      ['application/json;q=0, */*', graphqlJson],
+      ['application/graphql-response+json, application/json;q=0.9', graphqlJson],
+      ['application/json; charset=utf-8', json],
+      ['application/graphql-response+json;charset=UTF-8', graphqlJson],
+    ];
+    for (const [accept, type] of cases) {
+      for (const body of ['{"query":"{ __typename }"}', '{"query":"{ nope }"}']) {
+        const res = await request(context().app).post('/graphql').set('Authorization', me.authorization).set('Content-Type', 'application/json').set('Accept', accept).send(body);
+        expect([accept, body, res.headers['content-type'], res.status]).toEqual([accept, body, type, body.includes('nope') ? 400 : 200]);
+      }
+      const get = await request(context().app).get('/graphql?query=%7B__typename%7D').set('Authorization', me.authorization).set('Accept', accept);
+      expect([accept, get.headers['content-type'], get.body]).toEqual([accept, type, { data: { __typename: 'Query' } }]);
+    }
+    // Answers are UTF-8 only: JSON asked for in another charset is not acceptable.
+    const latin1 = await request(context().app).post('/graphql').set('Authorization', me.authorization).set('Content-Type', 'application/json').set('Accept', 'application/json; charset=iso-8859-1').send('{"query":"{ __typename }"}');
+    expect(latin1.status).toBe(406);
+    expect(latin1.body.errors[0].extensions).toEqual({ code: 'INVALID_ARGUMENT', reason: 'NOT_ACCEPTABLE', http: { status: 406 } });
+  });
+
+  it('answers at /graphql in any case and with a trailing slash, on the fast path and through yoga alike', async () => {
+    for (const path of ['/graphql', '/graphql/', '/GraphQL', '/GRAPHQL/']) {
+      for (const accept of ['application/json', 'application/json, */*;q=0.5']) {
+        const post = await request(context().app).post(path).set('Authorization', me.authorization).set('Accept', accept).set('Content-Type', 'application/json').send('{"query":"{ __typename }"}');
+        const get = await request(context().app).get(`${path}?query=%7B__typename%7D`).set('Authorization', me.authorization).set('Accept', accept);
+        expect([path, accept, post.status, post.body, get.status, get.body]).toEqual([path, accept, 200, { data: { __typename: 'Query' } }, 200, { data: { __typename: 'Query' } }]);
+      }
+    }
+  });
+
+  it('runs nothing at a path below /graphql, which is a 404 with a JSON body whichever path would answer it', async () => {
+    const product = await buildProduct(context().runtime);
+    const create = JSON.stringify({ query: `mutation { createOrder(input: { items: [{ productId: ${product.id}, quantity: 1 }], memo: "below" }) { id } }` });
+    for (const path of ['/graphql/x', '/graphql/graphql', '/GRAPHQL/x/']) {
+      for (const accept of ['application/json', 'application/json, */*;q=0.5']) {
+        const post = await request(context().app).post(path).set('Authorization', writer.authorization).set('Accept', accept).set('Content-Type', 'application/json').send(create);
+        const get = await request(context().app).get(`${path}?query=%7B__typename%7D`).set('Authorization', writer.authorization).set('Accept', accept);
+        for (const res of [post, get]) {
+          expect([path, accept, res.status]).toEqual([path, accept, 404]);
+          expect(res.headers['content-type']).toMatch(/^application\/json/);
+          expect(res.body.data).toBeUndefined();
+        }
+      }
+    }
+    const orders = await send({ ...json('{"query":"{ orders { memo } }"}'), authorization: writer.authorization });
+    expect(orders.body.data.orders).not.toContainEqual({ memo: 'below' });
+  });
+
+  it('takes an empty operationName as none, whichever path answers and whatever ran before', async () => {
+    for (const query of ['{ a: __typename }', 'query Only { b: __typename }']) {
+      for (const accept of ['application/json', 'application/json, */*;q=0.5', 'application/json']) {
+        const res = await send(json(JSON.stringify({ query, operationName: '' })), accept);
+        expect([query, accept, res.status, res.body.data]).toEqual([query, accept, 200, expect.any(Object)]);
+      }
+    }
+    const several = await send(json(JSON.stringify({ query: twoOperations, operationName: '' })));
+    expect(several.body.errors[0]).toMatchObject({ message: 'the document has several operations: give operationName', extensions: { reason: 'OPERATION_RESOLUTION_FAILURE' } });
   });
 
   it('answers a chunked body over the limit, found while reading it, as one announced too large', async () => {
