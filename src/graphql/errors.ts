@@ -259,6 +259,17 @@ export function formatError(error: GraphQLError): GraphQLFormattedError {
   return Object.keys(extensions).length > 0 ? { ...rest, extensions } : rest;
 }
 
+/**
+ * An error at a field's path without `extensions.http`: the operation ran, and its other fields
+ * keep their data, so the request's status stays 200 (GraphQL over HTTP: a response whose `data`
+ * is not null is 2xx). A revoked token found mid-mutation is still UNAUTHENTICATED at its path.
+ */
+export function asFieldError(error: GraphQLError): GraphQLError {
+  const { http, ...extensions } = error.extensions ?? {};
+  if (error.path === undefined || http === undefined) return error;
+  return new GraphQLError(error.message, { nodes: error.nodes, path: error.path, originalError: error.originalError, extensions });
+}
+
 /** The status a request-level error answers with, if it is one (`extensions.http.status`). */
 export function httpStatusOf(error: GraphQLError): number | undefined {
   const status = (error.extensions?.http as { status?: unknown } | undefined)?.status;

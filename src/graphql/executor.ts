@@ -33,7 +33,7 @@ import { PageTokens } from '../api/page-token.js';
 import { randomToken } from '../crypto/secrets.js';
 import type { Principal } from '../tokens/access-token.js';
 import type { GraphQLContext } from './context.js';
-import { GqlError, GqlForbidden, GqlInternalServerError, GqlInvalidArgument, GqlUserRequired, maskError, rejectRequest } from './errors.js';
+import { asFieldError, GqlError, GqlForbidden, GqlInternalServerError, GqlInvalidArgument, GqlUserRequired, maskError, rejectRequest } from './errors.js';
 import { needsUser } from '../oauth/scopes.js';
 import { CostCheck, limitRules, parseWithLimits, type GraphQLLimits } from './limits.js';
 import { requiredScopes } from './scopes.js';
@@ -104,7 +104,9 @@ export class Executor {
     try {
       const prepared = request.document ? this.prepareNode(request.document) : this.prepareSource(request.source ?? '');
       if (prepared.errors) return { errors: prepared.errors };
-      const operation = this.selectOperation(prepared, request.operationName ?? undefined);
+      // An empty name names no operation (GraphQL names are never empty), as yoga reads one in a GET's URL.
+      const operationName = request.operationName || undefined;
+      const operation = this.selectOperation(prepared, operationName);
       refuseMutationOverGet(operation, request.method);
       authorize(operation, request.principal);
       const context = (): GraphQLContext => ({
@@ -125,7 +127,7 @@ export class Executor {
         (await execute({
           schema: this.schema,
           document: prepared.document,
-          operationName: request.operationName,
+          operationName,
           variableValues: variables,
           contextValue,
           hideSuggestions: true,
@@ -229,7 +231,7 @@ export class Executor {
     return {
       ...result,
       errors: result.errors.map((error) =>
-        maskError(error, (original) => this.options.logger.error({ err: original, path: error.path }, 'graphql resolver failed')),
+        asFieldError(maskError(error, (original) => this.options.logger.error({ err: original, path: error.path }, 'graphql resolver failed'))),
       ),
     };
   }

@@ -3,10 +3,10 @@ import { eq } from 'drizzle-orm';
 import { describeEachDatabase } from '../support/runtime.js';
 import { issueTestToken, type TestToken } from '../support/tokens.js';
 import { buildOrder, buildProduct, type Product } from '../support/factories.js';
-import { executeGraphQL } from '../support/graphql.js';
+import { executeGraphQL, postGraphQL } from '../support/graphql.js';
 import { captureSql } from '../support/sql.js';
 import { createGraphQL, type GraphQLService } from '../../src/graphql/index.js';
-import { orders } from '../../src/db/schema.js';
+import { orders, users } from '../../src/db/schema.js';
 import { STATUS_MOVES, type OrderStatusValue } from '../../src/graphql/schema/order.js';
 
 const STATUSES: OrderStatusValue[] = ['pending', 'paid', 'shipped', 'delivered', 'cancelled'];
@@ -182,6 +182,35 @@ describeEachDatabase('GraphQL orders', (context) => {
       expect(result.errors?.[0]?.extensions?.code).toBe('INVALID_ARGUMENT');
       expect(result.errors?.[0]?.message).toContain(message);
       expect(await runtime.db.$count(orders)).toBe(before);
+    });
+  });
+
+  describe('a token revoked while a mutation runs', () => {
+    const CREATE_AFTER_TYPENAME = (productId: number) =>
+      `mutation { __typename a: createOrder(input: { items: [{ productId: ${productId}, quantity: 1 }] }) { id } }`;
+
+    it('answers UNAUTHENTICATED at the field, without the request-level status, beside the data that was produced', async () => {
+      const victim = await issueTestToken(context().runtime, { scope: 'orders:write' });
+      await context().runtime.db.delete(users).where(eq(users.id, victim.userId));
+      const result = await run(victim, CREATE_AFTER_TYPENAME(mug.id));
+      expect(result.data).toEqual({ __typename: 'Mutation', a: null });
+      expect(result.errors).toHaveLength(1);
+      expect(result.errors![0]).toMatchObject({ path: ['a'], extensions: { code: 'UNAUTHENTICATED' } });
+      expect(result.errors![0]!.extensions).not.toHaveProperty('http');
+    });
+
+    it('answers over HTTP with 200, as a response with data must be (GraphQL over HTTP), not 401', async () => {
+      // The account is deleted once its token has been accepted (and its acceptance cached for a second).
+      for (let attempt = 0; ; attempt++) {
+        const victim = await issueTestToken(context().runtime, { scope: 'orders:write' });
+        expect((await postGraphQL(context().app, victim.token, '{ __typename }')).status).toBe(200);
+        await context().runtime.db.delete(users).where(eq(users.id, victim.userId));
+        const res = await postGraphQL(context().app, victim.token, CREATE_AFTER_TYPENAME(mug.id));
+        if (res.body.data === undefined && attempt < 3) continue;
+        expect([res.status, res.body.data]).toEqual([200, { __typename: 'Mutation', a: null }]);
+        expect(res.body.errors![0]).toEqual({ message: 'the access token has been revoked', locations: [{ line: 1, column: 23 }], path: ['a'], extensions: { code: 'UNAUTHENTICATED' } });
+        return;
+      }
     });
   });
 
