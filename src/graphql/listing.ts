@@ -292,6 +292,7 @@ export function listQuery(spec: ListSpec, args: ListArgs): { filter: CompiledFil
   let terms: OrderTerm[];
   try {
     terms = parseOrderBy(args.orderBy ?? '', new Set(Object.keys(spec.sort)));
+    refuseSameColumnTwice(spec, terms);
   } catch (error) {
     if (error instanceof OrderBySyntaxError) {
       throw new GqlInvalidArgument(`orderBy ${error.message}`, { extensions: { field: 'orderBy', reason: 'INVALID_ORDER_BY' } });
@@ -310,6 +311,21 @@ export function listQuery(spec: ListSpec, args: ListArgs): { filter: CompiledFil
     throw error;
   }
   return { filter, keys: sortKeys(spec, terms) };
+}
+
+/**
+ * Two names of one column (`price` and `priceCents`) would each become a sort key, while the
+ * relational `orderBy` keeps one direction per column: the order would not be the one asked for,
+ * and a cursor's keyset would not follow it, so paging would repeat rows forever.
+ */
+function refuseSameColumnTwice(spec: ListSpec, terms: readonly OrderTerm[]): void {
+  const named = new Map<string, string>();
+  for (const term of terms) {
+    const column = spec.sort[term.field]!.column;
+    const earlier = named.get(column);
+    if (earlier !== undefined) throw new OrderBySyntaxError(`names one field twice: '${earlier}' and '${term.field}' are the same field`);
+    named.set(column, term.field);
+  }
 }
 
 /** What a page token of this list, filter, order and caller is bound to. */

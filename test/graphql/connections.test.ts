@@ -89,6 +89,27 @@ describeEachDatabase('GraphQL cursor connections', (context) => {
     }
   });
 
+  it('refuses an orderBy naming one column by two of its names (price and priceCents), which could not be paged through', async () => {
+    for (const orderBy of ['price, priceCents desc', 'priceCents desc, price', 'price desc, id, priceCents']) {
+      for (const query of [PAGE, 'query ($orderBy: String) { products(orderBy: $orderBy) { id } }']) {
+        const result = await run(query, { first: 2, orderBy });
+        expect(result.errors?.[0]?.extensions, orderBy).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'orderBy', reason: 'INVALID_ORDER_BY' });
+        expect(result.errors?.[0]?.message).toMatch(/^orderBy names one field twice: '(price|priceCents)' and '(price|priceCents)' are the same field$/);
+      }
+    }
+    // Paging by one name of the column still reaches the last page, each row once.
+    const seen: number[] = [];
+    let after: string | null = null;
+    for (let page = 0; page < 10; page++) {
+      const result = (await run(PAGE, { first: 2, orderBy: 'price desc', after })).data as { productsConnection: Page };
+      seen.push(...result.productsConnection.edges.map((edge) => edge.node.id));
+      if (!result.productsConnection.pageInfo.hasNextPage) break;
+      after = result.productsConnection.pageInfo.endCursor;
+    }
+    const all = (await run('{ products(limit: 200, orderBy: "price desc") { id } }')).data as { products: { id: number }[] };
+    expect(seen).toEqual(all.products.map((product) => product.id));
+  });
+
   it('coerces first above the maximum and costs the page it loads', async () => {
     const big = await run('{ productsConnection(first: 100000) { nodes { id } } }');
     expect(big.errors).toBeUndefined();
