@@ -142,7 +142,10 @@ export function clientAuthentication(oauth: OAuthContext, options: ClientAuthent
       credentials = readClientCredentials(req, bodyParameters(res));
       // Refused before the lookup, so the answer is the same whether the id exists or not.
       if (options.confidentialOnly && credentials.method === 'none') throw new InvalidClient(AUTHENTICATION_FAILED);
-      res.locals.client = (await authenticateClient(oauth.clients, oauth.assertions, credentials)).client;
+      const authenticated = await authenticateClient(oauth.clients, oauth.assertions, credentials);
+      // A public client sending `Basic id:` (empty secret) authenticates as `none` too: it still proves nothing.
+      if (options.confidentialOnly && authenticated.method === 'none') throw new InvalidClient(AUTHENTICATION_FAILED);
+      res.locals.client = authenticated.client;
     } catch (error) {
       oauth.events(req, 'client_authentication_failed', {
         clientId: credentials?.clientId.slice(0, 200),

@@ -127,6 +127,24 @@ describeEachDatabase('POST /introspect', (context) => {
     expect(wrong.status).toBe(401);
   });
 
+  it('refuses a public client that sends Basic credentials with an empty secret, the same as an unknown id', async () => {
+    const publicClient = await buildClient(context().runtime, { isPublic: true });
+    const tokens = await obtainTokens(context().app, context().runtime, publicClient, user);
+    const send = (clientId: string) =>
+      request(context().app)
+        .post('/introspect')
+        .set('Authorization', `Basic ${Buffer.from(`${clientId}:`).toString('base64')}`)
+        .type('form')
+        .send({ token: tokens.access_token });
+    const known = await send(publicClient.id);
+    const unknown = await send('no-such-client');
+    expect(known.status).toBe(401);
+    expect(known.body).toEqual({ error: 'invalid_client', error_description: 'client authentication failed' });
+    expect(known.headers['www-authenticate']).toMatch(/^Basic /);
+    expect(unknown.status).toBe(401);
+    expect(unknown.body).toEqual(known.body);
+  });
+
   it('refuses a public client (client_id alone proves nothing), the same as an unknown id', async () => {
     const publicClient = await buildClient(context().runtime, { isPublic: true });
     const tokens = await obtainTokens(context().app, context().runtime, publicClient, user);
