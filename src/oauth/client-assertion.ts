@@ -47,12 +47,23 @@ export interface ClientAssertionOptions {
 
 export class ClientAssertions {
   private readonly remote = new LRUCache<string, CachedKeySet>({ max: 1_000, ttl: JWKS_CACHE_MS });
+  /** The fetch under way per URI: concurrent assertions share it, so a burst of them (unknown kids) is one request out. */
+  private readonly fetching = new Map<string, Promise<CachedKeySet>>();
 
   constructor(private readonly options: ClientAssertionOptions) {}
 
   private async remoteKeySet(uri: string, refresh: boolean): Promise<CachedKeySet> {
     const cached = this.remote.get(uri);
     if (cached && (!refresh || (cached.refetchedAt !== undefined && Date.now() - cached.refetchedAt < JWKS_REFETCH_COOLDOWN_MS))) return cached;
+    let pending = this.fetching.get(uri);
+    if (!pending) {
+      pending = this.fetchKeySet(uri, refresh).finally(() => this.fetching.delete(uri));
+      this.fetching.set(uri, pending);
+    }
+    return pending;
+  }
+
+  private async fetchKeySet(uri: string, refresh: boolean): Promise<CachedKeySet> {
     const jwks = await fetchJwks(uri, { allowPrivate: this.options.allowPrivateJwksUri });
     const entry = { keys: localKeySet(jwks), refetchedAt: refresh ? Date.now() : undefined };
     this.remote.set(uri, entry);

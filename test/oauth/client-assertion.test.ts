@@ -16,10 +16,13 @@ import { CLIENT_ASSERTION_TYPE } from '../../src/oauth/client-assertion.js';
 import { fetchJwks, isPublicAddress, JWKS_MAX_BYTES } from '../../src/oauth/jwks-fetch.js';
 
 /** A local server publishing a JWK Set (or anything else) at /jwks. */
-async function jwksServer(): Promise<{ url: string; body: { value: unknown }; status: { value: number }; close(): Promise<void> }> {
+async function jwksServer(): Promise<{ url: string; body: { value: unknown }; status: { value: number }; requests: { count: number; delayMs: number }; close(): Promise<void> }> {
   const body = { value: {} as unknown };
   const status = { value: 200 };
-  const server = http.createServer((_req, res) => {
+  const requests = { count: 0, delayMs: 0 };
+  const server = http.createServer(async (_req, res) => {
+    requests.count++;
+    if (requests.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, requests.delayMs));
     if (status.value !== 200) {
       res.writeHead(status.value, { location: 'http://127.0.0.1:1/elsewhere' }).end();
       return;
@@ -29,7 +32,7 @@ async function jwksServer(): Promise<{ url: string; body: { value: unknown }; st
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}/jwks`, body, status, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return { url: `http://127.0.0.1:${port}/jwks`, body, status, requests, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
 describeEachDatabase(
@@ -164,6 +167,27 @@ describeEachDatabase(
         jwks.body.value = { keys: [key.publicJwk, rotated.publicJwk] };
         const res = await exchange(rotated);
         expect(res.status, res.text).toBe(200);
+      });
+
+      it('fetches the key set once for a burst of concurrent assertions naming unknown keys (no amplification)', async () => {
+        const { runtime, app } = context();
+        const server = await jwksServer();
+        try {
+          server.body.value = { keys: [key.publicJwk] };
+          server.requests.delayMs = 200;
+          const target = await buildClient(runtime, { tokenEndpointAuthMethod: 'private_key_jwt', jwksUri: server.url });
+          const strangers = await Promise.all(Array.from({ length: 20 }, () => signingKey()));
+          const results = await Promise.all(
+            strangers.map(async (stranger) =>
+              request(app).post('/token').type('form').send({ grant_type: 'client_credentials', ...withAssertion(await assertion(target.id, stranger)) }),
+            ),
+          );
+          for (const res of results) expect(res.body.error).toBe('invalid_client');
+          // One fetch for the first assertions, at most one more to look for the unknown kids.
+          expect(server.requests.count).toBeLessThanOrEqual(2);
+        } finally {
+          await server.close();
+        }
       });
     });
   },
