@@ -7,12 +7,15 @@ import type { Db } from '../db/database.js';
 import { grants, revokedAccessTokens } from '../db/schema.js';
 import { queryRows } from '../oauth/stores/rows.js';
 import { POLICY } from '../policy.js';
+import { CLOCK_SKEW_MARGIN_MS } from './jti-replay.js';
 
 export const REVOCATION_CACHE_MS = POLICY.revocationCacheMs.value;
 const MAX_CACHE_ENTRIES = POLICY.revocationCacheEntries.value;
 
 export class Revocations {
   private readonly cache = new Map<string, { revoked: boolean; checkedAt: number }>();
+  /** Raised by every revocation here: an answer read while one ran may predate it, and is then not kept. */
+  private generation = 0;
 
   constructor(private readonly db: Db) {}
 
@@ -25,12 +28,14 @@ export class Revocations {
     const cached = this.cachedAnswer(grantId, jti);
     if (cached !== undefined) return cached;
     const checkedAt = Date.now();
+    const generation = this.generation;
     const [row] = await queryRows<{ revoked: boolean }>(this.db, sql`
       select (
         not exists(select 1 from ${grants} where ${grants.id} = ${grantId} and ${grants.revokedAt} is null)
         or exists(select 1 from ${revokedAccessTokens} where ${revokedAccessTokens.jti} = ${jti})
       ) as revoked`);
     const revoked = Boolean(row?.revoked);
+    if (generation !== this.generation) return revoked;
     if (this.cache.size >= MAX_CACHE_ENTRIES) this.cache.clear();
     this.cache.set(`${grantId} ${jti}`, { revoked, checkedAt });
     return revoked;
@@ -46,12 +51,17 @@ export class Revocations {
   }
 
   async revokeAccessToken(jti: string, expiresAt: Date): Promise<void> {
-    await this.db.insert(revokedAccessTokens).values({ jti, expiresAt }).onConflictDoNothing();
+    // Kept past the token's expiry, for an instance whose clock lags the database's: it still takes the token as unexpired.
+    await this.db
+      .insert(revokedAccessTokens)
+      .values({ jti, expiresAt: new Date(expiresAt.getTime() + CLOCK_SKEW_MARGIN_MS) })
+      .onConflictDoNothing();
     await this.db.delete(revokedAccessTokens).where(lt(revokedAccessTokens.expiresAt, sql`now()`));
     this.forget((key) => key.endsWith(` ${jti}`));
   }
 
   private forget(match: (key: string) => boolean): void {
+    this.generation++;
     for (const key of this.cache.keys()) if (match(key)) this.cache.delete(key);
   }
 }

@@ -4,7 +4,8 @@
  * out (test/support/sql.ts), and this file is where its caching is held to account.
  */
 import { afterEach, expect, it, vi } from 'vitest';
-import { REVOCATION_CACHE_MS } from '../../src/tokens/revocation.js';
+import { REVOCATION_CACHE_MS, Revocations } from '../../src/tokens/revocation.js';
+import type { Db } from '../../src/db/database.js';
 import { describeEachDatabase } from '../support/runtime.js';
 import { isRevocationCheck } from '../support/sql.js';
 import { issueTestToken } from '../support/tokens.js';
@@ -59,5 +60,34 @@ describeEachDatabase('access token revocation check', (context) => {
     await runtime.revocations.revokeGrant(other.principal.grantId);
     expect(await runtime.revocations.isRevoked(principal.grantId, principal.jti)).toBe(true);
     expect(await runtime.revocations.isRevoked(other.principal.grantId, other.principal.jti)).toBe(true);
+  });
+
+  it('keeps no answer read while this instance revoked the grant: the next request is refused at once', async () => {
+    const { runtime } = context();
+    const { principal } = await issueTestToken(runtime);
+    // The real database; only the check's answer is held back until the revocation has finished, as a slow
+    // connection of a busy pool would.
+    let answered!: () => void;
+    let release!: () => void;
+    const read = new Promise<void>((resolve) => (answered = resolve));
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const slowAnswers = new Proxy(runtime.db, {
+      get(target, property, receiver) {
+        if (property !== 'execute') return Reflect.get(target, property, receiver) as unknown;
+        return async (...args: Parameters<Db['execute']>) => {
+          const result = await target.execute(...args);
+          answered();
+          await held;
+          return result;
+        };
+      },
+    });
+    const revocations = new Revocations(slowAnswers);
+    const inFlight = revocations.isRevoked(principal.grantId, principal.jti);
+    await read;
+    await revocations.revokeGrant(principal.grantId);
+    release();
+    expect(await inFlight).toBe(false);
+    expect(await revocations.isRevoked(principal.grantId, principal.jti)).toBe(true);
   });
 });
