@@ -6,9 +6,10 @@ import type express from 'express';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { authenticatedClient, clientAuthentication } from '../client-auth.js';
 import type { Db } from '../../db/database.js';
+import { isForeignKeyViolation } from '../../db/errors.js';
 import type { OAuthContext } from '../context.js';
 import { IpRequestThrottle } from '../ip-request-throttle.js';
-import { InvalidScope, UnauthorizedClient } from '../errors.js';
+import { InvalidClient, InvalidScope, UnauthorizedClient } from '../errors.js';
 import { jsonErrorHandler, noStore, onlyPost, sendJson } from '../json-response.js';
 import { bodyParameters, formBody } from '../params.js';
 import { formatScope, isScope, parseScope } from '../scopes.js';
@@ -43,7 +44,11 @@ function deviceAuthorizationHandler(oauth: OAuthContext): RequestHandler {
       throw new UnauthorizedClient('this client is not registered for the device authorization grant');
     }
     const scope = requestedScope(client, params.get('scope'));
-    const issued = await oauth.deviceCodes.issue(client.id, scope);
+    const issued = await oauth.deviceCodes.issue(client.id, scope).catch((error: unknown) => {
+      // The client was deleted after authenticating (the client cache is a few seconds behind): its authentication fails.
+      if (isForeignKeyViolation(error)) throw new InvalidClient('client authentication failed', { viaAuthorizationHeader: req.headers.authorization !== undefined });
+      throw error;
+    });
     const userCode = formatUserCode(issued.userCode);
     const verificationUri = `${oauth.issuer}${DEVICE_PATH}`;
     oauth.events(req, 'device_code_issued', { clientId: client.id });

@@ -311,6 +311,24 @@ describeEachDatabase('device authorization grant', (context) => {
     }
   });
 
+  it('answers a client deleted while this instance still has it cached as invalid_client, never a 500', async () => {
+    const { runtime } = context();
+    const [publicDoomed, confidentialDoomed] = await Promise.all([
+      buildClient(runtime, { redirectUris: [], isPublic: true, grantTypes: [DEVICE_CODE_GRANT_TYPE] }),
+      buildClient(runtime, { redirectUris: [], grantTypes: [DEVICE_CODE_GRANT_TYPE] }),
+    ]);
+    // The first request puts the client in this instance's client cache; the delete (another instance, the CLI) does not clear it.
+    await Promise.all([start(publicDoomed), start(confidentialDoomed)]);
+    await Promise.all([runtime.clients.delete(publicDoomed.id), runtime.clients.delete(confidentialDoomed.id)]);
+    const viaBody = await authorizeDevice(publicDoomed);
+    expect(viaBody.status).toBe(400);
+    expect(viaBody.body).toEqual({ error: 'invalid_client', error_description: 'client authentication failed' });
+    const viaHeader = await authorizeDevice(confidentialDoomed);
+    expect(viaHeader.status).toBe(401);
+    expect(viaHeader.body.error).toBe('invalid_client');
+    expect(viaHeader.headers['www-authenticate']).toMatch(/^Basic /);
+  });
+
   it('ends with the client: a deleted client polls invalid_client and its device codes are gone', async () => {
     const { runtime } = context();
     const doomed = await buildClient(runtime, { redirectUris: [], isPublic: true, grantTypes: [DEVICE_CODE_GRANT_TYPE] });
