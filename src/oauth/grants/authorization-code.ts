@@ -68,6 +68,9 @@ function checkDpopBinding(redeemed: RedeemedCode, dpop: DpopProof | undefined): 
 
 export async function handler(request: GrantRequest): Promise<TokenResponse> {
   const { oauth, client, params, req, dpop } = request;
+  // RFC 8707: a resource this server does not know is refused before redeeming, so the corrected retry still has its
+  // code (and is not taken for a replay); narrowing to what the grant allows needs the code's grant, so it comes after.
+  oauth.resources.resolve(params.getAll('resource'));
   // The refresh token is stored by the redeeming statement itself; it is handed out only if the
   // checks below pass, and deleted otherwise.
   const refreshToken = issuesRefreshTokens(client) ? oauth.refreshTokens.mint(refreshTokenJkt(client, dpop)) : undefined;

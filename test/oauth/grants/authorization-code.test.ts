@@ -216,6 +216,19 @@ describeEachDatabase('authorization_code grant', (context) => {
     expect(stolen.body).toEqual(unknown.body);
   });
 
+  it('refuses an unknown or malformed resource with invalid_target before using the code up, so the corrected retry succeeds', async () => {
+    const { code, verifier } = await issueCode(context().runtime, clientA, user);
+    const fields = { code, redirect_uri: clientA.redirectUri, code_verifier: verifier };
+    for (const resource of ['https://unknown.example/api', 'not a uri']) {
+      const refused = await redeem(clientA, { ...fields, resource });
+      expect(refused.status).toBe(400);
+      expect(refused.body.error).toBe('invalid_target');
+    }
+    const retry = await redeem(clientA, fields);
+    expect(retry.status, retry.text).toBe(200);
+    await authenticateBearer(context().runtime.accessTokens, `Bearer ${retry.body.access_token}`);
+  });
+
   it('redemption is atomic: of many concurrent requests with one code exactly one succeeds', async () => {
     const { code, verifier } = await issueCode(context().runtime, clientA, user);
     const fields = { code, redirect_uri: clientA.redirectUri, code_verifier: verifier };
