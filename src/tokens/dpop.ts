@@ -65,10 +65,11 @@ export class DpopVerifier {
     return `${window.toString(36)}.${hmacSha256(this.options.nonceKey, `dpop-nonce:${window}`).slice(0, 32)}`;
   }
 
-  private isValidNonce(nonce: unknown, now = Date.now()): boolean {
-    if (typeof nonce !== 'string' || nonce.length > 64) return false;
+  /** The window a valid nonce was issued in; undefined for anything else. */
+  private nonceWindow(nonce: unknown, now = Date.now()): number | undefined {
+    if (typeof nonce !== 'string' || nonce.length > 64) return undefined;
     const current = Math.floor(now / 1000 / NONCE_WINDOW_SECONDS);
-    return [current, current - 1, current + 1].some((window) => constantTimeEqual(nonce, this.nonceFor(window)));
+    return [current, current - 1, current + 1].find((window) => constantTimeEqual(nonce, this.nonceFor(window)));
   }
 
   /** Undefined when the request carries none; InvalidDpopProof or UseDpopNonce (with a fresh nonce) otherwise. */
@@ -97,26 +98,26 @@ export class DpopVerifier {
     if (typeof htu !== 'string' || htuOf(htu) !== htuOf(request.url)) {
       throw new InvalidDpopProof('the DPoP proof htu does not match the request URL');
     }
-    const now = Math.floor(Date.now() / 1000);
     if (typeof iat !== 'number' || !Number.isFinite(iat)) throw new InvalidDpopProof('the DPoP proof needs a numeric iat');
-    if (Math.abs(now - iat) > this.options.proofMaxAge) {
-      throw new InvalidDpopProof('the DPoP proof iat is outside the accepted window; check the clock');
-    }
     if (request.accessToken !== undefined) {
       const ath = createHash('sha256').update(request.accessToken).digest('base64url');
       if (typeof payload.ath !== 'string' || !constantTimeEqual(payload.ath, ath)) {
         throw new InvalidDpopProof('the DPoP proof ath does not match the access token');
       }
     }
-    if (payload.nonce !== undefined || request.requireNonce) {
-      if (!this.isValidNonce(payload.nonce)) {
-        throw new UseDpopNonce('the DPoP proof must carry the nonce from the DPoP-Nonce header', this.currentNonce());
-      }
+    const nonceWindow = this.nonceWindow(payload.nonce);
+    if ((payload.nonce !== undefined || request.requireNonce) && nonceWindow === undefined) {
+      throw new UseDpopNonce('the DPoP proof must carry the nonce from the DPoP-Nonce header', this.currentNonce());
+    }
+    // §4.3 step 11: a proof carrying our nonce is dated by it, so a client whose clock is off still uses DPoP.
+    if (nonceWindow === undefined && Math.abs(Math.floor(Date.now() / 1000) - iat) > this.options.proofMaxAge) {
+      throw new InvalidDpopProof('the DPoP proof iat is outside the accepted window; check the clock');
     }
 
     const jkt = await calculateJwkThumbprint(jwk, 'sha256');
-    // Kept until no proof with this iat can be accepted any more.
-    const expiresAt = new Date((iat + this.options.proofMaxAge + 1) * 1000);
+    // Kept until no proof with this iat, or this nonce, can be accepted any more.
+    const lastAccepted = nonceWindow === undefined ? iat + this.options.proofMaxAge : (nonceWindow + 2) * NONCE_WINDOW_SECONDS;
+    const expiresAt = new Date((lastAccepted + 1) * 1000);
     if (!(await this.replay.use(`dpop:${jkt}`, jti, expiresAt))) {
       throw new InvalidDpopProof('this DPoP proof has already been used');
     }
