@@ -17,6 +17,13 @@ export function isForeignKeyViolation(error: unknown): boolean {
   return sqlState(error) === FOREIGN_KEY_VIOLATION;
 }
 
+const DEADLOCK_DETECTED = '40P01';
+
+/** PostgreSQL aborted the statement to break a lock cycle with another transaction; nothing it did remains. */
+export function isDeadlock(error: unknown): boolean {
+  return sqlState(error) === DEADLOCK_DETECTED;
+}
+
 /** Driver and socket error codes that mean the database server could not be reached or refused the session. */
 const CONNECTION_FAILURES: Record<string, string> = {
   ECONNREFUSED: 'connection refused',

@@ -6,7 +6,7 @@ import { sql, type Placeholder, type SQL } from 'drizzle-orm';
 import type { PgAsyncRaw } from 'drizzle-orm/pg-core/async/raw';
 import type { Db } from '../../db/database.js';
 import { authorizationCodes, consents, grants, users } from '../../db/schema.js';
-import { consumeIfUnused } from './consumable.js';
+import { consumeIfUnused, whileOwnerExists } from './consumable.js';
 import { insertRefreshTokenFrom } from './refresh-tokens.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
 import { randomToken, sha256 } from '../../crypto/secrets.js';
@@ -200,15 +200,16 @@ export class AuthorizationCodeStore {
 
   async redeem(code: string, clientId: string, refreshToken?: NewRefreshToken): Promise<RedeemedCode | undefined> {
     const values = { codeHash: sha256(code), clientId };
-    const result = refreshToken
-      ? this.statements.redeemIssuingRefreshToken.execute({
-          ...values,
-          tokenHash: refreshToken.tokenHash,
-          tokenTtlSeconds: refreshToken.ttlSeconds,
-          tokenDpopJkt: refreshToken.dpopJkt,
-        })
-      : this.statements.redeem.execute(values);
-    const [row] = rowsOf<{
+    const redemption = () =>
+      refreshToken
+        ? this.statements.redeemIssuingRefreshToken.execute({
+            ...values,
+            tokenHash: refreshToken.tokenHash,
+            tokenTtlSeconds: refreshToken.ttlSeconds,
+            tokenDpopJkt: refreshToken.dpopJkt,
+          })
+        : this.statements.redeem.execute(values);
+    const [row] = await whileOwnerExists(async () => rowsOf<{
       grant_id: string;
       user_id: number;
       scope: string;
@@ -220,7 +221,7 @@ export class AuthorizationCodeStore {
       auth_time: number | null;
       resources: string[] | null;
       sid: string | null;
-    }>(await result);
+    }>(await redemption()));
     if (!row) return undefined;
     return {
       grantId: row.grant_id,

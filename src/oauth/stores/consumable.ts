@@ -4,6 +4,7 @@
  */
 import { sql, type Placeholder, type SQL } from 'drizzle-orm';
 import { authorizationCodes, grants, refreshTokens } from '../../db/schema.js';
+import { isDeadlock, isForeignKeyViolation } from '../../db/errors.js';
 
 export interface Consumption {
   table: typeof authorizationCodes | typeof refreshTokens;
@@ -22,4 +23,18 @@ export function consumeIfUnused({ table, hashColumn, hash, clientId, returning, 
       and not exists (select 1 from ${grants} g where g.id = ${table.grantId} and g.revoked_at is not null)
       ${andAlso ? sql`and ${andAlso}` : sql``}
     returning ${returning}`;
+}
+
+/**
+ * Runs a redemption that also issues a refresh token, answering no rows when the grant's user or client is deleted
+ * while it runs: the successor's foreign keys then fail, or PostgreSQL aborts it as a deadlock with the delete's
+ * cascade (the redemption locks the credential, then the grant; the cascade the grant, then the credentials). A
+ * deadlock is tried once more, as it may have had another cause; an aborted statement consumed nothing.
+ */
+export async function whileOwnerExists<T>(redemption: () => Promise<T[]>): Promise<T[]> {
+  const gone = (error: unknown): T[] => {
+    if (isForeignKeyViolation(error) || isDeadlock(error)) return [];
+    throw error;
+  };
+  return redemption().catch((error: unknown) => (isDeadlock(error) ? redemption().catch(gone) : gone(error)));
 }

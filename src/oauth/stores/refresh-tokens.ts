@@ -8,7 +8,7 @@ import type { Db } from '../../db/database.js';
 import { grants, refreshTokens } from '../../db/schema.js';
 import { hmacSha256, randomToken, sha256 } from '../../crypto/secrets.js';
 import { queryRows, toDate } from './rows.js';
-import { consumeIfUnused } from './consumable.js';
+import { consumeIfUnused, whileOwnerExists } from './consumable.js';
 
 export interface RefreshTokenFamily {
   grantId: string;
@@ -96,7 +96,7 @@ export class RefreshTokenStore {
     { dpopJkt, bindSuccessor = false }: { dpopJkt?: string | undefined; bindSuccessor?: boolean } = {},
   ): Promise<RotatedRefreshToken | undefined> {
     const successor = this.successorOf(token);
-    const [row] = await queryRows<{ grant_id: string; client_id: string; user_id: number; scope: string; auth_time: number | null; resources: string[] | null; sid: string | null }>(
+    const rotation = () => queryRows<{ grant_id: string; client_id: string; user_id: number; scope: string; auth_time: number | null; resources: string[] | null; sid: string | null }>(
       this.db,
       sql`
         with retired as (${consumeIfUnused({
@@ -121,6 +121,7 @@ export class RefreshTokenStore {
                (select sid from touched) as sid
         from issued`,
     );
+    const [row] = await whileOwnerExists(rotation);
     if (!row) return undefined;
     return {
       refreshToken: successor,
