@@ -66,7 +66,7 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): express.E
       next();
     });
   }
-  app.use(refuseLongUrl);
+  app.use(refuseLongUrl([GRAPHQL_PATH]));
   if (options.embedderRoutes?.served) app.use(options.embedderRoutes.served);
   const graphql = createGraphQL(runtime);
   const rest = createRestRouter(runtime, graphql);

@@ -43,6 +43,7 @@ export type RequestRejection =
   | 'NOT_ACCEPTABLE'
   | 'UNSUPPORTED_MEDIA_TYPE'
   | 'BODY_TOO_LARGE'
+  | 'URL_TOO_LONG'
   | 'BODY_UNREADABLE'
   | 'INVALID_JSON'
   | 'BODY_NOT_AN_OBJECT'

@@ -14,6 +14,7 @@ import { InvalidToken } from '../oauth/errors.js';
 import { asRequestError, formatError, httpStatusOf, rejectRequest, GqlError, GqlUnauthenticated, type HttpExtension, type RequestRejection } from './errors.js';
 import { GRAPHIQL_OPTIONS, renderGraphiQL } from '../front-door/graphiql.js';
 import { setToolPageSecurityHeaders } from '../http/security-headers.js';
+import { isUrlTooLong, URL_TOO_LONG } from '../http/client-error.js';
 import type { Executor } from './executor.js';
 import { readJsonBody } from './json-body.js';
 import { answerPlainPost } from './plain-post.js';
@@ -279,6 +280,15 @@ function refuseUnreadableBody(refuse: Refuse): express.ErrorRequestHandler {
   };
 }
 
+/** A GET's query can make the URL too long for the app (see src/http/client-error.ts): said as a GraphQL error here. */
+function refuseLongUrl(refuse: Refuse): express.RequestHandler {
+  return function refuseLongUrl(req, res, next) {
+    if (!isUrlTooLong(req)) return next();
+    req.resume();
+    refuse(req, res, 'URL_TOO_LONG', URL_TOO_LONG, { status: 414 });
+  };
+}
+
 /**
  * The endpoint is /graphql (or /graphql/), in any case as every path of the app: yoga, which
  * reads `originalUrl` and matches it byte for byte, is handed it in lower case. A deeper path
@@ -339,6 +349,7 @@ export function createGraphQLRouter(runtime: Runtime, executor: Executor): expre
   const refuse = refusalSender(origins);
   router.use(
     GRAPHQL_PATH,
+    refuseLongUrl(refuse),
     refuseUnacceptableAnswer(refuse, runtime.config.frontDoor),
     refuseUnsupportedMediaType(refuse),
     refuseOversizedBody(refuse),

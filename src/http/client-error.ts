@@ -1,10 +1,11 @@
 /**
- * Requests Node refuses before the app sees them get the Google error body instead of Node's empty one. Long URLs are
- * refused earlier by the app (414), so only oversized headers end up here as 431.
+ * Requests Node refuses before the app sees them get the Google error body instead of Node's empty one (the path is not
+ * known yet, so /graphql's too). Long URLs are refused earlier by the app (414), so only oversized headers end up here
+ * as 431.
  */
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import { RestInvalidArgument } from '../rest/errors.js';
 
 /** Longest request target the app accepts; Node's own limit on the whole head is 16 KiB. */
@@ -16,10 +17,25 @@ const STATUS: Record<string, [number, string, string, string]> = {
   ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'the request took too long to arrive', 'REQUEST_TIMEOUT'],
 };
 
-export const refuseLongUrl: RequestHandler = (req, _res, next) => {
-  if (req.originalUrl.length > MAX_URL_LENGTH) return next(new RestInvalidArgument(`the URL is longer than ${MAX_URL_LENGTH} characters`, { httpStatus: 414, reason: 'URL_TOO_LONG' }));
-  next();
-};
+export const URL_TOO_LONG = `the URL is longer than ${MAX_URL_LENGTH} characters`;
+
+/** Whether the request target is longer than the app accepts (414). */
+export function isUrlTooLong(req: Request): boolean {
+  return req.originalUrl.length > MAX_URL_LENGTH;
+}
+
+/**
+ * 414 in the Google error shape, before any face parses the URL. The faces whose first path segment is in
+ * `answeredByFace` (GraphQL: its clients read `errors`) check it themselves, in their protocol's shape.
+ */
+export function refuseLongUrl(answeredByFace: readonly string[] = []): RequestHandler {
+  const segments = new Set(answeredByFace.map((path) => path.replace(/^\//, '').toLowerCase()));
+  return function refuseLongUrl(req, _res, next) {
+    if (!isUrlTooLong(req)) return next();
+    if (segments.has(req.path.split('/')[1]!.toLowerCase())) return next();
+    next(new RestInvalidArgument(URL_TOO_LONG, { httpStatus: 414, reason: 'URL_TOO_LONG' }));
+  };
+}
 
 export function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
   const writable = socket.writable && (socket as Duplex & { bytesWritten?: number }).bytesWritten === 0;

@@ -119,6 +119,22 @@ describeEachDatabase('POST /graphql at the HTTP edge', (context) => {
     }
   });
 
+  it('answers a GET whose URL is over the app limit with 414 and a GraphQL error, in any case of the path', async () => {
+    for (const path of ['/graphql', '/GraphQL']) {
+      const res = await request(context().app)
+        .get(`${path}?query=${encodeURIComponent(`{ products { id } } # ${'a'.repeat(13 * 1024)}`)}`)
+        .set('Authorization', me.authorization)
+        .set('Accept', 'application/graphql-response+json');
+      expect(res.status).toBe(414);
+      expect(res.headers['content-type']).toMatch(/^application\/graphql-response\+json/);
+      expect(JSON.parse(res.text)).toEqual({
+        errors: [{ message: expect.stringContaining('the URL is longer than'), extensions: expect.objectContaining({ code: 'INVALID_ARGUMENT', reason: 'URL_TOO_LONG', http: { status: 414 } }) }],
+      });
+    }
+    // The other faces keep the Google shape.
+    expect((await request(context().app).get(`/products?fields=${'a'.repeat(13 * 1024)}`)).body.error).toMatchObject({ code: 414, status: 'INVALID_ARGUMENT' });
+  });
+
   it('answers a body typed as the response type application/graphql-response+json with 415 and a GraphQL error, not an empty 415', async () => {
     const res = await request(context().app)
       .post('/graphql')
