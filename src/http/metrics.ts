@@ -43,31 +43,35 @@ export const graphqlOperationCost = new Histogram({
 
 const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);
 
-/** Express leaves `req.route` set to the innermost matched route; its base is the mount path, already a template. */
-function routeOf(req: Parameters<RequestHandler>[0]): string {
-  const route = req.route as { path?: unknown } | undefined;
-  if (route && typeof route.path === 'string') return `${req.baseUrl}${route.path}` || '/';
-  return 'unmatched';
+/**
+ * The route template of the request: the path of the last route that matched it, prefixed by the base of its router
+ * at that moment. It is read when Express assigns `req.route`, because an error handler mounted with `router.use(path)`
+ * later replaces `req.baseUrl` with the path as the client spelled it (`/ToKeN`), which would make every spelling a
+ * label of its own. A base is a mount path matched regardless of case, so it is lower-cased.
+ */
+function captureRouteTemplate(req: Parameters<RequestHandler>[0]): () => string {
+  let route: unknown = req.route;
+  let template = 'unmatched';
+  Object.defineProperty(req, 'route', {
+    configurable: true,
+    enumerable: true,
+    get: () => route,
+    set(value: { path?: unknown } | undefined) {
+      route = value;
+      if (value && typeof value.path === 'string') template = `${req.baseUrl.toLowerCase()}${value.path}` || '/';
+    },
+  });
+  return () => template;
 }
 
 export const httpMetrics: RequestHandler = (req, res, next) => {
   const started = process.hrtime.bigint();
-  let route = 'unmatched';
-  // req.baseUrl is restored as the request leaves each router; read it while the route runs.
-  const capture = () => {
-    if (route === 'unmatched') route = routeOf(req);
-  };
+  const route = captureRouteTemplate(req);
   res.once('finish', () => {
-    capture();
-    const labels = { method: METHODS.has(req.method) ? req.method : 'OTHER', route, status: String(res.statusCode) };
+    const labels = { method: METHODS.has(req.method) ? req.method : 'OTHER', route: route(), status: String(res.statusCode) };
     httpRequests.inc(labels);
     httpDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
   });
-  const writeHead = res.writeHead;
-  res.writeHead = function (this: typeof res, ...args: unknown[]) {
-    capture();
-    return (writeHead as (...a: unknown[]) => typeof res).apply(this, args);
-  } as typeof res.writeHead;
   next();
 };
 

@@ -47,6 +47,24 @@ describeEachDatabase(
       expect(text).toContain('fieldgate_http_request_duration_seconds_bucket{');
     });
 
+    it('labels every spelling of a path, in any case or with a trailing slash, with the one route template', async () => {
+      const spellings = ['/token', '/TOKEN', '/ToKeN', '/token/', '/Authorize', '/AUTHORIZE', '/authorize', '/.WELL-KNOWN/jwks.json', '/.well-known/JWKS.json'];
+      for (const path of spellings) {
+        await request(context().app).get(path);
+        await request(context().app).post(path).type('form').send({ grant_type: 'nope' });
+      }
+      const routes = new Set(
+        (await scrape())
+          .split('\n')
+          .filter((line) => line.startsWith('fieldgate_http_requests_total{'))
+          .map((line) => /route="([^"]*)"/.exec(line)![1]!),
+      );
+      for (const route of routes) expect(route).toBe(route.toLowerCase());
+      expect([...routes].filter((route) => /token/.test(route))).toEqual(['/token']);
+      expect([...routes].filter((route) => /authorize/.test(route))).toEqual(['/authorize']);
+      expect([...routes].filter((route) => /jwks/i.test(route))).toEqual(['/.well-known/jwks.json']);
+    });
+
     it('counts security events and observes GraphQL operation cost', async () => {
       const before = sample(await scrape(), 'fieldgate_security_events_total', { event: 'client_authentication_failed' }) ?? 0;
       await request(context().app).post('/token').auth('no-such-client', 'x').type('form').send({ grant_type: 'refresh_token', refresh_token: 'x' });
