@@ -173,7 +173,7 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   if (raw === undefined || raw === '') return fallback;
   if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number from ${min} to ${max}, got "${raw}"`);
   const value = Number(raw.trim());
-  if (value < min || value > max) throw new ConfigError(name, `must be a whole number from ${min} to ${max}, got ${value}`);
+  if (value < min || value > max) throw new ConfigError(name, `must be a whole number from ${min} to ${max}, got ${raw.trim()}`);
   return value;
 }
 
@@ -181,12 +181,16 @@ function setting(env: Env, entry: Setting): number {
   return integer(env, entry.env, entry.default, entry.min, entry.max);
 }
 
+/** Variables whose value may hold a password: never repeated in a message. */
+const SECRET_BEARING = new Set(['DATABASE_URL']);
+
 function url(name: string, raw: string, protocols: string[]): URL {
   let parsed: URL;
   try {
     parsed = new URL(raw);
   } catch {
-    throw new ConfigError(name, `must be a URL (${protocols.join(' or ')}), got "${raw}"`);
+    const shown = SECRET_BEARING.has(name) ? '(the value is not shown: it may hold a password)' : `got "${raw}"`;
+    throw new ConfigError(name, `must be a URL (${protocols.join(' or ')}), ${shown}`);
   }
   if (!protocols.includes(parsed.protocol)) {
     throw new ConfigError(name, `must use ${protocols.join(' or ')}, got "${parsed.protocol}"`);
@@ -272,6 +276,10 @@ function apolloManifestEntries(name: string, file: string, manifest: { version?:
   });
 }
 
+function isLoopbackHost(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || (isIP(hostname) === 4 && hostname.startsWith('127.'));
+}
+
 function metricsToken(env: Env): string | undefined {
   const raw = env.METRICS_TOKEN?.trim();
   if (!raw) return undefined;
@@ -281,11 +289,15 @@ function metricsToken(env: Env): string | undefined {
 
 export function loadConfig(env: Env = process.env): Config {
   const port = integer(env, 'PORT', 3000, 0, 65535);
-  const host = env.HOST?.trim() || '127.0.0.1';
+  // `[::1]` as in a URL is taken for the address inside the brackets.
+  const hostRaw = env.HOST?.trim() || '127.0.0.1';
+  const host = /^\[.*\]$/.test(hostRaw) && isIP(hostRaw.slice(1, -1)) === 6 ? hostRaw.slice(1, -1) : hostRaw;
 
   const issuerRaw = env.ISSUER?.trim() || `http://localhost:${port}`;
   const issuerUrl = url('ISSUER', issuerRaw, ['http:', 'https:']);
-  if (issuerUrl.search || issuerUrl.hash) throw new ConfigError('ISSUER', 'must not carry a query or fragment');
+  if (issuerUrl.search || issuerUrl.hash || issuerRaw.includes('?') || issuerRaw.includes('#')) throw new ConfigError('ISSUER', 'must not carry a query or fragment');
+  // It is the `iss` of every token and is published in the metadata: a user name or password in it would be too.
+  if (issuerUrl.username || issuerUrl.password) throw new ConfigError('ISSUER', 'must not carry a user name or password');
   const issuer = issuerUrl.href.replace(/\/+$/, '');
 
   const databaseUrl = env.DATABASE_URL?.trim() || undefined;
@@ -297,7 +309,7 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('DATA_DIR', `must be a directory path or memory://, got "${dataDirRaw}"`);
   }
 
-  const logLevel = (env.LOG_LEVEL?.trim() || 'info') as LogLevel;
+  const logLevel = (env.LOG_LEVEL?.trim().toLowerCase() || 'info') as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${env.LOG_LEVEL}"`);
   }
@@ -306,11 +318,29 @@ export function loadConfig(env: Env = process.env): Config {
     .split(',')
     .map((origin) => origin.trim())
     .filter(Boolean);
-  for (const origin of corsOrigins) {
-    if (origin !== '*') url('CORS_ORIGINS', origin, ['http:', 'https:']);
+  // A browser's Origin is scheme, host and port, compared as a string: `https://app.example/` would never match it.
+  for (const [index, origin] of corsOrigins.entries()) {
+    if (origin === '*') continue;
+    const parsed = url('CORS_ORIGINS', origin, ['http:', 'https:']);
+    if (parsed.pathname !== '/' || parsed.search || parsed.hash || parsed.username || parsed.password || /[?#]/.test(origin)) {
+      throw new ConfigError('CORS_ORIGINS', `"${origin}" must be an origin: scheme, host and port only, such as ${parsed.origin}`);
+    }
+    corsOrigins[index] = parsed.origin;
   }
 
   const demo = flag(env, 'DEMO', databaseUrl === undefined);
+  // The demo client's redirect URI is ISSUER/demo/callback, held to the rule of every redirect URI; caught here, it is
+  // a message naming the variable to change instead of a refused redirect URI from the seed.
+  if (demo && issuerUrl.protocol === 'http:' && !isLoopbackHost(issuerUrl.hostname)) {
+    throw new ConfigError(
+      'ISSUER',
+      `must use https, or http on localhost, 127.0.0.0/8 or [::1], in demo mode (the demo client's redirect URI is ${issuer}/demo/callback); got "${issuerRaw}": set an https ISSUER or DEMO=false`,
+    );
+  }
+  const metricsPort = env.METRICS_PORT?.trim() ? integer(env, 'METRICS_PORT', 0, 0, 65535) : undefined;
+  if (metricsPort !== undefined && metricsPort !== 0 && metricsPort === port) {
+    throw new ConfigError('METRICS_PORT', `must differ from PORT (${port}): metrics are served on a listener of their own`);
+  }
   return {
     port,
     host,
@@ -330,7 +360,7 @@ export function loadConfig(env: Env = process.env): Config {
     demo,
     frontDoor: flag(env, 'FRONT_DOOR', demo),
     trustProxy: trustProxy(env),
-    metricsPort: env.METRICS_PORT?.trim() ? integer(env, 'METRICS_PORT', 0, 0, 65535) : undefined,
+    metricsPort,
     metricsToken: metricsToken(env),
     graphqlLimits: loadLimits(env),
     graphqlTrustedDocuments: trustedDocuments(env),

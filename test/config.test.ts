@@ -94,6 +94,13 @@ describe('configuration from the environment', () => {
     ['DPOP_PROOF_MAX_AGE', '0', /DPOP_PROOF_MAX_AGE: must be a whole number from 1 to 300/],
     ['DPOP_NONCE', 'sometimes', /DPOP_NONCE: must be one of token, all, off/],
     ['CLIENT_JWKS_ALLOW_PRIVATE', 'maybe', /CLIENT_JWKS_ALLOW_PRIVATE: must be true or false/],
+    ['ISSUER', 'https://admin:hunter2@auth.example', /ISSUER: must not carry a user name or password/],
+    ['ISSUER', 'https://auth.example/?', /ISSUER: must not carry a query/],
+    ['CORS_ORIGINS', 'https://app.example/spa', /CORS_ORIGINS: .* must be an origin: scheme, host and port only, such as https:\/\/app.example/],
+    ['CORS_ORIGINS', 'https://app.example?x', /CORS_ORIGINS: .* must be an origin/],
+    ['METRICS_PORT', '3000', /METRICS_PORT: must differ from PORT \(3000\)/],
+    ['ISSUER', 'http://auth.example.com', /ISSUER: must use https, or http on localhost, 127.0.0.0\/8 or \[::1\], in demo mode .*set an https ISSUER or DEMO=false/],
+    ['PORT', '99999999999999999999999', /PORT: must be a whole number from 0 to 65535, got 99999999999999999999999$/],
   ];
 
   it.each(badValues)('refuses %s=%s with a message naming the variable', (name, value, message) => {
@@ -106,5 +113,31 @@ describe('configuration from the environment', () => {
     expect(thrown).toBeInstanceOf(ConfigError);
     expect((thrown as ConfigError).variable).toBe(name);
     expect((thrown as ConfigError).message).toMatch(message);
+  });
+
+  it('accepts an http ISSUER on a loopback host in demo mode, and any http ISSUER without the demo', () => {
+    for (const issuer of ['http://localhost:3000', 'http://127.0.0.1:8080', 'http://[::1]:3000']) expect(loadConfig({ ISSUER: issuer, DEMO: 'true' }).issuer).toBe(issuer);
+    expect(loadConfig({ ISSUER: 'http://fieldgate.internal', DEMO: 'false' }).issuer).toBe('http://fieldgate.internal');
+  });
+
+  it('takes HOST=[::1], written as in a URL, for the IPv6 address inside the brackets', () => {
+    expect(loadConfig({ HOST: '[::1]' }).host).toBe('::1');
+    expect(loadConfig({ HOST: '::' }).host).toBe('::');
+  });
+
+  it('reads LOG_LEVEL in any case, as INFO or Debug', () => {
+    expect(loadConfig({ LOG_LEVEL: 'INFO' }).logLevel).toBe('info');
+    expect(loadConfig({ LOG_LEVEL: ' Debug ' }).logLevel).toBe('debug');
+  });
+
+  it('never repeats a DATABASE_URL that does not parse, as it may hold a password', () => {
+    for (const value of ['postgres://fieldgate:hunter2@db internal/fieldgate', 'postgres://fieldgate:hunter2@db.internal:99999/fieldgate']) {
+      expect(() => loadConfig({ DATABASE_URL: value })).toThrow(/DATABASE_URL: must be a URL/);
+      expect(() => loadConfig({ DATABASE_URL: value })).not.toThrow(/hunter2/);
+    }
+  });
+
+  it('keeps CORS_ORIGINS as the origins a browser sends, without a trailing slash and with the host in lower case', () => {
+    expect(loadConfig({ CORS_ORIGINS: 'https://App.Example/, http://localhost:5173' }).corsOrigins).toEqual(['https://app.example', 'http://localhost:5173']);
   });
 });
