@@ -6,7 +6,7 @@ import type { Runtime } from './runtime.js';
 import { answerClientErrors } from './http/client-error.js';
 import { janitorPolicy, sweep, sweptRows } from './oauth/janitor.js';
 import { startMetricsServer } from './http/metrics.js';
-import { listen } from './http/listen.js';
+import { listen, ListenError } from './http/listen.js';
 import { startIdleCollection } from './idle-collection.js';
 
 export const SHUTDOWN_TIMEOUT_MS = 10_000;
@@ -49,7 +49,8 @@ function startJanitor(runtime: Runtime): () => Promise<void> {
 export function reservePort(host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = http.createServer();
-    probe.once('error', reject);
+    // The first listen of PORT=0: a HOST that is no address of this host fails here, and names the setting as listen() does.
+    probe.once('error', (error) => reject(new ListenError('PORT', host, 0, { cause: error })));
     probe.listen(0, host, () => {
       const { port } = probe.address() as AddressInfo;
       probe.close(() => resolve(port));
@@ -65,7 +66,7 @@ export async function startServer(runtime: Runtime): Promise<RunningServer> {
   const app = createApp(runtime, { isShuttingDown: () => shuttingDown });
   const server = http.createServer({ connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS }, app);
   applyConnectionBounds(server);
-  answerClientErrors(server);
+  answerClientErrors(server, runtime.logger);
 
   await listen(server, runtime.config.port, runtime.config.host, 'PORT');
   let metrics: Awaited<ReturnType<typeof startMetricsServer>> | undefined;

@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import { eq, sql } from 'drizzle-orm';
 import { runCli, startServerProcess } from './support/processes.js';
 import { createPostgresDatabase, DATABASE_KINDS, type DatabaseKind } from './support/databases.js';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { decodeJwt, exportJWK, generateKeyPair } from 'jose';
 import type { Express } from 'express';
 import { DEFAULT_LOGIN_THROTTLE_POLICY, LoginThrottle } from '../src/oauth/browser/login-throttle.js';
@@ -597,4 +598,28 @@ describe('fieldgate backup and restore of the embedded database', () => {
       rmSync(file, { force: true });
     }
   }, 300_000);
+});
+
+describe('fieldgate restore of a file that is not a backup', () => {
+  it('says so in one line, exits 1 and leaves no half-loaded database behind', async () => {
+    const target = mkdtempSync(path.join(tmpdir(), 'fieldgate-restore-'));
+    try {
+      const files = {
+        random: randomBytes(4096),
+        // Gzip's magic number, then damaged data: a backup cut short or corrupted in transit.
+        damagedGzip: Buffer.concat([Buffer.from([0x1f, 0x8b, 0x08, 0x00]), randomBytes(2048)]),
+        gzipOfText: gzipSync('just some text, not a data directory'),
+      };
+      for (const [name, bytes] of Object.entries(files)) {
+        const file = path.join(target, `${name}.tar.gz`);
+        writeFileSync(file, bytes);
+        const result = await runCli(['restore', '--input', file], { DATA_DIR: path.join(target, 'data') });
+        expect(result.code, name).toBe(1);
+        expect(result.stderr.trim().split('\n'), name).toEqual([expect.stringMatching(/^fieldgate: .* is not a usable backup: /)]);
+        expect(existsSync(path.join(target, 'data', 'pgdata', 'PG_VERSION')), name).toBe(false);
+      }
+    } finally {
+      rmSync(target, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

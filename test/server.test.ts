@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
@@ -107,6 +107,28 @@ describe('fieldgate serve on an embedded data directory', () => {
     expect(await first.stop('SIGINT')).toBe(0);
     const second = await start({ DATA_DIR: dir, DEMO: 'false' });
     expect(await second.stop('SIGTERM')).toBe(0);
+  });
+
+  it('stops cleanly on SIGTERM during start-up: the step under way finishes, the data directory is released, exit 0', async () => {
+    const dir = dataDir();
+    const child = spawn(process.execPath, [FIELDGATE_BIN, 'serve'], {
+      env: childEnv({ DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'info' }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    cleanups.push(() => void child.kill('SIGKILL'));
+    let err = '';
+    child.stderr.on('data', (chunk) => (err += chunk));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    // The lock appears when the database starts opening: a first start then creates and migrates it.
+    const lockFile = path.join(dir, 'fieldgate.lock');
+    while (!existsSync(lockFile)) await new Promise((resolve) => setTimeout(resolve, 20));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(err).not.toMatch(/unexpected error|Error:/);
+    expect(existsSync(lockFile)).toBe(false);
+    // Nothing was left half done: the next start uses the directory as it is.
+    const next = await start({ DATA_DIR: dir, DEMO: 'false' });
+    expect(await next.stop('SIGTERM')).toBe(0);
   });
 
   it('exits non-zero with one line naming a bad configuration variable', async () => {

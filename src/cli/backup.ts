@@ -1,6 +1,7 @@
 /** PGlite's own data-directory dump, taken under the data-directory lock so no server writes meanwhile. */
-import { existsSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { gunzipSync } from 'node:zlib';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import { clusterDirectory, hasCluster } from '../db/embedded-cluster.js';
@@ -13,13 +14,41 @@ function embeddedDataDir(config: Config, command: string): string {
 }
 
 async function withLockedDataDir<T>(dataDir: string, fn: (pgdata: string) => Promise<T>): Promise<T> {
-  const { acquireDataDirLock } = await import('../db/data-dir-lock.js');
-  const lock = acquireDataDirLock(dataDir);
+  const [{ acquireDataDirLock, DataDirLockedError }, { DatabaseUnavailableError }] = await Promise.all([import('../db/data-dir-lock.js'), import('../db/errors.js')]);
+  let lock;
+  try {
+    mkdirSync(dataDir, { recursive: true });
+    lock = acquireDataDirLock(dataDir);
+  } catch (error) {
+    // As every other command reports a DATA_DIR it cannot use: one line naming it, not a stack trace.
+    if (error instanceof DataDirLockedError || !DatabaseUnavailableError.isConnectionFailure(error)) throw error;
+    throw new DatabaseUnavailableError(dataDir, { cause: error });
+  }
   try {
     return await fn(clusterDirectory(dataDir));
   } finally {
     lock.release();
   }
+}
+
+/**
+ * The tar archive in a backup file, checked before PGlite sees it: PGlite decompresses without waiting on the stream it
+ * writes to, so a file that is not gzip data ends the process with an unhandled rejection instead of an error.
+ */
+function backupArchive(input: string, bytes: Buffer): Buffer {
+  let tar = bytes;
+  if (bytes[0] === 0x1f && bytes[1] === 0x8b) {
+    try {
+      tar = gunzipSync(bytes);
+    } catch (error) {
+      throw new CommandFailed(`${input} is not a usable backup: its gzip data is damaged (${(error as Error).message})`);
+    }
+  }
+  // A tar archive's first header names its format at byte 257 (POSIX "ustar").
+  if (tar.length < 512 || tar.toString('latin1', 257, 262) !== 'ustar') {
+    throw new CommandFailed(`${input} is not a usable backup: it is not a file written by fieldgate backup (a .tar.gz of the data directory)`);
+  }
+  return tar;
 }
 
 const backup = defineCommand({
@@ -74,8 +103,6 @@ const restore = defineCommand({
     if (!existsSync(input)) throw new CommandFailed(`no backup at ${input}`);
     const loaded = config();
     const dataDir = embeddedDataDir(loaded, 'restore');
-    const { mkdirSync } = await import('node:fs');
-    mkdirSync(dataDir, { recursive: true });
     const kept = await withLockedDataDir(dataDir, async (pgdata) => {
       let aside: string | undefined;
       if (existsSync(pgdata) && readdirSync(pgdata).length > 0) {
@@ -85,17 +112,15 @@ const restore = defineCommand({
       }
       const { PGlite } = await import('@electric-sql/pglite');
       try {
-        const db = new PGlite(pgdata, { loadDataDir: new Blob([await readFile(input)]) });
+        const db = new PGlite(pgdata, { loadDataDir: new Blob([new Uint8Array(backupArchive(input, await readFile(input)))]) });
         await db.waitReady;
         await db.query('select 1');
         await db.close();
       } catch (error) {
-        if (aside) {
-          const { rmSync } = await import('node:fs');
-          rmSync(pgdata, { recursive: true, force: true });
-          renameSync(aside, pgdata);
-        }
-        throw new CommandFailed(`${input} is not a usable backup: ${(error as Error).message}`);
+        // What the failed load left is no database: the previous one goes back, or the directory is empty again.
+        rmSync(pgdata, { recursive: true, force: true });
+        if (aside) renameSync(aside, pgdata);
+        throw error instanceof CommandFailed ? error : new CommandFailed(`${input} is not a usable backup: ${(error as Error).message}`);
       }
       return aside;
     });

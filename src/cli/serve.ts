@@ -1,3 +1,4 @@
+import { constants as osConstants } from 'node:os';
 import { CommandFailed, defineCommand, type Io } from './command.js';
 import type { Config } from '../config.js';
 import type { DemoSeedResult } from '../demo/seed.js';
@@ -15,7 +16,32 @@ export async function describeDemo(config: Config, seeded: DemoSeedResult): Prom
   ].join('\n');
 }
 
+/**
+ * SIGTERM and SIGINT from the very start: one that arrives while the server starts (a migration, the demo seed) lets the
+ * step under way finish, then closes the database and exits 0, as a stop of a running server does, instead of killing
+ * the process with its data directory open. A second signal gives up at once.
+ */
+function stopSignals() {
+  let received: NodeJS.Signals | undefined;
+  let notify: (signal: NodeJS.Signals) => void = () => {};
+  const signalled = new Promise<NodeJS.Signals>((resolve) => (notify = resolve));
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (received !== undefined) process.exit(128 + (osConstants.signals[signal] ?? 15));
+    received = signal;
+    notify(signal);
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  return {
+    signalled,
+    get received() {
+      return received;
+    },
+  };
+}
+
 async function serve(io: Io, config: Config): Promise<void> {
+  const stop = stopSignals();
   const [{ createLogger, flushLogger }, { openRuntime }, { reservePort, startServer }, { ListenError }, { seedDemo, isEmptyDatabase, demoPasswordHash }, { loadConfig }, { isNewEmbeddedDataDir }] =
     await Promise.all([
       import('../logger.js'),
@@ -27,11 +53,24 @@ async function serve(io: Io, config: Config): Promise<void> {
       import('../db/database.js'),
     ]);
   // PORT=0 picks a free port; tokens and links need to name it, so pick it before they are made.
-  if (config.port === 0 && !io.env.ISSUER?.trim()) config = loadConfig({ ...io.env, PORT: String(await reservePort(config.host)) });
+  if (config.port === 0 && !io.env.ISSUER?.trim()) {
+    const port = await reservePort(config.host).catch((error: unknown) => {
+      throw error instanceof ListenError ? new CommandFailed(error.message, { cause: error }) : error;
+    });
+    config = loadConfig({ ...io.env, PORT: String(port) });
+  }
   const logger = createLogger(config.logLevel);
   // Hashed before the embedded database loads, so the two never hold memory at once (the first start's peak).
   const passwordHash = config.demo && !config.databaseUrl && isNewEmbeddedDataDir(config.dataDir) ? await demoPasswordHash() : undefined;
   const runtime = await openRuntime(config, logger);
+  const stoppedWhileStarting = async () => {
+    if (stop.received === undefined) return false;
+    logger.info({ signal: stop.received }, 'stopped while starting');
+    await runtime.close();
+    await flushLogger(logger);
+    return true;
+  };
+  if (await stoppedWhileStarting()) return;
   let demo: DemoSeedResult | undefined;
   try {
     // Demo data goes only into an embedded database, or wherever DEMO=true asks for it. The seed checks before it
@@ -43,6 +82,7 @@ async function serve(io: Io, config: Config): Promise<void> {
     await runtime.close();
     throw error;
   }
+  if (await stoppedWhileStarting()) return;
   // Prepared before listening, so the banner is out before the first request can be answered.
   const demoBanner = demo ? await describeDemo(config, demo) : undefined;
   let server;
@@ -63,18 +103,10 @@ async function serve(io: Io, config: Config): Promise<void> {
       '',
     ].join('\n'),
   );
-  await new Promise<void>((resolve) => {
-    const stop = (signal: NodeJS.Signals) => {
-      logger.info({ signal }, 'shutting down');
-      server
-        .close()
-        .catch((error) => logger.error({ err: error }, 'error during shutdown'))
-        .then(() => flushLogger(logger))
-        .then(resolve);
-    };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
-  });
+  const signal = await stop.signalled;
+  logger.info({ signal }, 'shutting down');
+  await server.close().catch((error) => logger.error({ err: error }, 'error during shutdown'));
+  await flushLogger(logger);
 }
 
 export default defineCommand({

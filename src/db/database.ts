@@ -85,6 +85,21 @@ function openingFailure(location: string, error: unknown): unknown {
   return DatabaseUnavailableError.isConnectionFailure(error) ? new DatabaseUnavailableError(location, { cause: error }) : error;
 }
 
+/**
+ * The embedded engine could not create or start its cluster. PGlite says only that it "failed to initialize": the
+ * causes an operator can fix are the directory's, so the one line names them rather than a stack trace.
+ */
+function embeddedStartFailure(dataDir: string, error: unknown): DatabaseUnavailableError {
+  if (DatabaseUnavailableError.isConnectionFailure(error)) return new DatabaseUnavailableError(dataDir, { cause: error });
+  const detail = String((error as Error)?.message ?? error).split('\n')[0];
+  return new DatabaseUnavailableError(dataDir, {
+    cause: error,
+    reason:
+      `the embedded database did not start (${detail}); DATA_DIR must be a directory this user can write (mode 0700 or 0750), ` +
+      'on a disk with free space, holding a database made by this version of Fieldgate',
+  });
+}
+
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   const listeners = new Set<QueryListener>();
   const logger = {
@@ -185,7 +200,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       await client.waitReady;
     } catch (error) {
       lock.release();
-      throw error;
+      throw embeddedStartFailure(dataDir, error);
     }
   }
   const statements = withPgliteStatements(client, new PreparedStatementPolicy(options.preparedStatements ?? DEFAULT_PREPARED_STATEMENTS));

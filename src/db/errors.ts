@@ -37,7 +37,9 @@ const CONNECTION_FAILURES: Record<string, string> = {
   CONNECTION_CLOSED: 'connection closed',
   CONNECTION_DESTROYED: 'connection closed',
   EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
   ENOTDIR: 'not a directory',
+  EEXIST: 'it exists and is not a directory',
   EROFS: 'read-only file system',
   ENOSPC: 'no space left on device',
 };
@@ -53,9 +55,9 @@ export class DatabaseUnavailableError extends Error {
   override readonly name = 'DatabaseUnavailableError';
   constructor(
     readonly location: string,
-    options: { cause: unknown },
+    options: { cause: unknown; reason?: string },
   ) {
-    super(`cannot open the database ${location}: ${reasonOf(options.cause)}`, options);
+    super(`cannot open the database ${location}: ${options.reason ?? reasonOf(options.cause)}`, { cause: options.cause });
   }
 
   /** Whether `error`, thrown while opening a database, is one of these rather than a defect. */
@@ -71,4 +73,25 @@ function reasonOf(error: unknown): string {
   if (sqlState(error) !== undefined) return (error as Error).message;
   const code = (error as { code?: unknown } | undefined)?.code;
   return (typeof code === 'string' && Object.hasOwn(CONNECTION_FAILURES, code) ? CONNECTION_FAILURES[code] : undefined) ?? String((error as Error)?.message ?? error);
+}
+
+/** Driver codes of a statement that failed because the connection to the server failed, not because of the statement. */
+const LOST_CONNECTION = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'CONNECT_TIMEOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED']);
+
+/** SQLSTATEs of a server that is away or refusing sessions: 08 connection, 28 authorization, 3D no such database, 53300 too many connections, 57P01–57P03 shutting down or starting. */
+const SERVER_AWAY = /^(08|28|3D|53300|57P0[123])/;
+
+/**
+ * Whether a statement failed because the database is out of reach (down, restarting, unreachable, the embedded one
+ * closed) rather than because of what it asked: the request may succeed later, so it deserves a 503 in its protocol's
+ * format (OAuth `temporarily_unavailable`, REST `UNAVAILABLE`, GraphQL `UNAVAILABLE`) with `Retry-After`, not a 500.
+ * Looks through Drizzle's DrizzleQueryError to the driver's error in `cause`.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && (LOST_CONNECTION.has(code) || (/^[0-9A-Z]{5}$/.test(code) && SERVER_AWAY.test(code)))) return true;
+    if ((e as { message?: unknown }).message === 'PGlite is closed') return true;
+  }
+  return false;
 }

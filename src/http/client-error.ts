@@ -4,9 +4,11 @@
  * as 431.
  */
 import type http from 'node:http';
+import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type { Request, RequestHandler } from 'express';
 import { RestInvalidArgument } from '../rest/errors.js';
+import type { Logger } from '../logger.js';
 
 /** Longest request target the app accepts; Node's own limit on the whole head is 16 KiB. */
 export const MAX_URL_LENGTH = 12 * 1024;
@@ -37,17 +39,22 @@ export function refuseLongUrl(answeredByFace: readonly string[] = []): RequestHa
   };
 }
 
-export function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
+/**
+ * Answers a request Node refused before the app saw it; with a logger, writes its access line too (the one the app
+ * writes for every other request), naming no path or header: what was sent never got parsed, and may hold secrets.
+ */
+export function answerClientError(error: Error & { code?: string }, socket: Duplex, logger?: Logger): void {
   const writable = socket.writable && (socket as Duplex & { bytesWritten?: number }).bytesWritten === 0;
   if (writable && error.code !== 'ECONNRESET') {
     const [code, reason, message, errorReason] = STATUS[error.code ?? ''] ?? [400, 'Bad Request', 'the request is not valid HTTP', 'INVALID_HTTP'];
     const body = JSON.stringify(new RestInvalidArgument(message, { httpStatus: code, reason: errorReason }).toBody());
     socket.end(`HTTP/1.1 ${code} ${reason}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    logger?.info({ req: { id: randomUUID() }, res: { statusCode: code }, refused: errorReason }, `refused before routing: ${code} ${errorReason}`);
     return;
   }
   socket.destroy(error);
 }
 
-export function answerClientErrors(server: http.Server): void {
-  server.on('clientError', answerClientError);
+export function answerClientErrors(server: http.Server, logger?: Logger): void {
+  server.on('clientError', (error: Error & { code?: string }, socket: Duplex) => answerClientError(error, socket, logger));
 }

@@ -11,7 +11,7 @@ export class ListenError extends Error {
     options: { cause: unknown },
   ) {
     const code = (options.cause as NodeJS.ErrnoException | undefined)?.code;
-    const reason = { EADDRINUSE: 'the address is already in use', EADDRNOTAVAIL: 'the address is not one of this host', EACCES: 'permission denied', ENOTFOUND: 'HOST is not a known host name' }[code ?? ''];
+    const reason = { EADDRINUSE: 'the address is already in use', EADDRNOTAVAIL: 'the address is not one of this host', EACCES: 'permission denied', ENOTFOUND: 'HOST is not a known host name', EAI_AGAIN: 'HOST could not be looked up' }[code ?? ''];
     super(`cannot listen on ${host}:${port} (${setting}): ${reason ?? (options.cause as Error)?.message ?? String(options.cause)}`, options);
   }
 }

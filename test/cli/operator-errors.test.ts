@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { childEnv, FIELDGATE_BIN, freePort, type CliResult } from '../support/processes.js';
@@ -27,6 +27,15 @@ function runCliBounded(args: string[], env: Record<string, string | undefined>, 
       resolve({ code, stdout, stderr });
     });
   });
+}
+
+/** Sets the mode of a directory tree: `directories` on each directory, `files` on each file. */
+function setModes(root: string, directories: number, files: number): void {
+  for (const entry of readdirSync(root, { withFileTypes: true, recursive: true })) {
+    const full = path.join(entry.parentPath, entry.name);
+    if (!entry.isSymbolicLink()) chmodSync(full, entry.isDirectory() ? directories : files);
+  }
+  chmodSync(root, directories);
 }
 
 /** Exit status 1 and exactly one line on stderr, with no stack frame in it. */
@@ -88,6 +97,35 @@ describe('fieldgate with a database it cannot open', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('names a DATA_DIR that is a file', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'fieldgate-operator-'));
+    try {
+      const file = path.join(dir, 'a-file');
+      writeFileSync(file, '');
+      expectOneLineFailure(await runCliBounded(['client', 'list'], { DATA_DIR: file }), /^fieldgate: cannot open the database .*a-file: it exists and is not a directory$/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('names an embedded database that will not start, and what to check, in one line', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'fieldgate-operator-'));
+    try {
+      const dataDir = path.join(dir, 'data');
+      expect((await runCliBounded(['migrate'], { DATA_DIR: dataDir }, 120_000)).code).toBe(0);
+      // Made read-only, as after a careless chmod -R or a volume mounted read-only: PostgreSQL refuses to start on it.
+      setModes(path.join(dataDir, 'pgdata'), 0o555, 0o444);
+      expectOneLineFailure(
+        await runCliBounded(['client', 'list'], { DATA_DIR: dataDir }, 120_000),
+        /^fieldgate: cannot open the database .*data: the embedded database did not start \(.*\); DATA_DIR must be a directory this user can write/,
+      );
+      expect(existsSync(path.join(dataDir, 'fieldgate.lock'))).toBe(false);
+    } finally {
+      setModes(dir, 0o755, 0o644);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('fieldgate serve on a port that is taken', () => {
@@ -119,6 +157,18 @@ describe('fieldgate serve on a port that is taken', () => {
   });
 });
 
+describe('fieldgate serve on a HOST it cannot bind', () => {
+  it('names HOST in one line and exits 1, with PORT=0 as with a fixed port', async () => {
+    for (const PORT of ['0', String(await freePort())]) {
+      const unknown = await runCliBounded(['serve'], { DATA_DIR: 'memory://', DEMO: 'false', PORT, HOST: 'no-such-host.invalid' });
+      expectOneLineFailure(unknown, /^fieldgate: cannot listen on no-such-host\.invalid:\d+ \(PORT\): HOST (is not a known host name|could not be looked up)$/);
+      // TEST-NET-1 (RFC 5737): an address no interface of this host has.
+      const foreign = await runCliBounded(['serve'], { DATA_DIR: 'memory://', DEMO: 'false', PORT, HOST: '192.0.2.1' });
+      expectOneLineFailure(foreign, /^fieldgate: cannot listen on 192\.0\.2\.1:\d+ \(PORT\): the address is not one of this host$/);
+    }
+  });
+});
+
 describe('fieldgate backup to a place it cannot write', () => {
   let dir: string;
   beforeAll(async () => {
@@ -143,5 +193,16 @@ describe('fieldgate backup to a place it cannot write', () => {
     expectOneLineFailure(result, /^fieldgate: cannot write .*occupied: /);
     expect(existsSync(`${output}.partial`)).toBe(false);
     expect(readdirSync(output)).toEqual(['keep']);
+  });
+
+  it('names a restore DATA_DIR that cannot be a directory, in one line', async () => {
+    const input = path.join(dir, 'some-backup.tgz');
+    writeFileSync(input, 'whatever');
+    const file = path.join(dir, 'a-file');
+    writeFileSync(file, '');
+    for (const dataDir of [file, path.join(file, 'data')]) {
+      const result = await runCliBounded(['restore', '--input', input], { DATA_DIR: dataDir });
+      expectOneLineFailure(result, /^fieldgate: cannot open the database .*a-file(\/data)?: (it exists and is not a directory|not a directory)$/);
+    }
   });
 });

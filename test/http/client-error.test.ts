@@ -4,6 +4,7 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.js';
 import { answerClientErrors, MAX_URL_LENGTH } from '../../src/http/client-error.js';
+import { startServer } from '../../src/server.js';
 
 /** Sends a raw request head and returns the raw response. */
 function rawRequest(port: number, head: string): Promise<string> {
@@ -71,3 +72,27 @@ describe('oversized requests get the Google error body', () => {
     expect(res.body).toMatchObject({ error: { code: 400 } });
   });
 });
+
+describe('requests refused before routing', () => {
+  it('get an access line of their own, naming no path, header or anything they sent', async () => {
+    const context = await createTestRuntime('pglite');
+    const server = await startServer(context.runtime);
+    try {
+      const secret = 'refused-secret-value';
+      const head = `GET /token?code=${secret}&x=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${secret}\r\nConnection: close\r\n\r\n`;
+      expect(parse(await rawRequest(server.port, head)).status).toBe(431);
+      expect(parse(await rawRequest(server.port, `NOT HTTP ${secret}\r\n\r\n`)).status).toBe(400);
+      const refused = context.logs.records().filter((record) => typeof record.refused === 'string');
+      expect(refused.map((record) => [(record.res as { statusCode: number }).statusCode, record.refused])).toEqual([
+        [431, 'HEADERS_TOO_LARGE'],
+        [400, 'INVALID_HTTP'],
+      ]);
+      for (const record of refused) expect((record.req as { id?: unknown }).id).toEqual(expect.any(String));
+      expect(context.logs.text).not.toContain(secret);
+    } finally {
+      await server.close();
+      await context.testDatabase.drop();
+    }
+  });
+});
+

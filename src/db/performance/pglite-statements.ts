@@ -116,6 +116,8 @@ export function withPgliteStatements(pg: PGlite, policy: PreparedStatementPolicy
 
   return {
     async query<T>(text: string, params: unknown[] = [], options?: QueryOptions) {
+      // PGlite itself would fail deep in its backend with a TypeError; this error says what happened (db/errors.ts).
+      if (pg.closed) throw Object.assign(new Error('the embedded database is closed'), { code: 'CONNECTION_ENDED' });
       await pg.waitReady;
       return pg._runExclusiveTransaction(() => pg._runExclusiveQuery(() => run<T>(text, params, options, false)));
     },
