@@ -75,6 +75,9 @@ function reasonOf(error: unknown): string {
   return (typeof code === 'string' && Object.hasOwn(CONNECTION_FAILURES, code) ? CONNECTION_FAILURES[code] : undefined) ?? String((error as Error)?.message ?? error);
 }
 
+/** What a 503 for an unreachable database tells the client to wait (`Retry-After`) before trying again. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
+
 /** Driver codes of a statement that failed because the connection to the server failed, not because of the statement. */
 const LOST_CONNECTION = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'CONNECT_TIMEOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED']);
 

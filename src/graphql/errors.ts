@@ -14,6 +14,7 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { InsufficientScope, type InvalidToken } from '../oauth/errors.js';
 import { challengeHeaders, wwwAuthenticate } from '../tokens/bearer.js';
+import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../db/errors.js';
 
 export type GqlErrorCode =
   | 'UNAUTHENTICATED'
@@ -23,6 +24,8 @@ export type GqlErrorCode =
   | 'FAILED_PRECONDITION'
   | 'ABORTED'
   | 'INTERNAL_SERVER_ERROR'
+  // The database is out of reach: the same request may succeed shortly.
+  | 'UNAVAILABLE'
   // Persisted operations (src/graphql/persisted-operations.ts), in the codes Apollo clients know
   | 'PERSISTED_QUERY_NOT_FOUND'
   | 'PERSISTED_QUERY_NOT_IN_LIST'
@@ -152,6 +155,17 @@ export class GqlAborted extends GqlError {
 
 export class GqlInternalServerError extends GqlError {
   static override readonly code = 'INTERNAL_SERVER_ERROR';
+}
+
+export const UNAVAILABLE_MESSAGE = 'The service is unavailable for a moment; try again shortly.';
+
+/** The database is out of reach. Failing the whole request (the token check), it is a 503 with Retry-After. */
+export class GqlUnavailable extends GqlError {
+  static override readonly code = 'UNAVAILABLE';
+
+  static forRequest(cause: unknown): GqlUnavailable {
+    return new GqlUnavailable(UNAVAILABLE_MESSAGE, { cause, http: { status: 503, headers: { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) } } });
+  }
 }
 
 /**
@@ -295,6 +309,7 @@ export function maskError(error: GraphQLError, onMasked: (original: unknown) => 
     });
   }
   onMasked(original);
+  if (isDatabaseUnavailable(original)) return new GraphQLError(UNAVAILABLE_MESSAGE, { nodes: error.nodes, path: error.path, extensions: { code: 'UNAVAILABLE' } });
   return new GraphQLError('Unexpected error.', {
     nodes: error.nodes,
     path: error.path,

@@ -11,7 +11,8 @@ import { createYoga, type GraphQLParams, type Plugin, type YogaLogger } from 'gr
 import type { Runtime } from '../runtime.js';
 import { authenticateRequest, withResourceMetadata } from '../tokens/bearer.js';
 import { InvalidToken } from '../oauth/errors.js';
-import { asRequestError, formatError, httpStatusOf, rejectRequest, GqlError, GqlUnauthenticated, type HttpExtension, type RequestRejection } from './errors.js';
+import { asRequestError, formatError, httpStatusOf, rejectRequest, GqlError, GqlUnauthenticated, GqlUnavailable, type HttpExtension, type RequestRejection } from './errors.js';
+import { isDatabaseUnavailable } from '../db/errors.js';
 import { GRAPHIQL_OPTIONS, renderGraphiQL } from '../front-door/graphiql.js';
 import { setToolPageSecurityHeaders } from '../http/security-headers.js';
 import { isUrlTooLong, URL_TOO_LONG } from '../http/client-error.js';
@@ -102,6 +103,10 @@ function useExecutor(runtime: Runtime, executor: Executor, persisted: PersistedO
         } catch (error) {
           if (error instanceof InvalidToken) {
             return withResourceMetadataChallenge({ errors: [GqlUnauthenticated.fromInvalidToken(error)] }, resource.metadataUrl);
+          }
+          if (isDatabaseUnavailable(error)) {
+            runtime.logger.warn({ err: error }, 'graphql request failed: the database is unavailable');
+            return { errors: [GqlUnavailable.forRequest(error)] };
           }
           throw error;
         }

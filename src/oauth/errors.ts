@@ -2,6 +2,8 @@
  * Each class fixes its RFC error code and HTTP status; one serializer per surface turns it into the response.
  * `expose` is false for anything that is not a client error: those are logged and shown as a bare `server_error`.
  */
+import { DATABASE_RETRY_AFTER_SECONDS } from '../db/errors.js';
+
 export type OAuthErrorCode =
   | 'invalid_request'
   | 'invalid_client'
@@ -232,6 +234,17 @@ export class RateLimited extends OAuthError {
     options: OAuthErrorOptions = {},
   ) {
     super(description, options);
+  }
+}
+
+/** The database is out of reach (down, restarting): the request may succeed shortly. 503 with Retry-After. */
+export class DatabaseUnavailable extends OAuthError {
+  readonly code = 'temporarily_unavailable';
+  readonly status = 503;
+  readonly retryAfterSeconds = DATABASE_RETRY_AFTER_SECONDS;
+  // Said to the client as it is: nothing of the cause goes out.
+  override get expose(): boolean {
+    return true;
   }
 }
 

@@ -4,7 +4,8 @@
  */
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import type { Logger } from '../logger.js';
-import { InvalidClient, InvalidHttpRequest, OAuthError, RateLimited, ServerError, UseDpopNonce } from './errors.js';
+import { DatabaseUnavailable, InvalidClient, InvalidHttpRequest, OAuthError, RateLimited, ServerError, UseDpopNonce } from './errors.js';
+import { isDatabaseUnavailable } from '../db/errors.js';
 import { bodyReadError } from './params.js';
 
 export const JSON_CONTENT_TYPE = 'application/json;charset=UTF-8';
@@ -23,6 +24,7 @@ export function sendJson(res: Response, status: number, body: unknown): void {
 
 export function toOAuthError(error: unknown): OAuthError {
   if (error instanceof OAuthError) return error;
+  if (isDatabaseUnavailable(error)) return new DatabaseUnavailable('the service is unavailable for a moment; try again shortly', { cause: error });
   return bodyReadError(error) ?? new ServerError('the server could not complete the request', { cause: error });
 }
 
@@ -31,7 +33,7 @@ export function sendJsonError(res: Response, error: OAuthError): void {
     res.setHeader('WWW-Authenticate', 'Basic realm="fieldgate", charset="UTF-8"');
   }
   if (error instanceof UseDpopNonce) res.setHeader('DPoP-Nonce', error.nonce);
-  if (error instanceof RateLimited) res.setHeader('Retry-After', String(error.retryAfterSeconds));
+  if (error instanceof RateLimited || error instanceof DatabaseUnavailable) res.setHeader('Retry-After', String(error.retryAfterSeconds));
   const body = error.expose ? error.toJSON() : { error: 'server_error', error_description: 'internal server error' };
   sendJson(res, error.status, body);
 }
@@ -44,6 +46,7 @@ export function jsonErrorHandler(logger: Logger): ErrorRequestHandler {
     }
     const oauthError = toOAuthError(error);
     if (!oauthError.expose) logger.error({ err: error, reqId: req.id }, 'oauth endpoint failed');
+    else if (oauthError instanceof DatabaseUnavailable) logger.warn({ err: error, reqId: req.id }, 'oauth endpoint failed: the database is unavailable');
     sendJsonError(res, oauthError);
   };
 }

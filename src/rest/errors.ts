@@ -4,6 +4,7 @@ import type { GqlErrorCode } from '../graphql/errors.js';
 import type { Logger } from '../logger.js';
 import { challengeHeaders, withResourceMetadata, wwwAuthenticate } from '../tokens/bearer.js';
 import { InsufficientScope, InvalidToken, OAuthError } from '../oauth/errors.js';
+import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../db/errors.js';
 
 // REST errors in Google's JSON shape (AIP-193): every body carries a google.rpc.ErrorInfo, so clients
 // switch on (domain, reason) instead of parsing messages.
@@ -126,6 +127,16 @@ export class RestAborted extends RestError {
   protected readonly defaultReason: string = 'ABORTED';
 }
 
+/** The database is out of reach (down, restarting): retry after `Retry-After` seconds. */
+export class RestUnavailable extends RestError {
+  readonly status = 'UNAVAILABLE';
+  protected readonly defaultHttpStatus = 503;
+  protected readonly defaultReason: string = 'DATABASE_UNAVAILABLE';
+  constructor(message = 'the service is unavailable for a moment; try again shortly', options: RestErrorOptions = {}) {
+    super(message, { ...options, headers: { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS), ...options.headers } });
+  }
+}
+
 export class RestInternal extends RestError {
   readonly status = 'INTERNAL';
   protected readonly defaultHttpStatus = 500;
@@ -161,6 +172,7 @@ const REST_ERROR_FOR_CODE: ReadonlyMap<string, RestErrorClass> = new Map<GqlErro
   ['BAD_USER_INPUT', RestInvalidArgument],
   ['GRAPHQL_VALIDATION_FAILED', RestInvalidArgument],
   ['GRAPHQL_PARSE_FAILED', RestInvalidArgument],
+  ['UNAVAILABLE', RestUnavailable],
 ]);
 
 const HTTP_STATUS_FOR_REASON: Record<string, number> = {
@@ -229,6 +241,7 @@ const BODY_PARSER_ERRORS: Record<string, [message: string, reason: string, statu
 
 export function toRestError(error: unknown): RestError {
   if (error instanceof RestError) return error;
+  if (isDatabaseUnavailable(error)) return new RestUnavailable(undefined, { cause: error });
   const status = (error as { status?: unknown; statusCode?: unknown })?.status ?? (error as { statusCode?: unknown })?.statusCode;
   // A path parameter that does not percent-decode (the route table's, as Express's, URIError).
   if (error instanceof URIError && status === 400) return invalidUrlEncoding('the URL path is not valid percent-encoded UTF-8', error);
