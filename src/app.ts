@@ -24,12 +24,17 @@ export interface AppOptions {
 
 const HEALTH_PATHS = ['/healthz', '/readyz'];
 
-function healthRoutes(runtime: Runtime): express.Router {
+function healthRoutes(runtime: Runtime, isShuttingDown: () => boolean): express.Router {
   const router = express.Router();
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
   router.get('/readyz', async (_req, res) => {
+    // A load balancer probing over a kept-alive connection must take this instance out before it stops answering.
+    if (isShuttingDown()) {
+      res.status(503).json({ status: 'shutting_down', database: runtime.database.kind });
+      return;
+    }
     try {
       await Promise.race([
         runtime.database.ping(),
@@ -71,7 +76,7 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): express.E
   const graphql = createGraphQL(runtime);
   const rest = createRestRouter(runtime, graphql);
   const faces = new SegmentDispatcher()
-    .mount(HEALTH_PATHS, healthRoutes(runtime))
+    .mount(HEALTH_PATHS, healthRoutes(runtime, options.isShuttingDown ?? (() => false)))
     .mount([GRAPHQL_PATH], graphql.router)
     .mount(rest.paths, rest.router)
     .mount(OAUTH_PATHS, createOAuthRouter(runtime, options.clientMetadataCa === undefined ? {} : { clientMetadataCa: options.clientMetadataCa }));

@@ -40,4 +40,22 @@ describe('readiness when the database is gone', () => {
     expect(res.status).toBe(503);
     expect(res.body.status).toBe('unavailable');
   });
+
+  it('GET /readyz answers 503 once the server is shutting down, while requests still run', async () => {
+    const { createTestRuntime } = await import('./support/runtime.js');
+    const { createApp } = await import('../src/app.js');
+    const context = await createTestRuntime('pglite');
+    try {
+      let shuttingDown = false;
+      const app = createApp(context.runtime, { isShuttingDown: () => shuttingDown });
+      expect((await request(app).get('/readyz')).status).toBe(200);
+      shuttingDown = true;
+      const res = await request(app).get('/readyz');
+      expect(res.status).toBe(503);
+      expect(res.body).toEqual({ status: 'shutting_down', database: 'pglite' });
+      expect((await request(app).get('/healthz')).status).toBe(200);
+    } finally {
+      await context.close();
+    }
+  });
 });
