@@ -21,6 +21,7 @@ import type { Resources } from '../tokens/resources.js';
 
 export const AUTHORIZE_PARAMETERS = [
   'response_type',
+  'response_mode',
   'client_id',
   'redirect_uri',
   'scope',
@@ -194,6 +195,16 @@ function boundedText(params: Parameters, name: string, max: number): string | nu
   return value;
 }
 
+/**
+ * OAuth 2.0 Multiple Response Type Encoding §2.1: the answer goes back only in the query (response_modes_supported).
+ * Another mode is refused rather than ignored: a client waiting for a form_post or a fragment would not see a code
+ * sent in the query, which would still land in its server logs and Referer headers.
+ */
+function checkResponseMode(params: Parameters): void {
+  const mode = params.get('response_mode');
+  if (mode !== undefined && mode !== 'query') throw new InvalidRequest('this response_mode is not supported; use query');
+}
+
 /** OIDC Core §6: request objects are not supported; say so instead of silently ignoring them. */
 function refuseRequestObjects(params: Parameters): void {
   if (params.has('request')) throw new RequestNotSupported('request objects are not supported; send the parameters in the query');
@@ -230,6 +241,7 @@ export async function readAuthorizationRequest(clients: ClientCache, params: Par
     if (!client.grantTypes.includes('authorization_code')) {
       throw new UnauthorizedClient('this client may not use the authorization code grant');
     }
+    checkResponseMode(params);
     refuseRequestObjects(params);
     const scopes = requestedScopes(client, params.get('scope'));
     const openid = scopes.includes('openid');

@@ -270,8 +270,11 @@ for (const kind of DATABASE_KINDS) {
         expect(params.get('state')).toBe(state);
       });
 
-      it('answers POST with a 405 page', async () => {
-        expectHtmlPage(await get('/authorize', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: base }), 405);
+      it('answers a form POST with a 303 to the same request as a GET (OIDC Core 3.1.2.1), and another method with a 405 page', async () => {
+        const posted = await get('/authorize', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: base });
+        expect(posted.status).toBe(303);
+        expect(new URLSearchParams(posted.headers.location!.split('?')[1]).toString()).toBe(new URLSearchParams(base).toString());
+        expectHtmlPage(await get('/authorize', { method: 'PUT', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: base }), 405);
       });
 
       it('answers any query (property) with a page, the login page or an error redirect', async () => {

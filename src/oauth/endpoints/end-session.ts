@@ -69,6 +69,11 @@ function finish(oauth: OAuthContext, res: Response, logout: LogoutRequest, signe
   });
 }
 
+async function signedInUser(browser: BrowserContext, req: Request) {
+  const check = signedInSession(browser.sessions.current(req));
+  return check && browser.oauth.users.findSignedIn(check);
+}
+
 function formFieldsOf(logout: LogoutRequest): Record<string, string> {
   const fields: Record<string, string> = {};
   if (logout.client) fields.client_id = logout.client.id;
@@ -77,13 +82,12 @@ function formFieldsOf(logout: LogoutRequest): Record<string, string> {
   return fields;
 }
 
-function endSession(browser: BrowserContext, from: 'query' | 'body') {
+function endSession(browser: BrowserContext) {
   const { oauth } = browser;
   return async function askToSignOut(req: Request, res: Response): Promise<void> {
-    const params = from === 'query' ? queryParameters(req.originalUrl) : bodyParameters(res);
+    const params = queryParameters(req.originalUrl);
     const logout = await readLogoutRequest(oauth, params);
-    const check = signedInSession(browser.sessions.current(req));
-    const user = check && (await oauth.users.findSignedIn(check));
+    const user = await signedInUser(browser, req);
     if (!user) {
       finish(oauth, res, logout, true);
       return;
@@ -94,10 +98,27 @@ function endSession(browser: BrowserContext, from: 'query' | 'body') {
   };
 }
 
+/**
+ * RP-Initiated Logout §2: the endpoint takes a form POST too. It is answered with a 303 to the same request as a GET, not
+ * served in place: the session cookie is SameSite=Lax, so a browser leaves it off the relying party's cross-site POST,
+ * and the user would be sent back as signed out while their session here lives on.
+ */
+function endSessionByPost(browser: BrowserContext) {
+  return function askAgainAsGet(_req: Request, res: Response): void {
+    redirectTo(res, `${browser.oauth.issuer}${END_SESSION_PATH}?${bodyParameters(res).toString()}`, 303);
+  };
+}
+
 function confirmSignOut(browser: BrowserContext) {
   const { oauth } = browser;
   return async function confirm(req: Request, res: Response): Promise<void> {
     const params = bodyParameters(res);
+    if (!browser.csrf.isValid(req) && !(await signedInUser(browser, req))) {
+      // A second Sign out (a double click, Back and again, another tab): the session, and with it the token, has ended.
+      // Nobody is signed in, so this answers as /logout does then, which any link may ask for.
+      finish(oauth, res, await readLogoutRequest(oauth, params), true);
+      return;
+    }
     requireCsrf(browser, req, 'logout');
     const logout = await readLogoutRequest(oauth, params);
     if (params.get('decision') !== 'logout') {
@@ -115,8 +136,8 @@ function confirmSignOut(browser: BrowserContext) {
 export function createEndSessionRouter(oauth: OAuthContext, browser: BrowserContext = createBrowserContext(oauth)): express.Router {
   const router = express.Router();
   const cookies = browser.sessions.cookies;
-  router.get(END_SESSION_PATH, cookies, endSession(browser, 'query'));
-  router.post(END_SESSION_PATH, cookies, ...formBody, endSession(browser, 'body'));
+  router.get(END_SESSION_PATH, cookies, endSession(browser));
+  router.post(END_SESSION_PATH, ...formBody, endSessionByPost(browser));
   router.post(`${END_SESSION_PATH}/confirm`, cookies, ...formBody, confirmSignOut(browser));
   router.use(END_SESSION_PATH, function serializeLogoutError(error: unknown, req: Request, res: Response, next: express.NextFunction) {
     if (res.headersSent) return next(error);

@@ -14,6 +14,7 @@ import {
   Browser,
   buildClient,
   buildUser,
+  pathOf,
   redirectParams,
   type TestClient,
   type TestUser,
@@ -134,6 +135,20 @@ describeEachDatabase('GET /authorize', (context) => {
       expectRedirectError(res, 'invalid_request', params.state);
     });
 
+    it.each(['form_post', 'fragment', 'query.jwt', 'web_message'])(
+      'invalid_request for response_mode=%s, in the query, as response_modes_supported lists only query',
+      async (mode) => {
+        const params = authorizeParams(client, { response_mode: mode });
+        expectRedirectError(await get(params), 'invalid_request', params.state);
+      },
+    );
+
+    it('invalid_request for a repeated response_mode, even when both say query', async () => {
+      const params = authorizeParams(client, { response_mode: 'query' });
+      const res = await request(context().app).get(`${authorizePath(params)}&response_mode=query`).redirects(0);
+      expectRedirectError(res, 'invalid_request', params.state);
+    });
+
     it('a repeated state is not echoed (no single value to echo)', async () => {
       const params = authorizeParams(client);
       const res = await request(context().app).get(`${authorizePath(params)}&state=other`).redirects(0);
@@ -187,6 +202,12 @@ describeEachDatabase('GET /authorize', (context) => {
       expect(res.text).toContain('name="password"');
     });
 
+    it('takes response_mode=query, the default, through sign-in and consent to the code', async () => {
+      const res = await new Browser(context().app).authorize(authorizeParams(client, { response_mode: 'query' }), user);
+      expect(res.status).toBe(302);
+      expect(redirectParams(res).get('code')).toBeTruthy();
+    });
+
     it('without redirect_uri uses the only registered one', async () => {
       const browser = new Browser(context().app);
       const res = await browser.authorize(authorizeParams(client, { redirect_uri: undefined }), user);
@@ -237,9 +258,48 @@ describeEachDatabase('GET /authorize', (context) => {
     });
 
     it('answers other methods with 405 and no CORS headers', async () => {
-      const res = await request(context().app).post(authorizePath(authorizeParams(client))).set('Origin', 'https://spa.example');
+      const res = await request(context().app).put(authorizePath(authorizeParams(client))).set('Origin', 'https://spa.example');
       expect(res.status).toBe(405);
+      expect(res.headers.allow).toBe('GET, POST');
       expect(res.headers['access-control-allow-origin']).toBeUndefined();
+    });
+
+    describe('a form POST (OIDC Core §3.1.2.1: the endpoint must take GET and POST)', () => {
+      const formOf = (params: Record<string, string | undefined>) => {
+        const form: Record<string, string> = {};
+        for (const [name, value] of Object.entries(params)) if (value !== undefined && name !== 'verifier') form[name] = value;
+        return form;
+      };
+
+      it('is answered with a 303 to the same request as a GET, so the Lax session cookie goes with it, and no CORS headers', async () => {
+        const params = authorizeParams(client, { scope: 'openid', nonce: 'n é&=', ui_locales: 'de' });
+        const res = await request(context().app).post('/authorize').set('Origin', 'https://spa.example').type('form').send(formOf(params)).redirects(0);
+        expect(res.status).toBe(303);
+        expect(res.headers['cache-control']).toBe('no-store');
+        expect(res.headers['access-control-allow-origin']).toBeUndefined();
+        const location = new URL(res.headers.location!);
+        expect(location.origin + location.pathname).toBe(`${context().config.issuer}/authorize`);
+        expect(Object.fromEntries(location.searchParams)).toEqual(formOf(params));
+      });
+
+      it('gives a signed-in user the code through prompt=none, as a GET does', async () => {
+        const browser = new Browser(context().app);
+        expect(redirectParams(await browser.authorize(authorizeParams(client, { scope: 'openid' }), user)).get('code')).toBeTruthy();
+        const params = authorizeParams(client, { scope: 'openid', prompt: 'none' });
+        const posted = await browser.agent.post('/authorize').type('form').send(formOf(params)).redirects(0);
+        expect(posted.status).toBe(303);
+        const res = await browser.open(pathOf(posted.headers.location!));
+        expect(res.status).toBe(302);
+        expect(redirectParams(res).get('code')).toBeTruthy();
+        expect(redirectParams(res).get('state')).toBe(params.state);
+      });
+
+      it('refuses a body that is not a form on our own page, never redirecting', async () => {
+        const res = await request(context().app).post('/authorize').set('Content-Type', 'application/json').send(JSON.stringify({ client_id: client.id })).redirects(0);
+        expect(res.status).toBe(400);
+        expect(res.headers.location).toBeUndefined();
+        expect(res.headers['content-type']).toMatch(/^text\/html/);
+      });
     });
   });
 });

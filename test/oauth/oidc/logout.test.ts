@@ -110,6 +110,33 @@ describeEachDatabase('RP-Initiated Logout', (context) => {
     expect(redirectParams(still).get('code')).toBeTruthy();
   });
 
+  it('answers a second Sign out (a double click, Back and again) as signed out, with the redirect and state, not a form has expired page', async () => {
+    const { browser } = await signedInWithIdToken();
+    const page = await browser.open(logoutPath({ client_id: client.id, post_logout_redirect_uri: afterLogout, state: 'once' }));
+    const fields = { ...formFields(page.text), decision: 'logout' };
+    expect((await browser.submit(formAction(page.text), fields)).headers.location).toBe(`${afterLogout}?state=once`);
+    const again = await browser.submit(formAction(page.text), fields);
+    expect(again.status).toBe(303);
+    expect(again.headers.location).toBe(`${afterLogout}?state=once`);
+    // Its fields are checked as /logout checks them: an unregistered URI is still refused on our page.
+    const tampered = await browser.submit(formAction(page.text), { ...fields, post_logout_redirect_uri: 'https://evil.example/' });
+    expect(tampered.status).toBe(400);
+    expect(tampered.headers.location).toBeUndefined();
+  });
+
+  it('answers a form POST with a 303 to the same request as a GET, so the SameSite=Lax session cookie comes along', async () => {
+    const { browser, idToken } = await signedInWithIdToken();
+    const fields = { id_token_hint: idToken, post_logout_redirect_uri: afterLogout, state: 'a b&c' };
+    const posted = await browser.agent.post('/logout').type('form').send(fields).redirects(0);
+    expect(posted.status).toBe(303);
+    expect(posted.headers['cache-control']).toBe('no-store');
+    const location = new URL(posted.headers.location!);
+    expect(location.pathname).toBe('/logout');
+    expect(Object.fromEntries(location.searchParams)).toEqual(fields);
+    const page = await browser.open(`${location.pathname}${location.search}`);
+    expect(page.text).toContain('Sign out?');
+  });
+
   it('just redirects (with state) when nobody is signed in', async () => {
     const res = await request(context().app).get(logoutPath({ client_id: client.id, post_logout_redirect_uri: afterLogout, state: 's' })).redirects(0);
     expect(res.status).toBe(303);
