@@ -9,7 +9,7 @@ import { ACCOUNT_PATH } from '../oidc/paths.js';
 import { MIN_PASSWORD_LENGTH, MAX_PASSWORD_LENGTH, type User } from '../stores/users.js';
 import { createBrowserContext, type BrowserContext } from './flow.js';
 import { signedInSession } from './session.js';
-import { attemptSignIn, MAX_USERNAME_LENGTH, OTHER_ACCOUNT_SIGNED_OUT, requireCsrf } from './login.js';
+import { attemptSignIn, isStaleSignInForm, MAX_USERNAME_LENGTH, OTHER_ACCOUNT_SIGNED_OUT, requireCsrf } from './login.js';
 import { continueAfterSignOut } from './after-sign-out.js';
 import { notifyBackchannelLogout } from '../oidc/backchannel.js';
 import { accountLoginPage, accountPage } from './pages/account.js';
@@ -59,6 +59,7 @@ function showAccount(browser: BrowserContext) {
 function accountSignIn(browser: BrowserContext) {
   return async function signIn(req: Request, res: Response): Promise<void> {
     const params = bodyParameters(res);
+    if (isStaleSignInForm(browser, req)) return seeOther(browser, res, ACCOUNT_PATH);
     requireCsrf(browser, req, 'account_login');
     const username = (params.get('username') ?? '').slice(0, MAX_USERNAME_LENGTH);
     const attempt = await attemptSignIn(browser, req, username, params.get('password') ?? '');

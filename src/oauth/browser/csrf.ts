@@ -31,7 +31,10 @@ export class CsrfProtection {
       getSecret: () => secret,
       getSessionIdentifier: (req) => sessions.current(req)?.sid ?? '',
       cookieName: sessions.isSecure ? '__Host-fieldgate-csrf' : 'fieldgate-csrf',
-      cookieOptions: { sameSite: 'strict', secure: sessions.isSecure, httpOnly: true, path: '/' },
+      // Lax, like the session cookie: a Strict one is left off the cross-site navigation that brings the user to
+      // /authorize, so each such page would mint a new cookie and void the form of any sign-in page already open.
+      // A cross-site POST carries neither cookie, and the token is bound to the session id.
+      cookieOptions: { sameSite: 'lax', secure: sessions.isSecure, httpOnly: true, path: '/' },
       getCsrfTokenFromRequest: tokenFromBody,
     });
     this.generate = (req, res) => generateCsrfToken(req, res);

@@ -10,7 +10,8 @@ import { formatUserCode, normalizeUserCode } from '../stores/device-codes.js';
 import { createBrowserContext, type BrowserContext } from './flow.js';
 import { signedInSession } from './session.js';
 import type { ThrottleRule, ThrottleState } from './login-throttle.js';
-import { attemptSignIn, OTHER_ACCOUNT_SIGNED_OUT, requireCsrf, usernameField } from './login.js';
+import { attemptSignIn, isStaleSignInForm, OTHER_ACCOUNT_SIGNED_OUT, requireCsrf, usernameField } from './login.js';
+import { redirectTo } from '../authorize-response.js';
 import { continueAfterSignOut } from './after-sign-out.js';
 import { deviceCodePage, deviceConsentPage, deviceDonePage, deviceSignInPage } from './pages/device.js';
 import { pageMethodNotAllowed, PageError, sendErrorPage } from './pages/error.js';
@@ -128,9 +129,19 @@ function showDevicePage(device: DeviceContext) {
   };
 }
 
+/** /device, with the code typed so far (verification_uri_complete's form). */
+function deviceUrl(device: DeviceContext, userCode: string): string {
+  const query = userCode ? `?${new URLSearchParams({ user_code: userCode }).toString()}` : '';
+  return `${device.oauth.issuer}${DEVICE_PATH}${query}`;
+}
+
 function deviceSignIn(device: DeviceContext) {
   return async function deviceLogin(req: Request, res: Response): Promise<void> {
     const params = bodyParameters(res);
+    if (isStaleSignInForm(device, req)) {
+      redirectTo(res, deviceUrl(device, shownCode(userCodeParameter(params.get('user_code')))), 303);
+      return;
+    }
     requireCsrf(device, req, 'device-login');
     const userCode = shownCode(userCodeParameter(params.get('user_code')));
     const username = usernameField(params);
@@ -142,8 +153,7 @@ function deviceSignIn(device: DeviceContext) {
     }
     const { ended } = await device.sessions.signIn(req, res, attempt.user.id, attempt.user.sessionEpoch);
     device.oauth.events(req, 'login_succeeded', { userId: attempt.user.id });
-    const query = userCode ? `?${new URLSearchParams({ user_code: userCode }).toString()}` : '';
-    await continueAfterSignOut(device, req, res, ended, `${device.oauth.issuer}${DEVICE_PATH}${query}`, OTHER_ACCOUNT_SIGNED_OUT);
+    await continueAfterSignOut(device, req, res, ended, deviceUrl(device, userCode), OTHER_ACCOUNT_SIGNED_OUT);
   };
 }
 

@@ -4,11 +4,12 @@
  */
 import type { Request, Response } from 'express';
 import { readAuthorizationRequest } from '../authorization-request.js';
-import { authorizationUrl, showLogin, type BrowserContext } from './flow.js';
+import { authorizationUrl, continueAuthorization, showLogin, type BrowserContext } from './flow.js';
 import { continueAfterSignOut, type AfterSignOut } from './after-sign-out.js';
 import { bodyParameters, Parameters } from '../params.js';
 import { PageError } from './pages/error.js';
 import type { User } from '../stores/users.js';
+import { signedInSession } from './session.js';
 
 export const WRONG_CREDENTIALS = 'The username or password is incorrect.';
 export const MAX_USERNAME_LENGTH = 256;
@@ -27,6 +28,15 @@ export function requireCsrf(browser: BrowserContext, req: Request, formName: str
     'This form has expired',
     'The form was not sent from this sign-in page, or it expired. Go back to the application and start again.',
   );
+}
+
+/**
+ * A sign-in form whose CSRF check fails only because it is stale: the browser has signed in since it was shown (in
+ * another tab, or before a resubmission after Back), which changed the session id the token is bound to. Rather than
+ * a "form has expired" page, such a form is sent on where a link could send it, and its credentials are not used.
+ */
+export function isStaleSignInForm(browser: BrowserContext, req: Request): boolean {
+  return !browser.csrf.isValid(req) && signedInSession(browser.sessions.current(req)) !== undefined;
 }
 
 /** How a sign-in page goes on when the user signed in over another account's session. */
@@ -64,6 +74,11 @@ export function loginHandler(browser: BrowserContext) {
   const { oauth } = browser;
   return async function signIn(req: Request, res: Response): Promise<void> {
     const params = bodyParameters(res);
+    if (isStaleSignInForm(browser, req)) {
+      const stale = await readAuthorizationRequest(oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''), oauth.resources);
+      continueAuthorization(browser, res, stale);
+      return;
+    }
     requireCsrf(browser, req, 'login');
     const request = await readAuthorizationRequest(oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''), oauth.resources);
     const username = usernameField(params);

@@ -57,6 +57,18 @@ describeEachDatabase('account pages', (context) => {
     expect((await browser.open(pathOf(ok.headers.location!))).text).toContain('Connected apps');
   });
 
+  it('sends a stale copy of the sign-in form, from a browser signed in since, to the account page', async () => {
+    const user = await buildUser(context().runtime);
+    const browser = new Browser(context().app);
+    const page = await browser.open('/account');
+    const fields = { ...formFields(page.text), username: user.username, password: user.password };
+    expect((await browser.submit(`${context().config.issuer}/account/login`, fields)).status).toBe(303);
+    const again = await browser.submit(`${context().config.issuer}/account/login`, fields);
+    expect(again.status).toBe(303);
+    expect(again.headers.location).toBe(`${context().config.issuer}/account`);
+    expect((await browser.open('/account')).text).toContain('Connected apps');
+  });
+
   it('Revoke ends the app: its refresh token fails at once and its access token is refused', async () => {
     const user = await buildUser(context().runtime);
     const { browser, tokens } = await connect(user);

@@ -82,6 +82,18 @@ describeEachDatabase(
       expect(formFields(codeForm.text).user_code).toBe(started.user_code);
     });
 
+    it('sends a stale copy of the sign-in form, from a browser signed in since, on to the code form with its code', async () => {
+      const user = await buildUser(context().runtime);
+      const started = await startDevice();
+      const browser = newBrowser();
+      const first = await browser.open(pathOf(started.verification_uri_complete));
+      expect((await browser.signIn(first, user.username, user.password)).status).toBe(303);
+      const again = await browser.signIn(first, user.username, user.password);
+      expect(again.status).toBe(303);
+      expect(again.headers.location).toBe(`${context().config.issuer}/device?user_code=${started.user_code}`);
+      expect((await browser.open(pathOf(again.headers.location!))).text).toContain(user.username);
+    });
+
     it('shows the sign-in form again for wrong credentials, keeping the code', async () => {
       const browser = newBrowser();
       const page = await browser.open('/device?user_code=BCDF-GHJK');
@@ -146,7 +158,11 @@ describeEachDatabase(
       const crossSite = await browser.submit(`${context().config.issuer}/device/consent`, { user_code: started.user_code, client_id: tv.id, decision: 'allow' });
       expect(crossSite.status).toBe(403);
       expect((await browser.submit(`${context().config.issuer}/device`, { user_code: started.user_code })).status).toBe(403);
-      expect((await browser.submit(`${context().config.issuer}/device/login`, { username: user.username, password: user.password })).status).toBe(403);
+      // A sign-in form without its token, from a browser already signed in, signs nobody in: it only goes back to /device.
+      const login = await browser.submit(`${context().config.issuer}/device/login`, { username: user.username, password: user.password });
+      expect(login.status).toBe(303);
+      expect(login.headers.location).toBe(`${context().config.issuer}/device`);
+      expect(login.headers['set-cookie']?.toString() ?? '').not.toContain('fieldgate-session=');
 
       expect((await poll(started.device_code)).body.error).toBe('authorization_pending');
     });

@@ -125,6 +125,35 @@ describeEachDatabase('login page', (context) => {
     expect(forged.status).toBe(403);
   });
 
+  describe('a stale copy of the form, from a browser signed in by now', () => {
+    it('goes on with the request when another tab signed in first, instead of a form has expired page', async () => {
+      const browser = new Browser(context().app);
+      const params = authorizeParams(client, { scope: 'openid' });
+      const first = await browser.open(authorizePath(params));
+      const second = await browser.open(authorizePath(params));
+      expect((await browser.signIn(first, user.username, user.password)).status).toBe(303);
+      const res = await browser.signIn(second, user.username, user.password);
+      expect(res.status).toBe(303);
+      expect(res.headers['cache-control']).toBe('no-store');
+      const location = new URL(res.headers.location!);
+      expect(location.pathname).toBe('/authorize');
+      expect(location.searchParams.get('state')).toBe(params.state);
+      expect((await browser.open(pathOf(res.headers.location!))).text).toContain('name="decision"');
+    });
+
+    it('signs nobody in: a forged sign-in as another account leaves the signed-in user as they were', async () => {
+      const [attacker, fresh] = await Promise.all([buildUser(context().runtime), buildClient(context().runtime)]);
+      const browser = new Browser(context().app);
+      const page = await browser.open(authorizePath(authorizeParams(fresh)));
+      await browser.signIn(page, user.username, user.password);
+      const forged = await browser.submit(formAction(page.text), { ...formFields(page.text), csrf_token: 'forged', username: attacker.username, password: attacker.password });
+      expect(forged.status).toBe(303);
+      expect(setCookies(forged).some((cookie) => cookie.startsWith('fieldgate-session='))).toBe(false);
+      const consent = await browser.open(pathOf(forged.headers.location!));
+      expect(consent.text).toContain(`Signed in as <strong>${user.username}</strong>`);
+    });
+  });
+
   it('refuses a login POST from a browser with no session cookie (login CSRF)', async () => {
     const page = await request(context().app).get(authorizePath(authorizeParams(client))).redirects(0);
     const res = await request(context().app)
