@@ -3,7 +3,7 @@ import type { Response } from 'express';
 
 export interface PageSecurityOptions {
   styleHashes?: readonly string[];
-  /** Origins a form may end up at: browsers apply `form-action` to the redirects after a submission too. */
+  /** Origins (or a native app's scheme) a form may end up at: browsers apply `form-action` to the redirects after a submission too. */
   formActionOrigins?: readonly string[];
   selfScripts?: boolean;
   imageOrigins?: readonly string[];
@@ -13,10 +13,16 @@ export interface PageSecurityOptions {
 
 /** Only plain scheme://host[:port] values may reach the header (no `;` or `,` injection). */
 const ORIGIN = /^https?:\/\/[A-Za-z0-9.\-[\]:]+$/;
+/** A native app's private-use scheme (`com.example.app:`), which has no origin: CSP names it as a scheme source. */
+const SCHEME_SOURCE = /^[a-z][a-z0-9+.-]*:$/;
+/** Schemes that would let a form run or hold content rather than reach an app. */
+const NEVER_FORM_TARGETS = new Set(['javascript:', 'data:', 'blob:', 'filesystem:', 'http:', 'https:']);
+
+const isFormTarget = (source: string) => ORIGIN.test(source) || (SCHEME_SOURCE.test(source) && !NEVER_FORM_TARGETS.has(source));
 
 export function setPageSecurityHeaders(res: Response, options: PageSecurityOptions = {}): void {
   const styles = options.styleHashes?.length ? options.styleHashes.map((hash) => `'${hash}'`).join(' ') : "'none'";
-  const formActions = ["'self'", ...(options.formActionOrigins ?? []).filter((origin) => ORIGIN.test(origin))];
+  const formActions = ["'self'", ...(options.formActionOrigins ?? []).filter(isFormTarget)];
   const images = (options.imageOrigins ?? []).filter((origin) => ORIGIN.test(origin));
   const frames = [...new Set((options.frameOrigins ?? []).filter((origin) => ORIGIN.test(origin)))];
   res.setHeader('Cache-Control', 'no-store');

@@ -12,7 +12,7 @@ import { janitorPolicy, sweep } from '../../../src/oauth/janitor.js';
 import { ConsentStore } from '../../../src/oauth/stores/consents.js';
 import { CLIENT_ASSERTION_TYPE } from '../../../src/oauth/client-assertion.js';
 import { assertion, signingKey } from '../../support/client-assertions.js';
-import { authorizeParams, Browser, buildUser, formAction, formFields, obtainTokens, redirectParams, type TestClient } from '../../support/oauth.js';
+import { authorizeParams, authorizePath, Browser, buildUser, formAction, formFields, obtainTokens, pathOf, redirectParams, type TestClient } from '../../support/oauth.js';
 import { ClientRegistrationError } from '../../../src/oauth/stores/clients.js';
 
 /** These tests open a database of their own, which is slow on a busy machine. */
@@ -661,6 +661,21 @@ describeEachDatabase(
         expect(secretClient.body.jwks_uri).toBeUndefined();
         expect((await context().runtime.clients.find(secretClient.body.client_id))?.jwksUri).toBeNull();
       });
+    });
+
+    it('names a native app’s private-use scheme in form-action, so the browser follows the sign-in and consent redirects to the app', async () => {
+      const registered = await register({ redirect_uris: ['com.example.app:/oauth/cb'], token_endpoint_auth_method: 'none', application_type: 'native' });
+      expect(registered.status).toBe(201);
+      const user = await buildUser(context().runtime);
+      const browser = new Browser(context().app);
+      const app = { id: registered.body.client_id, redirectUri: 'com.example.app:/oauth/cb', redirectUris: ['com.example.app:/oauth/cb'], isPublic: true } as TestClient;
+      const login = await browser.open(authorizePath(authorizeParams(app)));
+      expect(login.status).toBe(200);
+      expect(login.headers['content-security-policy']).toMatch(/form-action 'self' com\.example\.app:;/);
+      const consent = await browser.signIn(login, user.username, user.password);
+      const page = await browser.open(pathOf(consent.headers.location!));
+      expect(page.text).toContain('decision');
+      expect(page.headers['content-security-policy']).toMatch(/form-action 'self' com\.example\.app:;/);
     });
   },
   // The back-channel receiver of the logout tests listens on 127.0.0.1.
