@@ -67,6 +67,13 @@ describe('a request while the database is out of reach', () => {
     expect(JSON.stringify(res.body)).not.toMatch(/PGlite|select|stack/i);
   });
 
+  it('answers /authorize with a 503 page, not Something went wrong', async () => {
+    const res = await request(context.app).get('/authorize?response_type=code&client_id=never-looked-up&state=s');
+    retryLater(res);
+    expect(res.headers['content-type']).toMatch(/^text\/html/);
+    expect(res.text).toContain('Try again in a moment');
+  });
+
   it('masks a resolver that met the closed database as UNAVAILABLE at its path, not INTERNAL_SERVER_ERROR', async () => {
     const driverError = await context.runtime.db.execute(sql`select 1`).then(() => undefined, (error: unknown) => error as Error);
     expect(driverError).toBeInstanceOf(Error);
