@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { POLICY, type Setting } from './policy.js';
+import { isLoopbackHost } from './oauth/loopback.js';
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -274,10 +275,6 @@ function apolloManifestEntries(name: string, file: string, manifest: { version?:
     const { id, body } = (operation ?? {}) as { id?: unknown; body?: unknown };
     return [typeof id === 'string' ? id : String(id), body];
   });
-}
-
-function isLoopbackHost(hostname: string): boolean {
-  return hostname === 'localhost' || hostname === '[::1]' || (isIP(hostname) === 4 && hostname.startsWith('127.'));
 }
 
 function metricsToken(env: Env): string | undefined {

@@ -5,6 +5,7 @@
 import { InvalidClientMetadata, InvalidRedirectUri } from './errors.js';
 import { ALL_SCOPES, isScope, parseScope } from './scopes.js';
 import { isSigningAlg, SIGNING_ALGS, type SigningAlg } from '../tokens/signing-keys.js';
+import { isLoopbackHost } from './loopback.js';
 
 export type RegisteredAuthMethod = 'none' | 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt';
 
@@ -98,10 +99,6 @@ function httpsUri(body: Record<string, unknown>, field: string): string | undefi
   }
   if (url.protocol !== 'https:' || url.username || url.password) fail(field, 'must be an https URL without credentials');
   return value;
-}
-
-function isLoopbackHost(hostname: string): boolean {
-  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
 }
 
 /**

@@ -7,6 +7,7 @@ import { constantTimeEqual, hmacSha256, randomIdentifier, randomToken } from '..
 import { isSubjectType, sectorOf, type SubjectType } from '../oidc/subject.js';
 import { frontchannelOriginProblem, publicJwkSetProblem, textProblem, webUriProblem, type ClientMetadata } from '../client-metadata.js';
 import { isSigningAlg, SIGNING_ALGS } from '../../tokens/signing-keys.js';
+import { isLoopbackHost, isLoopbackIp } from '../loopback.js';
 
 export type Client = typeof clients.$inferSelect;
 
@@ -126,15 +127,6 @@ export interface RegisteredClient {
   policy_uri?: string;
   tos_uri?: string;
   registration_type?: RegistrationType;
-}
-
-/** `127.evil.example` is not a loopback IP literal; the URL parser already turned `127.1`, `0x7f.1` into dotted quads. */
-function isLoopbackIp(hostname: string): boolean {
-  return hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
-}
-
-function isLoopbackHost(hostname: string): boolean {
-  return hostname === 'localhost' || isLoopbackIp(hostname);
 }
 
 /** RFC 9700 §2.1 / §4.1.3: full URIs, https (or http on a loopback host), no fragment. */
