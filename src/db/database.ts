@@ -120,8 +120,9 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       import('drizzle-orm/postgres-js'),
       import('drizzle-orm/postgres-js/migrator'),
     ]);
+    const ipv6 = ipv6Host(databaseUrl);
     const client = postgres(databaseUrl, {
-      ...ipv6Host(databaseUrl),
+      ...ipv6,
       max: options.poolSize ?? 10,
       onnotice: () => {},
       connection: { application_name: 'fieldgate' },
@@ -134,7 +135,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     for (const [name] of url.searchParams) if (/pass|secret|key/i.test(name)) url.searchParams.set(name, '***');
     /** Runs `fn` on a connection of its own that holds the advisory lock serializing migrations across instances. */
     const underMigrationLock = async <T>(applicationName: string, fn: (lockClient: Sql) => Promise<T>): Promise<T> => {
-      const lockClient = postgres(databaseUrl, { ...ipv6Host(databaseUrl), max: 1, onnotice: () => {}, connection: { application_name: applicationName } });
+      const lockClient = postgres(databaseUrl, { ...ipv6, max: 1, onnotice: () => {}, connection: { application_name: applicationName } });
       try {
         // The first statement of every process: where an unreachable server or a wrong URL shows. It cannot fail on
         // its own, so any answer the server gives to it (an unknown parameter in the URL's query) is the URL's fault.

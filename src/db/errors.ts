@@ -4,11 +4,17 @@
  */
 const FOREIGN_KEY_VIOLATION = '23503';
 
-export function sqlState(error: unknown): string | undefined {
+const SQLSTATE = /^[0-9A-Z]{5}$/;
+
+/** The error and the errors in its `cause` chain (Drizzle's DrizzleQueryError wraps the driver's), a few deep. */
+function* causeChain(error: unknown): Generator<{ code?: unknown; message?: unknown }> {
   for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
+    yield e as { code?: unknown; message?: unknown };
   }
+}
+
+export function sqlState(error: unknown): string | undefined {
+  for (const { code } of causeChain(error)) if (typeof code === 'string' && SQLSTATE.test(code)) return code;
   return undefined;
 }
 
@@ -77,6 +83,8 @@ function reasonOf(error: unknown): string {
 
 /** What a 503 for an unreachable database tells the client to wait (`Retry-After`) before trying again. */
 export const DATABASE_RETRY_AFTER_SECONDS = 5;
+/** What a 503 for an unreachable database says (OAuth's error_description, REST's message). */
+export const DATABASE_UNAVAILABLE = 'the service is unavailable for a moment; try again shortly';
 
 /** Driver codes of a statement that failed because the connection to the server failed, not because of the statement. */
 const LOST_CONNECTION = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'CONNECT_TIMEOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED']);
@@ -88,13 +96,11 @@ const SERVER_AWAY = /^(08|28|3D|53300|57P0[123])/;
  * Whether a statement failed because the database is out of reach (down, restarting, unreachable, the embedded one
  * closed) rather than because of what it asked: the request may succeed later, so it deserves a 503 in its protocol's
  * format (OAuth `temporarily_unavailable`, REST `UNAVAILABLE`, GraphQL `UNAVAILABLE`) with `Retry-After`, not a 500.
- * Looks through Drizzle's DrizzleQueryError to the driver's error in `cause`.
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
-  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && (LOST_CONNECTION.has(code) || (/^[0-9A-Z]{5}$/.test(code) && SERVER_AWAY.test(code)))) return true;
-    if ((e as { message?: unknown }).message === 'PGlite is closed') return true;
+  for (const { code, message } of causeChain(error)) {
+    if (typeof code === 'string' && (LOST_CONNECTION.has(code) || (SQLSTATE.test(code) && SERVER_AWAY.test(code)))) return true;
+    if (message === 'PGlite is closed') return true;
   }
   return false;
 }

@@ -5,7 +5,7 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import type { Logger } from '../logger.js';
 import { DatabaseUnavailable, InvalidClient, InvalidHttpRequest, OAuthError, RateLimited, ServerError, UseDpopNonce } from './errors.js';
-import { isDatabaseUnavailable } from '../db/errors.js';
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../db/errors.js';
 import { bodyReadError } from './params.js';
 
 export const JSON_CONTENT_TYPE = 'application/json;charset=UTF-8';
@@ -24,7 +24,7 @@ export function sendJson(res: Response, status: number, body: unknown): void {
 
 export function toOAuthError(error: unknown): OAuthError {
   if (error instanceof OAuthError) return error;
-  if (isDatabaseUnavailable(error)) return new DatabaseUnavailable('the service is unavailable for a moment; try again shortly', { cause: error });
+  if (isDatabaseUnavailable(error)) return new DatabaseUnavailable(DATABASE_UNAVAILABLE, { cause: error });
   return bodyReadError(error) ?? new ServerError('the server could not complete the request', { cause: error });
 }
 

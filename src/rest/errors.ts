@@ -4,7 +4,7 @@ import type { GqlErrorCode } from '../graphql/errors.js';
 import type { Logger } from '../logger.js';
 import { challengeHeaders, withResourceMetadata, wwwAuthenticate } from '../tokens/bearer.js';
 import { InsufficientScope, InvalidToken, OAuthError } from '../oauth/errors.js';
-import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../db/errors.js';
+import { DATABASE_RETRY_AFTER_SECONDS, DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../db/errors.js';
 
 // REST errors in Google's JSON shape (AIP-193): every body carries a google.rpc.ErrorInfo, so clients
 // switch on (domain, reason) instead of parsing messages.
@@ -132,7 +132,7 @@ export class RestUnavailable extends RestError {
   readonly status = 'UNAVAILABLE';
   protected readonly defaultHttpStatus = 503;
   protected readonly defaultReason: string = 'DATABASE_UNAVAILABLE';
-  constructor(message = 'the service is unavailable for a moment; try again shortly', options: RestErrorOptions = {}) {
+  constructor(message = DATABASE_UNAVAILABLE, options: RestErrorOptions = {}) {
     super(message, { ...options, headers: { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS), ...options.headers } });
   }
 }
