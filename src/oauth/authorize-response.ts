@@ -2,7 +2,8 @@
  * `iss` goes with every redirect (RFC 9207, so a client of several servers can tell who answered); a redirect
  * answering a form POST is 303, so the browser never re-posts the form elsewhere (RFC 9700 §4.11).
  */
-import type { Response } from 'express';
+import type { RequestHandler, Response } from 'express';
+import { bodyParameters } from './params.js';
 import type { AuthorizationError } from './authorization-request.js';
 
 export function authorizationResponseLocation(redirectUri: string, params: Record<string, string | undefined>): string {
@@ -17,6 +18,17 @@ export function redirectTo(res: Response, location: string, status: 302 | 303): 
   res.setHeader('Referrer-Policy', 'no-referrer');
   res.setHeader('Location', location);
   res.status(status).end();
+}
+
+/**
+ * Answers a form POST with a 303 to `url` carrying the same parameters in its query. For the endpoints that must take
+ * POST (/authorize, /logout) but serve the signed-in user: the session cookie is SameSite=Lax, so a browser leaves it off
+ * a relying party's cross-site POST, and only the GET that follows carries it.
+ */
+export function repeatFormAsGet(url: string): RequestHandler {
+  return function repeatAsGet(_req, res) {
+    redirectTo(res, `${url}?${bodyParameters(res).toString()}`, 303);
+  };
 }
 
 export function redirectWithCode(res: Response, issuer: string, redirectUri: string, code: string, state: string | undefined, status: 302 | 303 = 302): void {

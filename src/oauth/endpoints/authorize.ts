@@ -4,7 +4,7 @@
  */
 import express, { type ErrorRequestHandler, type Request, type Response } from 'express';
 import { AuthorizationError, readAuthorizationRequest, UntrustedAuthorizationRequest, type AuthorizationRequest } from '../authorization-request.js';
-import { errorRedirectLocation, redirectTo, redirectWithCode, redirectWithError } from '../authorize-response.js';
+import { errorRedirectLocation, redirectWithCode, redirectWithError, repeatFormAsGet } from '../authorize-response.js';
 import { CONSENT_PATH, createBrowserContext, LOGIN_PATH, showConsent, showLogin, SWITCH_ACCOUNT_PATH, type BrowserContext } from '../browser/flow.js';
 import { consentHandler, switchAccountHandler } from '../browser/consent.js';
 import type { OAuthContext } from '../context.js';
@@ -16,7 +16,7 @@ import { subjectFor } from '../oidc/subject.js';
 import { signedInSession, type BrowserSession } from '../browser/session.js';
 import type { SessionIds } from '../oidc/session-id.js';
 import { loginHandler } from '../browser/login.js';
-import { bodyParameters, formBody, queryParameters } from '../params.js';
+import { formBody, queryParameters } from '../params.js';
 import { errorPage, pageMethodNotAllowed, sendErrorPage, untrustedErrorPage } from '../browser/pages/error.js';
 import { sendPage } from '../browser/pages/layout.js';
 
@@ -107,18 +107,6 @@ function authorizeHandler(browser: BrowserContext) {
 }
 
 /**
- * OIDC Core §3.1.2.1: the endpoint MUST take a form POST too. It is answered with a 303 to the same request as a GET
- * rather than served in place: the session cookie is SameSite=Lax, so a browser leaves it off a cross-site POST, and
- * the signed-in user would be shown the login page (and prompt=none answered login_required). The GET then validates
- * and answers as for any other request.
- */
-function authorizePostHandler(browser: BrowserContext) {
-  return function authorizeByPost(_req: Request, res: Response): void {
-    redirectTo(res, `${browser.oauth.issuer}/authorize?${bodyParameters(res).toString()}`, 303);
-  };
-}
-
-/**
  * Errors about the client or redirect URI as our own page; a self-registered client's other errors on our page too, with
  * a link to its redirect URI; everything else as a redirect (303 answering a POST).
  */
@@ -149,7 +137,8 @@ export function createAuthorizeRouter(oauth: OAuthContext, browser: BrowserConte
   router
     .route('/authorize')
     .get(browser.sessions.cookies, authorizeHandler(browser))
-    .post(...formBody, authorizePostHandler(browser))
+    // OIDC Core §3.1.2.1: the endpoint MUST take a form POST too; it is validated and answered as the GET it becomes.
+    .post(...formBody, repeatFormAsGet(`${oauth.issuer}/authorize`))
     .all(pageMethodNotAllowed('GET, POST'));
   router.route(LOGIN_PATH).post(browser.sessions.cookies, ...formBody, loginHandler(browser)).all(pageMethodNotAllowed('POST'));
   router.route(CONSENT_PATH).post(browser.sessions.cookies, ...formBody, consentHandler(browser)).all(pageMethodNotAllowed('POST'));

@@ -11,7 +11,7 @@ import { requireCsrf } from '../browser/login.js';
 import { logoutConfirmPage, signedOutPage } from '../browser/pages/logout.js';
 import { errorPage, PageError } from '../browser/pages/error.js';
 import { sendPage } from '../browser/pages/layout.js';
-import { redirectTo, authorizationResponseLocation } from '../authorize-response.js';
+import { redirectTo, authorizationResponseLocation, repeatFormAsGet } from '../authorize-response.js';
 import { bodyParameters, formBody, queryParameters, type Parameters } from '../params.js';
 import { readIdTokenHint } from '../oidc/id-token.js';
 import { announceSessionEnd } from '../oidc/session-end.js';
@@ -98,17 +98,6 @@ function endSession(browser: BrowserContext) {
   };
 }
 
-/**
- * RP-Initiated Logout §2: the endpoint takes a form POST too. It is answered with a 303 to the same request as a GET, not
- * served in place: the session cookie is SameSite=Lax, so a browser leaves it off the relying party's cross-site POST,
- * and the user would be sent back as signed out while their session here lives on.
- */
-function endSessionByPost(browser: BrowserContext) {
-  return function askAgainAsGet(_req: Request, res: Response): void {
-    redirectTo(res, `${browser.oauth.issuer}${END_SESSION_PATH}?${bodyParameters(res).toString()}`, 303);
-  };
-}
-
 function confirmSignOut(browser: BrowserContext) {
   const { oauth } = browser;
   return async function confirm(req: Request, res: Response): Promise<void> {
@@ -137,7 +126,8 @@ export function createEndSessionRouter(oauth: OAuthContext, browser: BrowserCont
   const router = express.Router();
   const cookies = browser.sessions.cookies;
   router.get(END_SESSION_PATH, cookies, endSession(browser));
-  router.post(END_SESSION_PATH, ...formBody, endSessionByPost(browser));
+  // RP-Initiated Logout §2: the endpoint takes a form POST too; the GET it becomes asks the signed-in user to confirm.
+  router.post(END_SESSION_PATH, ...formBody, repeatFormAsGet(`${oauth.issuer}${END_SESSION_PATH}`));
   router.post(`${END_SESSION_PATH}/confirm`, cookies, ...formBody, confirmSignOut(browser));
   router.use(END_SESSION_PATH, function serializeLogoutError(error: unknown, req: Request, res: Response, next: express.NextFunction) {
     if (res.headersSent) return next(error);
