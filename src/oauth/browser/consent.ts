@@ -1,11 +1,11 @@
 /** `POST /authorize/consent`: Allow sends the browser back to /authorize (303); Deny answers `access_denied`. */
 import type { Request, Response } from 'express';
-import { AuthorizationError, readAuthorizationRequest } from '../authorization-request.js';
-import { authorizationUrl, continueAuthorization, type BrowserContext } from './flow.js';
+import { AuthorizationError } from '../authorization-request.js';
+import { authorizationUrl, continueAuthorization, formAuthorizationRequest, type BrowserContext } from './flow.js';
 import { continueAfterSignOut } from './after-sign-out.js';
 import { AccessDenied } from '../errors.js';
 import { requireCsrf } from './login.js';
-import { bodyParameters, Parameters } from '../params.js';
+import { bodyParameters } from '../params.js';
 import { PageError } from './pages/error.js';
 import { isSelfRegistered } from '../stores/clients.js';
 import { codeRequest } from '../endpoints/authorize.js';
@@ -17,7 +17,7 @@ export function consentHandler(browser: BrowserContext) {
   return async function decide(req: Request, res: Response): Promise<void> {
     const params = bodyParameters(res);
     requireCsrf(browser, req, 'consent');
-    const request = await readAuthorizationRequest(oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''), oauth.resources);
+    const request = await formAuthorizationRequest(browser, params);
     const session = browser.sessions.current(req);
     const check = signedInSession(session);
     const user = check && (await oauth.consents.lookup(check, request.client.id));
@@ -62,7 +62,7 @@ export function switchAccountHandler(browser: BrowserContext) {
   return async function switchAccount(req: Request, res: Response): Promise<void> {
     const params = bodyParameters(res);
     requireCsrf(browser, req, 'switch_account');
-    const request = await readAuthorizationRequest(browser.oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''), browser.oauth.resources);
+    const request = await formAuthorizationRequest(browser, params);
     // The user leaves this browser's session: ended like a logout, so a copy of its cookie is refused too, and its
     // clients are told.
     const ended = await browser.sessions.signOut(req, res);

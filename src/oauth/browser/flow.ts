@@ -3,7 +3,8 @@
  * sent (303) to /authorize, which re-validates everything and decides the next step.
  */
 import type { Request, Response } from 'express';
-import type { AuthorizationRequest } from '../authorization-request.js';
+import { readAuthorizationRequest, type AuthorizationRequest } from '../authorization-request.js';
+import { Parameters } from '../params.js';
 import { redirectTo } from '../authorize-response.js';
 import type { OAuthContext } from '../context.js';
 import { CsrfProtection } from './csrf.js';
@@ -45,6 +46,11 @@ function redirectOrigin(request: AuthorizationRequest): string {
   const url = new URL(request.redirectUri);
   // A native app's private-use scheme has no origin; CSP form-action names it by scheme.
   return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : url.protocol;
+}
+
+/** The authorization request a sign-in, consent or switch-account form carries (`authorization_request`), validated again. */
+export function formAuthorizationRequest(browser: BrowserContext, form: Parameters): Promise<AuthorizationRequest> {
+  return readAuthorizationRequest(browser.oauth.clients, Parameters.parse(form.get('authorization_request') ?? ''), browser.oauth.resources);
 }
 
 export interface LoginPageState {

@@ -3,10 +3,9 @@
  * scrypt), and so do locked-out real and unknown accounts.
  */
 import type { Request, Response } from 'express';
-import { readAuthorizationRequest } from '../authorization-request.js';
-import { authorizationUrl, continueAuthorization, showLogin, type BrowserContext } from './flow.js';
+import { authorizationUrl, continueAuthorization, formAuthorizationRequest, showLogin, type BrowserContext } from './flow.js';
 import { continueAfterSignOut, type AfterSignOut } from './after-sign-out.js';
-import { bodyParameters, Parameters } from '../params.js';
+import { bodyParameters, type Parameters } from '../params.js';
 import { PageError } from './pages/error.js';
 import type { User } from '../stores/users.js';
 import { signedInSession } from './session.js';
@@ -75,12 +74,11 @@ export function loginHandler(browser: BrowserContext) {
   return async function signIn(req: Request, res: Response): Promise<void> {
     const params = bodyParameters(res);
     if (isStaleSignInForm(browser, req)) {
-      const stale = await readAuthorizationRequest(oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''), oauth.resources);
-      continueAuthorization(browser, res, stale);
+      continueAuthorization(browser, res, await formAuthorizationRequest(browser, params));
       return;
     }
     requireCsrf(browser, req, 'login');
-    const request = await readAuthorizationRequest(oauth.clients, Parameters.parse(params.get('authorization_request') ?? ''), oauth.resources);
+    const request = await formAuthorizationRequest(browser, params);
     const username = usernameField(params);
     const password = params.get('password') ?? '';
     const clientId = request.client.id;
