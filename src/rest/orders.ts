@@ -186,11 +186,12 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
             }
             const first = await findKey(runtime.db, owner, key);
             const items = input.items as { productId: number; quantity: number }[];
-            const sameRequest = first?.response && first.response.fields === (fieldsParameter ?? null) && first.requestHash === orderRequestHash(items, input.memo as string | null | undefined);
+            const response = first?.response;
+            const sameRequest = response?.fields === (fieldsParameter ?? null) && first?.requestHash === orderRequestHash(items, input.memo as string | null | undefined);
             // A retry: the first answer, byte for byte; a token without a scope its `fields` need (`items.product`) gets
             // the mutation's own answer to the key instead, which refuses what the token may not read.
-            if (first?.response && sameRequest && [...operation.scopes].every((scope) => principal.scopes.has(scope))) {
-              res.status(first.response.status).set(first.response.headers).set('Idempotent-Replayed', 'true').type('application/json').send(first.response.body);
+            if (response && sameRequest && [...operation.scopes].every((scope) => principal.scopes.has(scope))) {
+              res.status(response.status).set(response.headers).set('Idempotent-Replayed', 'true').type('application/json').send(response.body);
               return;
             }
           }
