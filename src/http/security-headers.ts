@@ -9,6 +9,11 @@ export interface PageSecurityOptions {
   imageOrigins?: readonly string[];
   /** Origins the page may load in iframes (front-channel logout); none otherwise. */
   frameOrigins?: readonly string[];
+  /**
+   * A relying party may open the page in a popup and wait for the popup to return to it (oidc-client-ts `signinPopup`,
+   * MSAL `loginPopup`): `Cross-Origin-Opener-Policy: same-origin` would cut the popup from its opener for good.
+   */
+  keepsOpener?: boolean;
 }
 
 /** Only plain scheme://host[:port] values may reach the header (no `;` or `,` injection). */
@@ -34,7 +39,7 @@ export function setPageSecurityHeaders(res: Response, options: PageSecurityOptio
   );
   res.setHeader('Referrer-Policy', 'no-referrer');
   res.setHeader('X-Content-Type-Options', 'nosniff');
-  res.setHeader('Cross-Origin-Opener-Policy', 'same-origin');
+  res.setHeader('Cross-Origin-Opener-Policy', options.keepsOpener ? 'unsafe-none' : 'same-origin');
   res.setHeader('Cross-Origin-Resource-Policy', 'same-origin');
 }
 

@@ -12,7 +12,10 @@ import { DATABASE_KINDS } from '../support/databases.js';
 import { authorizeParams, authorizePath, buildClient, buildUser, type TestClient, type TestUser } from '../support/oauth.js';
 import { freePort, startTestServer, type RunningTestServer } from '../support/e2e-server.js';
 
-/** The relying party on another site: `/start` links to, and `/post` posts a form to, the URL in its `to` parameter. */
+/**
+ * The relying party on another site: `/start` links to, `/post` posts a form to, and `/popup` opens a popup at the URL in
+ * its `to` parameter; its other pages hand their URL to the window that opened them, as a popup sign-in's callback does.
+ */
 async function startRelyingParty(): Promise<{ origin: string; close(): Promise<void> }> {
   const port = await freePort();
   const escape = (value: string) => value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
@@ -26,8 +29,13 @@ async function startRelyingParty(): Promise<{ origin: string; close(): Promise<v
       const target = new URL(to);
       const fields = [...target.searchParams].map(([name, value]) => `<input type="hidden" name="${escape(name)}" value="${escape(value)}">`).join('');
       res.end(`<!doctype html><title>RP</title><form method="post" action="${escape(target.origin + target.pathname)}">${fields}<button id="go">Sign in</button></form>`);
+    } else if (url.pathname === '/popup') {
+      res.end(`<!doctype html><title>RP</title><button id="go">Sign in</button><script>
+addEventListener('message', (event) => { if (event.origin === location.origin) window.received = event.data; });
+document.getElementById('go').onclick = () => window.open(${JSON.stringify(to).replace(/</g, '\\u003c')}, 'signin', 'popup,width=500,height=600');
+</script>`);
     } else {
-      res.end('<!doctype html><title>Client</title><p>back at the client</p>');
+      res.end('<!doctype html><title>Client</title><p>back at the client</p><script>if (window.opener) window.opener.postMessage(location.href, location.origin);</script>');
     }
   });
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
@@ -75,6 +83,26 @@ for (const kind of DATABASE_KINDS) {
       await Promise.all([first.waitForLoadState(), first.click('button[type="submit"]')]);
       expect(await first.locator('h1').textContent()).toContain('Photos');
       await Promise.all([first.close(), second.close()]);
+    });
+
+    it('hands the code back to the window that opened the sign-in popup (oidc-client-ts signinPopup, MSAL loginPopup)', async () => {
+      const client = await registerClient('Popup');
+      const opener = await browser.newPage();
+      await opener.goto(`${rp.origin}/popup?${new URLSearchParams({ to: `${server.baseUrl}${authorizePath(authorizeParams(client, { state: 'popped' }))}` }).toString()}`);
+      const [popup] = await Promise.all([opener.waitForEvent('popup'), opener.click('#go')]);
+      await popup.waitForURL((url) => url.pathname === '/authorize');
+      if ((await popup.locator('h1').textContent()) === 'Sign in') {
+        await popup.fill('input[name="username"]', user.username);
+        await popup.fill('input[name="password"]', user.password);
+        await Promise.all([popup.waitForURL((url) => url.pathname === '/authorize'), popup.click('button[type="submit"]')]);
+      }
+      await Promise.all([popup.waitForURL((url) => url.origin === rp.origin), popup.click('button[value="allow"]')]);
+
+      const received = await opener.waitForFunction(() => (window as unknown as { received?: string }).received, undefined, { timeout: 10_000 });
+      const answer = new URL(String(await received.jsonValue())).searchParams;
+      expect(answer.get('code')).toBeTruthy();
+      expect(answer.get('state')).toBe('popped');
+      await Promise.all([popup.close(), opener.close()]);
     });
 
     it('answers an authorization request posted as a form by a relying party with the signed-in user’s code (prompt=none)', async () => {

@@ -69,7 +69,7 @@ export function showLogin(browser: BrowserContext, req: Request, res: Response, 
     username: state.username ?? request.loginHint ?? undefined,
     error: state.error,
   });
-  sendPage(res, page, { status: state.status ?? 200, formActionOrigins: [redirectOrigin(request)] });
+  sendPage(res, page, { status: state.status ?? 200, formActionOrigins: [redirectOrigin(request)], keepsOpener: true });
 }
 
 export function showConsent(browser: BrowserContext, req: Request, res: Response, request: AuthorizationRequest, user: SignedInUser): void {
@@ -87,7 +87,7 @@ export function showConsent(browser: BrowserContext, req: Request, res: Response
     policyUri: request.client.policyUri,
     tosUri: request.client.tosUri,
   });
-  sendPage(res, page, { formActionOrigins: [redirectOrigin(request)] });
+  sendPage(res, page, { formActionOrigins: [redirectOrigin(request)], keepsOpener: true });
 }
 
 /** A sign-in satisfies `prompt=login`/`select_account` and `max_age`; a consent `prompt=consent`. */

@@ -118,17 +118,17 @@ function authorizeErrorHandler(oauth: OAuthContext): ErrorRequestHandler {
     }
     if (error instanceof AuthorizationError) {
       if (error.confirmBeforeRedirect) {
-        sendPage(res, untrustedErrorPage(error.error.description, errorRedirectLocation(oauth.issuer, error)), { status: 400 });
+        sendPage(res, untrustedErrorPage(error.error.description, errorRedirectLocation(oauth.issuer, error)), { status: 400, keepsOpener: true });
         return;
       }
       redirectWithError(res, oauth.issuer, error, req.method === 'POST' ? 303 : 302);
       return;
     }
     if (error instanceof UntrustedAuthorizationRequest) {
-      sendPage(res, errorPage('This sign-in link does not work', error.message), { status: 400 });
+      sendPage(res, errorPage('This sign-in link does not work', error.message), { status: 400, keepsOpener: true });
       return;
     }
-    sendErrorPage(error, req, res, oauth.logger, 'authorization endpoint failed');
+    sendErrorPage(error, req, res, oauth.logger, 'authorization endpoint failed', { keepsOpener: true });
   };
 }
 

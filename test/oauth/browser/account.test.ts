@@ -43,6 +43,8 @@ describeEachDatabase('account pages', (context) => {
     expect(page.text).toContain('See the product catalogue');
     expect(page.text).toMatch(/Last used: <time datetime="/);
     expect(page.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+    // No app opens the account page: it keeps no window that opened it.
+    expect(page.headers['cross-origin-opener-policy']).toBe('same-origin');
   });
 
   it('shows a sign-in form to a signed-out visitor and signs them in', async () => {

@@ -54,6 +54,8 @@ describeEachDatabase('login page', (context) => {
     expect(res.text).toContain('Acme &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; Co');
     expect(res.text).not.toContain('<script>');
     expectPageHeaders(res);
+    // An app may open sign-in in a popup and wait for the popup to come back to it: COOP same-origin would cut that link.
+    expect(res.headers['cross-origin-opener-policy']).toBe('unsafe-none');
   });
 
   it('escapes attacker-controlled request parameters carried in the form', async () => {

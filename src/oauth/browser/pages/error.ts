@@ -8,7 +8,7 @@ import type { Logger } from '../../../logger.js';
 import { OAuthError } from '../../errors.js';
 import { bodyReadError } from '../../params.js';
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../../../db/errors.js';
-import { layout, sendPage } from './layout.js';
+import { layout, sendPage, type SendPageOptions } from './layout.js';
 
 export function errorPage(title: string, message: string): SafeHtml {
   return layout(
@@ -49,24 +49,24 @@ export class PageError extends Error {
 }
 
 /** The one way every browser-facing page answers a failure; anything unexpected is logged and becomes a 500 page. */
-export function sendErrorPage(error: unknown, req: Request, res: Response, logger: Logger, failure: string): void {
+export function sendErrorPage(error: unknown, req: Request, res: Response, logger: Logger, failure: string, options: Pick<SendPageOptions, 'keepsOpener'> = {}): void {
   if (error instanceof PageError) {
-    sendPage(res, errorPage(error.title, error.message), { status: error.status });
+    sendPage(res, errorPage(error.title, error.message), { ...options, status: error.status });
     return;
   }
   const requestError = error instanceof OAuthError && error.expose ? error : bodyReadError(error);
   if (requestError) {
-    sendPage(res, errorPage('The form could not be read', requestError.description), { status: requestError.status });
+    sendPage(res, errorPage('The form could not be read', requestError.description), { ...options, status: requestError.status });
     return;
   }
   if (isDatabaseUnavailable(error)) {
     logger.warn({ err: error, reqId: req.id }, `${failure}: the database is unavailable`);
     res.setHeader('Retry-After', String(DATABASE_RETRY_AFTER_SECONDS));
-    sendPage(res, errorPage('Try again in a moment', 'The service is unavailable for a moment. Please reload this page shortly.'), { status: 503 });
+    sendPage(res, errorPage('Try again in a moment', 'The service is unavailable for a moment. Please reload this page shortly.'), { ...options, status: 503 });
     return;
   }
   logger.error({ err: error, reqId: req.id }, failure);
-  sendPage(res, errorPage('Something went wrong', 'The server could not complete the request. Please try again later.'), { status: 500 });
+  sendPage(res, errorPage('Something went wrong', 'The server could not complete the request. Please try again later.'), { ...options, status: 500 });
 }
 
 export function pageMethodNotAllowed(allowed: string) {

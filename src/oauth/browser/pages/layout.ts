@@ -72,6 +72,8 @@ export interface SendPageOptions {
   selfScripts?: boolean;
   /** Origins of the page's iframes (front-channel logout). */
   frameOrigins?: readonly string[];
+  /** A page of an authorization or logout flow, which a relying party may open in a popup (see setPageSecurityHeaders). */
+  keepsOpener?: boolean;
 }
 
 export interface LayoutOptions {
@@ -111,6 +113,7 @@ export function sendPage(res: Response, page: SafeHtml, options: SendPageOptions
     selfScripts: options.selfScripts ?? false,
     imageOrigins: brand.logoOrigin ? [brand.logoOrigin] : [],
     frameOrigins: options.frameOrigins ?? [],
+    keepsOpener: options.keepsOpener ?? false,
   });
   res.status(options.status ?? 200).type('html').send(page.value);
 }
