@@ -39,12 +39,23 @@ export interface DpopProof {
   jkt: string;
 }
 
-/** The URL without query and fragment, normalized as the WHATWG parser does (§4.3 step 9). */
+const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
+
+/** RFC 3986 §6.2.2.1–2, which the WHATWG parser leaves alone: escapes of unreserved characters decoded, others upper case. */
+function normalizePercentEncoding(path: string): string {
+  return path.replace(/%[0-9A-Fa-f]{2}/g, (escape) => {
+    const char = String.fromCharCode(Number.parseInt(escape.slice(1), 16));
+    return UNRESERVED.test(char) ? char : escape.toUpperCase();
+  });
+}
+
+/** The URL without query and fragment, normalized as the WHATWG parser does and as RFC 3986 §6.2.2 asks (§4.3 step 9). */
 function htuOf(raw: string): string | undefined {
   try {
     const url = new URL(raw);
     url.search = '';
     url.hash = '';
+    url.pathname = normalizePercentEncoding(url.pathname);
     return url.href;
   } catch {
     return undefined;

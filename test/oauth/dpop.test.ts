@@ -80,6 +80,18 @@ describeEachDatabase('DPoP (RFC 9449)', (context) => {
       expect(retry.status, retry.text).toBe(200);
     });
 
+    it('accepts an htu written differently but equal after RFC 3986 §6.2.2 normalisation (case, default port, percent-encoding)', async () => {
+      const { runtime } = context();
+      const [client, user, key] = await Promise.all([buildClient(runtime), buildUser(runtime), dpopKey()]);
+      for (const htu of ['HTTP://LOCALHOST:3000/token', 'http://localhost:3000/%74ok%65n', 'http://localhost:3000/token?x=1#frag']) {
+        const res = await post(await codeGrant(client, user), client, await dpopProof(key, { htu, nonce: nonce() }));
+        expect(res.status, `${htu}: ${res.text}`).toBe(200);
+      }
+      // The path itself is case-sensitive.
+      const upper = await post(await codeGrant(client, user), client, await dpopProof(key, { htu: 'http://localhost:3000/TOKEN', nonce: nonce() }));
+      expect(upper.body.error).toBe('invalid_dpop_proof');
+    });
+
     const refusals: [string, (key: DpopKey) => Promise<string | string[]>, RegExp][] = [
       ['a proof for another URL (htu)', (key) => dpopProof(key, { htu: `${TEST_ISSUER}/revoke`, nonce: nonce() }), /htu/],
       ['a proof for another method (htm)', (key) => dpopProof(key, { htm: 'GET', htu: TOKEN_URL, nonce: nonce() }), /htm/],
