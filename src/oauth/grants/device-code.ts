@@ -28,8 +28,9 @@ async function refuse({ oauth, client, req }: GrantRequest, deviceCode: string):
       oauth.events(req, 'device_code_rejected', { clientId: client.id, reason: 'already_used' });
       throw new InvalidGrant('the device code has already been used');
     case 'approved':
-      // Approved and unexpired, yet not redeemed: its user was deleted meanwhile.
-      throw new InvalidGrant('the device code is not valid');
+      // The user approved after this poll's redeem looked (a deleted user's code is gone with them): not the terminal
+      // invalid_grant, which would make the device give up on a code the user has just approved; the next poll redeems it.
+      throw new AuthorizationPending('the user has just approved the request; poll again for the tokens');
   }
 }
 

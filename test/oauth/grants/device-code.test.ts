@@ -5,7 +5,7 @@
  * instance and across two on one PostgreSQL database. The user's decision is recorded through
  * the store here; the /device pages have their own suite.
  */
-import { beforeAll, expect, it } from 'vitest';
+import { beforeAll, expect, it, vi } from 'vitest';
 import request from 'supertest';
 import { eq, sql } from 'drizzle-orm';
 import { createApp } from '../../../src/app.js';
@@ -105,6 +105,15 @@ describeEachDatabase('device authorization grant', (context) => {
       const res = await authorizeDevice(tv, { scope });
       expect(res.status).toBe(400);
       expect(res.body.error).toBe('invalid_scope');
+    }
+  });
+
+  it('refuses the OpenID Connect scopes as a choice of this grant, which issues no ID Token, not as unknown ones', async () => {
+    for (const scope of ['openid', 'products:read offline_access']) {
+      const res = await authorizeDevice(tv, { scope });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toBe('invalid_scope');
+      expect(res.body.error_description).toMatch(/^the device grant issues no ID Token, so (openid|offline_access) cannot be requested/);
     }
   });
 
@@ -279,6 +288,28 @@ describeEachDatabase('device authorization grant', (context) => {
     await decide(started, tv, 'approved', doomed.id);
     await runtime.users.delete(doomed.username);
     expect((await poll(started.device_code)).body.error).toBe('invalid_grant');
+  });
+
+  it('answers authorization_pending, not invalid_grant, to a poll the user approved between its redeem and its look, and the next poll gets the tokens', async () => {
+    const started = await start();
+    // The approval lands between the poll's two statements, as a user's Allow on another instance can.
+    const redeem = DeviceCodeStore.prototype.redeem;
+    const spy = vi.spyOn(DeviceCodeStore.prototype, 'redeem').mockImplementationOnce(async function (this: DeviceCodeStore, ...args) {
+      const redeemed = await redeem.apply(this, args);
+      await decide(started, tv, 'approved');
+      return redeemed;
+    });
+    try {
+      const racing = await poll(started.device_code);
+      expect(racing.status).toBe(400);
+      expect(racing.body.error).toBe('authorization_pending');
+    } finally {
+      spy.mockRestore();
+    }
+    await waitedInterval(started.device_code);
+    const next = await poll(started.device_code);
+    expect(next.status, next.text).toBe(200);
+    expect((await context().runtime.accessTokens.verify(next.body.access_token)).userId).toBe(user.id);
   });
 
   it('yields exactly one token to 50 concurrent polls after approval', async () => {
