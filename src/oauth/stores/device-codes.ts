@@ -29,10 +29,17 @@ export function formatUserCode(code: string): string {
   return `${code.slice(0, 4)}-${code.slice(4)}`;
 }
 
-/** A typed user code in its stored form, or undefined when it cannot be one of ours (so it costs no lookup). */
+/**
+ * A typed user code in its stored form, or undefined when it cannot be one of ours (so it costs no lookup). RFC 8628
+ * §6.1: case, spaces and punctuation are no part of the code, whichever dash or dot a phone or a paste put there;
+ * NFKC turns full-width letters into ours. Other letters and digits stay, and make the code invalid.
+ */
 export function normalizeUserCode(input: string): string | undefined {
   if (input.length > 32) return undefined;
-  const code = input.toUpperCase().replace(/[\s-]/g, '');
+  const code = input
+    .normalize('NFKC')
+    .replace(/[a-z]/g, (char) => char.toUpperCase())
+    .replace(/[^\p{L}\p{N}]/gu, '');
   if (code.length !== USER_CODE_LENGTH) return undefined;
   for (const char of code) if (!USER_CODE_ALPHABET.includes(char)) return undefined;
   return code;

@@ -1,8 +1,9 @@
 /**
  * The /device verification pages (RFC 8628 §3.3), driven over HTTP like a browser: sign in
- * (and come back with the code), enter the code in any case with or without the dash, see the
- * client and scopes, Allow or Deny — every form behind the session's CSRF token — and the
- * throttle on code guessing (§5.1), per user and per IP, holding under concurrent guesses.
+ * (and come back with the code), enter the code in any case with or without the dash or other
+ * punctuation (§6.1), see the client and scopes, Allow or Deny — every form behind the session's
+ * CSRF token — and the throttle on code guessing (§5.1), per user and per IP, holding under
+ * concurrent guesses.
  */
 import { beforeAll, expect, it } from 'vitest';
 import request from 'supertest';
@@ -128,6 +129,29 @@ describeEachDatabase(
       expect((await runtime.accessTokens.verify(tokens.body.access_token)).userId).toBe(user.id);
       const [consentRow] = await runtime.db.select().from(consents).where(and(eq(consents.userId, user.id), eq(consents.clientId, tv.id)));
       expect(consentRow?.scope.split(' ').sort()).toEqual(['orders:read', 'products:read']);
+    });
+
+    it('ignores the spaces and punctuation a phone or a paste puts in the code, and full-width letters (RFC 8628 §6.1)', async () => {
+      const browser = await signedIn(await buildUser(context().runtime));
+      const started = await startDevice();
+      const [head, tail] = started.user_code.split('-') as [string, string];
+      const fullWidth = (text: string) => [...text].map((char) => String.fromCodePoint(char.codePointAt(0)! + 0xfee0)).join('');
+      const variants = [
+        `${head}\u2013${tail}`, // en dash
+        `${head}\u2010${tail}`, // hyphen
+        `${head}.${tail}`,
+        `${head}_${tail}`,
+        `${head}\u00a0${tail}`, // no-break space
+        `\u200b${head}\u200b${tail}`, // zero-width spaces from a paste
+        fullWidth(`${head}-${tail}`),
+      ];
+      for (const typed of variants) {
+        const consent = await enterCode(browser, typed);
+        expect(consent.status, JSON.stringify(typed)).toBe(200);
+        expect(formFields(consent.text).user_code).toBe(started.user_code);
+      }
+      // A letter or digit outside the code's alphabet is no punctuation: the code is not valid.
+      expect((await enterCode(browser, `${head}-${tail.slice(0, 3)}A`)).status).toBe(400);
     });
 
     it('Deny makes the device hear access_denied', async () => {
