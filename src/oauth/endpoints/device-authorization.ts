@@ -12,7 +12,7 @@ import { IpRequestThrottle } from '../ip-request-throttle.js';
 import { InvalidClient, InvalidScope, UnauthorizedClient } from '../errors.js';
 import { jsonErrorHandler, noStore, onlyPost, sendJson } from '../json-response.js';
 import { bodyParameters, formBody } from '../params.js';
-import { formatScope, isScope, parseScope } from '../scopes.js';
+import { formatScope, isIdentityScope, isScope, parseScope } from '../scopes.js';
 import { DEVICE_CODE_GRANT_TYPE, type Client } from '../stores/clients.js';
 import { formatUserCode } from '../stores/device-codes.js';
 import { DEVICE_PATH } from '../browser/device.js';
@@ -24,6 +24,13 @@ const PARAMETERS = ['scope'] as const;
 function requestedScope(client: Client, scope: string | undefined): string {
   const requested = parseScope(scope);
   if (requested.length === 0) return formatScope(client.scopes);
+  // Known scopes (scopes_supported), so not "unknown": this grant issues no ID Token, and refresh tokens by registration.
+  const identity = requested.filter(isIdentityScope);
+  if (identity.length) {
+    throw new InvalidScope(
+      `the device grant issues no ID Token, so ${identity.join(' ')} cannot be requested; its refresh token comes with the client's registration`,
+    );
+  }
   if (requested.some((s) => !isScope(s))) throw new InvalidScope('the scope names a scope this server does not know');
   const notAllowed = requested.filter((s) => !client.scopes.includes(s));
   if (notAllowed.length) throw new InvalidScope(`this client may not request ${notAllowed.join(' ')}`);

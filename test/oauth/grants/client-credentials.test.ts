@@ -50,6 +50,15 @@ describeEachDatabase('client_credentials grant', (context) => {
     expect(unknown.body.error).toBe('invalid_scope');
   });
 
+  it('refuses openid, profile, email and offline_access as scopes that need a user, not as unknown ones', async () => {
+    for (const scope of ['openid', 'products:read offline_access', 'openid profile email']) {
+      const res = await machineToken(service, scope);
+      expect(res.status).toBe(400);
+      expect(res.body.error).toBe('invalid_scope');
+      expect(res.body.error_description).toMatch(/needs a user, and a client_credentials token acts for no user/);
+    }
+  });
+
   it('refuses a scope outside the client registration, and a client with no user-less scope', async () => {
     const ordersOnly = await buildClient(context().runtime, { redirectUris: [], grantTypes: ['client_credentials'], scope: 'orders:read' });
     const byDefault = await machineToken(ordersOnly);
