@@ -6,6 +6,7 @@ import { formatScope, parseScope } from '../scopes.js';
 import { queryRows, toDate } from './rows.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
 import { notEnded, type SessionCheck } from './ended-sessions.js';
+import { withdrawDeviceApprovals } from './device-codes.js';
 
 export interface SignedInUser {
   userId: number;
@@ -106,19 +107,22 @@ export class ConsentStore {
 
   /** Returns the revoked grant ids for the caller's revocation cache. */
   async revokeApp(userId: number, clientId: string): Promise<{ consentDeleted: boolean; grantIds: string[] }> {
-    const rows = await queryRows<{ consent_deleted: boolean; grant_id: string | null }>(
-      this.db,
-      sql`with deleted as (
-            delete from ${consents} where user_id = ${userId} and client_id = ${clientId} returning 1
-          ), revoked as (
-            update ${grants} set revoked_at = now()
-            where user_id = ${userId} and client_id = ${clientId} and revoked_at is null
-            returning id
-          )
-          select exists(select 1 from deleted) as consent_deleted, r.id as grant_id
-          from (select 1) one left join revoked r on true`,
-    );
-    return { consentDeleted: Boolean(rows[0]?.consent_deleted), grantIds: rows.flatMap((r) => (r.grant_id === null ? [] : [r.grant_id])) };
+    return this.db.transaction(async (tx) => {
+      await withdrawDeviceApprovals(tx, sql`user_id = ${userId} and client_id = ${clientId}`);
+      const rows = await queryRows<{ consent_deleted: boolean; grant_id: string | null }>(
+        tx,
+        sql`with deleted as (
+              delete from ${consents} where user_id = ${userId} and client_id = ${clientId} returning 1
+            ), revoked as (
+              update ${grants} set revoked_at = now()
+              where user_id = ${userId} and client_id = ${clientId} and revoked_at is null
+              returning id
+            )
+            select exists(select 1 from deleted) as consent_deleted, r.id as grant_id
+            from (select 1) one left join revoked r on true`,
+      );
+      return { consentDeleted: Boolean(rows[0]?.consent_deleted), grantIds: rows.flatMap((r) => (r.grant_id === null ? [] : [r.grant_id])) };
+    });
   }
 
   async list(filter: { username?: string; clientId?: string } = {}): Promise<ConsentRecord[]> {
@@ -143,21 +147,25 @@ export class ConsentStore {
     }));
   }
 
-  /** One statement: refresh tokens stop at once, access tokens within the revocation cache time. */
+  /** Refresh tokens and approved device codes stop at once, access tokens within the revocation cache time. */
   async revoke(username: string, clientId: string): Promise<{ consentDeleted: boolean; grantsRevoked: number } | undefined> {
-    const [row] = await queryRows<{ user_found: boolean; consent_deleted: boolean; grants_revoked: number }>(
-      this.db,
-      sql`with target as (select id from ${users} where username = ${username}),
-          deleted as (
-            delete from ${consents} where user_id = (select id from target) and client_id = ${clientId} returning 1
-          ), revoked as (
-            update ${grants} set revoked_at = now()
-            where user_id = (select id from target) and client_id = ${clientId} and revoked_at is null
-            returning 1
-          )
-          select exists(select 1 from target) as user_found, exists(select 1 from deleted) as consent_deleted,
-                 (select count(*)::int from revoked) as grants_revoked`,
-    );
+    const row = await this.db.transaction(async (tx) => {
+      await withdrawDeviceApprovals(tx, sql`user_id = (select id from ${users} where username = ${username}) and client_id = ${clientId}`);
+      const [found] = await queryRows<{ user_found: boolean; consent_deleted: boolean; grants_revoked: number }>(
+        tx,
+        sql`with target as (select id from ${users} where username = ${username}),
+            deleted as (
+              delete from ${consents} where user_id = (select id from target) and client_id = ${clientId} returning 1
+            ), revoked as (
+              update ${grants} set revoked_at = now()
+              where user_id = (select id from target) and client_id = ${clientId} and revoked_at is null
+              returning 1
+            )
+            select exists(select 1 from target) as user_found, exists(select 1 from deleted) as consent_deleted,
+                   (select count(*)::int from revoked) as grants_revoked`,
+      );
+      return found;
+    });
     if (!row?.user_found) return undefined;
     return { consentDeleted: row.consent_deleted, grantsRevoked: row.grants_revoked };
   }

@@ -3,7 +3,7 @@
  * tokens; a poll records itself under a row lock, so concurrent too-fast polls each see the one before them.
  */
 import { randomInt } from 'node:crypto';
-import { and, eq, gt, sql } from 'drizzle-orm';
+import { and, eq, gt, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { deviceCodes, grants } from '../../db/schema.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
@@ -23,6 +23,15 @@ export function generateUserCode(): string {
   let code = '';
   for (let i = 0; i < USER_CODE_LENGTH; i++) code += USER_CODE_ALPHABET[randomInt(USER_CODE_ALPHABET.length)];
   return code;
+}
+
+/**
+ * Approvals not yet redeemed, withdrawn where the user's grants are revoked (the app revoked, the password changed): the
+ * device then hears access_denied instead of getting tokens. In a statement of its own and before the grants: it waits
+ * for a redemption under way, whose new grant the revoking statement after it then sees.
+ */
+export async function withdrawDeviceApprovals(db: Pick<Db, 'execute'>, owner: SQL): Promise<void> {
+  await db.execute(sql`update ${deviceCodes} set status = 'denied' where status = 'approved' and ${owner}`);
 }
 
 export function formatUserCode(code: string): string {

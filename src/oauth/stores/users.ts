@@ -3,6 +3,7 @@ import type { Db } from '../../db/database.js';
 import { grants, users } from '../../db/schema.js';
 import { dummyPasswordHash, hashPassword, verifyPassword } from '../../crypto/passwords.js';
 import { notEnded, type SessionCheck } from './ended-sessions.js';
+import { withdrawDeviceApprovals } from './device-codes.js';
 import { textProblem } from '../client-metadata.js';
 
 export type User = typeof users.$inferSelect;
@@ -100,6 +101,7 @@ export class UserStore {
     return this.db.transaction(async (tx) => {
       const [user] = await tx.update(users).set({ passwordHash, sessionEpoch: sql`${users.sessionEpoch} + 1` }).where(eq(users.username, username.trim())).returning({ id: users.id });
       if (!user) return undefined;
+      await withdrawDeviceApprovals(tx, sql`user_id = ${user.id}`);
       await tx.update(grants).set({ revokedAt: sql`now()` }).where(and(eq(grants.userId, user.id), isNull(grants.revokedAt)));
       return user.id;
     });
