@@ -129,7 +129,13 @@ async function trustedClient(clients: ClientCache, params: Parameters): Promise<
 
 function requestedScopes(client: Client, scope: string | undefined): string[] {
   const requested = parseScope(scope);
-  if (requested.length === 0) return [...client.scopes];
+  if (requested.length === 0) {
+    // RFC 6749 §3.3's default: the client's registered API scopes. OpenID Connect is asked for by name (Core §3.1.2.1),
+    // so OpenID scopes a client registered never make a request without `scope` an OpenID request.
+    const defaults = client.scopes.filter(isScope);
+    if (defaults.length === 0) throw new InvalidScope('scope is required: this client registered no API scope to default to');
+    return defaults;
+  }
   const unknown = requested.filter((s) => !isScope(s) && !isIdentityScope(s));
   if (unknown.length) throw new InvalidScope('the scope names a scope this server does not know');
   // Identity scopes are open to every code-flow client; API scopes only as registered.

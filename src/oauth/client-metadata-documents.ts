@@ -16,7 +16,10 @@ export interface ClientMetadataDocumentOptions {
   /** Development only: private and loopback addresses, and http URLs, are allowed. */
   allowPrivate: boolean;
   ca?: string | undefined;
+  /** The whole fetch, name resolution included. */
   timeoutMs?: number;
+  /** How a host name is resolved; the system resolver unless a test needs another. */
+  resolveHost?: (hostname: string) => Promise<{ address: string; family: number }[]>;
   maxBytes?: number;
   minCacheSeconds?: number;
   maxCacheSeconds?: number;
@@ -36,7 +39,7 @@ for (const [network, prefix] of [
   ['224.0.0.0', 4], ['240.0.0.0', 4],
 ] as const) BLOCKED.addSubnet(network, prefix, 'ipv4');
 for (const [network, prefix] of [
-  ['::', 128], ['::1', 128], ['64:ff9b::', 96], ['100::', 64], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8],
+  ['::', 128], ['::1', 128], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8],
 ] as const) BLOCKED.addSubnet(network, prefix, 'ipv6');
 
 /** Whether an address is one a metadata document may not be fetched from (IPv4-mapped IPv6 by its IPv4). */
@@ -69,6 +72,12 @@ function documentUrl(id: string, allowPrivate: boolean): URL {
   if (url.hash || id.includes('#') || url.username || url.password) refuse('URL must not carry a fragment or credentials');
   if (url.pathname === '/') refuse('URL must have a path');
   return url;
+}
+
+/** The draft's §5: `application/json`, or a more specific `application/…+json`; any other type is an error. */
+function isJsonMediaType(contentType: string | undefined): boolean {
+  const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  return type === 'application/json' || /^application\/[a-z0-9!#$&^_.-]+\+json$/.test(type);
 }
 
 function cacheSeconds(cacheControl: string | undefined, min: number, max: number): number {
@@ -136,14 +145,20 @@ export class ClientMetadataDocuments {
   }
 
   /** The address to connect to: resolved here and checked, so a rebinding DNS answer cannot slip a private one in. */
-  private async address(hostname: string): Promise<{ address: string; family: number }> {
+  private async address(hostname: string, signal: AbortSignal): Promise<{ address: string; family: number }> {
     const literal = hostname.replace(/^\[|\]$/g, '');
     let addresses: { address: string; family: number }[];
     if (isIP(literal)) addresses = [{ address: literal, family: isIP(literal) }];
     else {
+      const resolve = this.options.resolveHost ?? ((host: string) => lookup(host, { all: true, verbatim: true }));
+      // A resolver cannot be cancelled, but the request need not wait for one that does not answer.
+      const timedOut = new Promise<never>((_resolve, reject) => {
+        signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+      });
       try {
-        addresses = await lookup(literal, { all: true, verbatim: true });
+        addresses = await Promise.race([resolve(literal), timedOut]);
       } catch (error) {
+        if (signal.aborted) return refuse(`did not arrive within ${this.timeoutMs} ms`, error);
         return refuse('host does not resolve', error);
       }
     }
@@ -155,7 +170,8 @@ export class ClientMetadataDocuments {
   }
 
   private async fetchDocument(url: URL): Promise<{ body: string; cacheControl: string | undefined }> {
-    const pinned = await this.address(url.hostname);
+    const signal = AbortSignal.timeout(this.timeoutMs);
+    const pinned = await this.address(url.hostname, signal);
     const pinnedLookup: LookupFunction = (_host, options, callback) => {
       if ((options as { all?: boolean }).all) (callback as unknown as (e: null, a: { address: string; family: number }[]) => void)(null, [pinned]);
       else callback(null, pinned.address, pinned.family);
@@ -187,6 +203,10 @@ export class ClientMetadataDocuments {
             response.resume();
             return fail(`URL answered HTTP ${status}`);
           }
+          if (!isJsonMediaType(response.headers['content-type'])) {
+            request.destroy();
+            return fail(`must be served as application/json, not ${response.headers['content-type'] ? `"${response.headers['content-type'].slice(0, 100)}"` : 'without a Content-Type'}`);
+          }
           const declared = Number(response.headers['content-length']);
           if (Number.isFinite(declared) && declared > this.maxBytes) {
             request.destroy();
@@ -214,12 +234,13 @@ export class ClientMetadataDocuments {
           response.on('error', (error) => fail('could not be read', error));
         },
       );
-      const timer = setTimeout(() => {
+      const timeUp = () => {
         request.destroy();
         fail(`did not arrive within ${this.timeoutMs} ms`);
-      }, this.timeoutMs);
-      timer.unref();
-      request.on('close', () => clearTimeout(timer));
+      };
+      if (signal.aborted) timeUp();
+      signal.addEventListener('abort', timeUp, { once: true });
+      request.on('close', () => signal.removeEventListener('abort', timeUp));
       request.on('error', (error) => fail('could not be fetched', error));
     });
   }

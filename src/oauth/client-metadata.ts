@@ -3,7 +3,7 @@
  * invalid_client_metadata (or invalid_redirect_uri, §3.2.2) naming the field, and unknown fields are ignored as §2 asks.
  */
 import { InvalidClientMetadata, InvalidRedirectUri } from './errors.js';
-import { ALL_SCOPES, isScope, parseScope } from './scopes.js';
+import { ALL_SCOPES, isIdentityScope, isScope, parseScope, SUPPORTED_SCOPES } from './scopes.js';
 import { isSigningAlg, SIGNING_ALGS, type SigningAlg } from '../tokens/signing-keys.js';
 import { isLoopbackHost } from './loopback.js';
 
@@ -61,6 +61,25 @@ function fail(field: string, problem: string): never {
  */
 const NOT_IN_TEXT = /[\p{Cc}\p{Zl}\p{Zp}\p{Cs}]|(?![\u200C\u200D])\p{Cf}/u;
 
+/** What PostgreSQL cannot store in text or jsonb (the database error would be a 500): NUL, and half of a surrogate pair. */
+const UNSTORABLE = /\0|\p{Cs}/u;
+
+/** Whether any string in a JSON value, member names included, is one PostgreSQL cannot store; walked without recursion. */
+function holdsUnstorableString(value: unknown): boolean {
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const item = pending.pop();
+    if (typeof item === 'string') {
+      if (UNSTORABLE.test(item)) return true;
+    } else if (Array.isArray(item)) {
+      for (const element of item as unknown[]) pending.push(element);
+    } else if (typeof item === 'object' && item !== null) {
+      for (const [name, member] of Object.entries(item)) pending.push(name, member);
+    }
+  }
+  return false;
+}
+
 /** Why a human-readable value (a client's name…) cannot be shown as it is, or undefined. */
 export function textProblem(value: string): string | undefined {
   return NOT_IN_TEXT.test(value) ? 'must not contain control, invisible or bidirectional formatting characters' : undefined;
@@ -83,7 +102,7 @@ function stringArray(body: Record<string, unknown>, field: string, maxItems: num
   if (value.length > maxItems) fail(field, `must have at most ${maxItems} entries`);
   for (const item of value) {
     if (typeof item !== 'string') fail(field, 'must be an array of strings');
-    if (item.length > MAX_URI_LENGTH || item.includes('\0')) fail(field, 'has an entry that is too long or contains a NUL character');
+    if (item.length > MAX_URI_LENGTH || UNSTORABLE.test(item)) fail(field, 'has an entry that is too long or contains a NUL character or half of a surrogate pair');
   }
   return [...new Set(value as string[])];
 }
@@ -102,13 +121,24 @@ function httpsUri(body: Record<string, unknown>, field: string): string | undefi
 }
 
 /**
+ * Why the characters of a URI we redirect to cannot be kept as they are, or undefined. The URL parser silently drops
+ * tabs and newlines, so the stored string would not be the URI compared; and a URI is ASCII (RFC 3986 §2): an IRI
+ * would reach the Location header raw, which Node refuses (a 500 after consent) or sends as Latin-1 bytes.
+ */
+export function uriCharactersProblem(raw: string): string | undefined {
+  if (/[\u0000-\u0020\u007f]/.test(raw)) return 'must not contain spaces or control characters';
+  if (/[^\u0000-\u007f]/.test(raw)) return 'must be ASCII: a host in its xn-- (punycode) form, other characters percent-encoded (RFC 3986)';
+  return undefined;
+}
+
+/**
  * Why `raw` cannot be a client's logout URI or policy link, or undefined if it can: an absolute https URL, or http on a
  * loopback host (native apps, development), with no credentials and no fragment (Back-Channel Logout §2.2). The CLI
  * (stores/clients.ts) and /register both use it, so a client is held to one rule however it was registered.
  */
 export function webUriProblem(raw: string): string | undefined {
-  // The URL parser silently drops tabs and newlines, so the stored string would not be the URI that gets compared.
-  if (/[\u0000-\u0020\u007f]/.test(raw)) return 'must not contain spaces or control characters';
+  const characters = uriCharactersProblem(raw);
+  if (characters) return characters;
   let url: URL;
   try {
     url = new URL(raw);
@@ -169,7 +199,8 @@ export function checkRedirectUri(raw: string): string {
     throw new InvalidRedirectUri(`a redirect URI ${why}`);
   };
   if (raw.includes('#')) refuse('must not contain a fragment');
-  if (/[\u0000-\u0020\u007f]/.test(raw)) refuse('must not contain spaces or control characters');
+  const characters = uriCharactersProblem(raw);
+  if (characters) refuse(characters);
   let url: URL;
   try {
     url = new URL(raw);
@@ -203,6 +234,7 @@ export function publicJwkSetProblem(value: unknown): string | undefined {
     }
     if (PRIVATE_JWK_MEMBERS.some((member) => member in key)) return 'must hold public keys only';
   }
+  if (holdsUnstorableString(keys)) return 'must not contain a NUL character or half of a surrogate pair';
   return undefined;
 }
 
@@ -248,7 +280,9 @@ export function readClientMetadata(input: unknown, options: { defaultAuthMethod:
 
   const scope = optionalString(body, 'scope', 1000);
   const scopes = scope === undefined ? [...ALL_SCOPES] : parseScope(scope);
-  if (scopes.some((s) => !isScope(s))) fail('scope', `may only contain ${ALL_SCOPES.join(' ')}`);
+  // The OpenID scopes are open to every code-flow client, and advertised in scopes_supported: a client may list them
+  // among the scopes it will use (RFC 7591 §2), and they are then what a request without `scope` gets.
+  if (scopes.some((s) => !isScope(s) && !isIdentityScope(s))) fail('scope', `may only contain ${SUPPORTED_SCOPES.join(' ')}`);
   if (scopes.length === 0) fail('scope', 'must name at least one scope');
 
   const contacts = stringArray(body, 'contacts', MAX_CONTACTS);

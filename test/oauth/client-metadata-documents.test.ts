@@ -46,7 +46,7 @@ function serve(body: (url: string) => unknown, headers: Record<string, string> =
 const documentFor = (url: string) => ({ client_id: url, client_name: 'Doc Agent', redirect_uris: ['http://127.0.0.1/callback'], token_endpoint_auth_method: 'none' });
 
 it('refuses private, loopback, link-local, unique-local and multicast addresses', () => {
-  for (const address of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '::1', '::', 'fe80::1', 'fd00::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1']) {
+  for (const address of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1', '::1', '::', 'fe80::1', 'fd00::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '64:ff9b:1::a00:1']) {
     expect(isPrivateAddress(address), address).toBe(true);
   }
   for (const address of ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946', '::ffff:93.184.216.34']) expect(isPrivateAddress(address), address).toBe(false);
@@ -91,6 +91,43 @@ describeEachDatabase(
       const url = serve(body);
       await refused(documents().resolve(url), reason);
       expect(await context().runtime.clients.find(url)).toBeUndefined();
+    });
+
+    // The draft's §5: any other content type is an error response, as a 404 would be.
+    it.each([
+      ['text/plain', { 'content-type': 'text/plain' }],
+      ['text/html', { 'content-type': 'text/html; charset=utf-8' }],
+      ['no content type', { 'content-type': '' }],
+    ])('refuses a document served as %s, storing nothing', async (_label, headers) => {
+      const path = `/clients/typed-${++sequence}.json`;
+      const url = `${base}${path}`;
+      routes.set(path, (_req, res) => {
+        if (!headers['content-type']) res.removeHeader('content-type');
+        res.writeHead(200, headers['content-type'] ? headers : {}).end(JSON.stringify(documentFor(url)));
+      });
+      await refused(documents().resolve(url), /must be served as application\/json/);
+      expect(await context().runtime.clients.find(url)).toBeUndefined();
+    });
+
+    it('accepts application/json with parameters, and a more specific application/…+json', async () => {
+      for (const type of ['application/json; charset=utf-8', 'Application/JSON', 'application/client-metadata+json']) {
+        const url = serve(documentFor, { 'content-type': type });
+        expect((await documents().resolve(url)).id, type).toBe(url);
+      }
+    });
+
+    it('gives up on a document whose body starts but never ends (a slow server)', async () => {
+      routes.set('/clients/trickle.json', (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"client_id":');
+      });
+      await refused(documents({ timeoutMs: 300 }).resolve(`${base}/clients/trickle.json`), /did not arrive/);
+    });
+
+    it('gives up within the time limit on a host name that does not resolve in time', async () => {
+      const resolver = documents({ timeoutMs: 100, resolveHost: () => new Promise(() => {}) });
+      await refused(resolver.resolve('https://agent.example/client.json'), /did not arrive within 100 ms/);
+      expect(await context().runtime.clients.find('https://agent.example/client.json')).toBeUndefined();
     });
 
     it('refuses a document that redirects, without following it', async () => {

@@ -23,7 +23,8 @@ const PARAMETERS = ['scope'] as const;
 
 function requestedScope(client: Client, scope: string | undefined): string {
   const requested = parseScope(scope);
-  if (requested.length === 0) return formatScope(client.scopes);
+  // The client's API scopes: the OpenID scopes it may have registered (for its code flow) are no choice of this grant.
+  if (requested.length === 0) return formatScope(client.scopes.filter(isScope));
   // Known scopes (scopes_supported), so not "unknown": this grant issues no ID Token, and refresh tokens by registration.
   const identity = requested.filter(isIdentityScope);
   if (identity.length) {

@@ -120,6 +120,7 @@ function authenticateRegistration(oauth: OAuthContext): RequestHandler {
     // An unknown client and a wrong token are one answer: nothing is learnt about client ids.
     if (!client) throw new InvalidToken('the registration access token is not valid for this client');
     res.locals.registeredClient = client;
+    res.locals.registrationAccessToken = token;
     next();
   };
 }
@@ -128,9 +129,17 @@ function registeredClient(res: Response): Client {
   return res.locals.registeredClient as Client;
 }
 
+/**
+ * RFC 7592 §3: the client information response of a read or an update carries registration_access_token (REQUIRED).
+ * Only its HMAC is stored, and it is not rotated, so it is the token the caller has just presented.
+ */
+function presentedToken(res: Response): { registrationAccessToken: string } {
+  return { registrationAccessToken: res.locals.registrationAccessToken as string };
+}
+
 function readRegistration(oauth: OAuthContext): RequestHandler {
   return function readClientConfiguration(_req, res) {
-    sendJson(res, 200, clientInformation(oauth, registeredClient(res)));
+    sendJson(res, 200, clientInformation(oauth, registeredClient(res), presentedToken(res)));
   };
 }
 
@@ -141,7 +150,8 @@ function updateRegistration(oauth: OAuthContext): RequestHandler {
     const body = res.locals.json as Record<string, unknown>;
     if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
       if (body.client_id !== client.id) throw new InvalidClientMetadata('client_id must be the id of the client being updated');
-      if (body.client_secret !== undefined && (typeof body.client_secret !== 'string' || !oauth.registeredClients.verifySecret(client, body.client_secret))) {
+      // A null value is an omitted one (RFC 7592 §2.2), as for every other field.
+      if (body.client_secret !== undefined && body.client_secret !== null && (typeof body.client_secret !== 'string' || !oauth.registeredClients.verifySecret(client, body.client_secret))) {
         throw new InvalidClientMetadata('client_secret does not match the current secret');
       }
     }
@@ -155,7 +165,7 @@ function updateRegistration(oauth: OAuthContext): RequestHandler {
     const updated = await oauth.registeredClients.replaceMetadata(client.id, metadata);
     if (!updated) throw new InvalidToken('the registration access token is not valid for this client');
     oauth.clients.forget(client.id);
-    sendJson(res, 200, clientInformation(oauth, updated));
+    sendJson(res, 200, clientInformation(oauth, updated, presentedToken(res)));
   };
 }
 

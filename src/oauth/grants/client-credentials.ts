@@ -15,7 +15,8 @@ export const parameters = ['scope'] as const;
 export function machineScope(client: Client, requested: string | undefined): string {
   const scopes = parseScope(requested);
   if (scopes.length === 0) {
-    const defaults = client.scopes.filter((scope) => !needsUser(scope));
+    // The client's API scopes that need no user: a client may also have registered the OpenID scopes, for its users.
+    const defaults = client.scopes.filter((scope) => isScope(scope) && !needsUser(scope));
     if (defaults.length === 0) throw new InvalidScope('this client has no scope that works without a user; client_credentials tokens cannot see orders');
     return formatScope(defaults);
   }

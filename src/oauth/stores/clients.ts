@@ -2,10 +2,10 @@
 import { eq, sql } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { clients } from '../../db/schema.js';
-import { ALL_SCOPES, isScope, parseScope } from '../scopes.js';
+import { ALL_SCOPES, isIdentityScope, isScope, parseScope, SUPPORTED_SCOPES } from '../scopes.js';
 import { constantTimeEqual, hmacSha256, randomIdentifier, randomToken } from '../../crypto/secrets.js';
 import { isSubjectType, sectorOf, type SubjectType } from '../oidc/subject.js';
-import { frontchannelOriginProblem, publicJwkSetProblem, textProblem, webUriProblem, type ClientMetadata } from '../client-metadata.js';
+import { frontchannelOriginProblem, publicJwkSetProblem, textProblem, uriCharactersProblem, webUriProblem, type ClientMetadata } from '../client-metadata.js';
 import { isSigningAlg, SIGNING_ALGS } from '../../tokens/signing-keys.js';
 import { isLoopbackHost, isLoopbackIp } from '../loopback.js';
 
@@ -131,6 +131,9 @@ export interface RegisteredClient {
 
 /** RFC 9700 §2.1 / §4.1.3: full URIs, https (or http on a loopback host), no fragment. */
 export function validateRedirectUri(raw: string): string {
+  // The rule /register applies (client-metadata.ts): what reaches the Location header is exactly what was registered.
+  const characters = uriCharactersProblem(raw);
+  if (characters) throw new ClientRegistrationError(`redirect URI "${raw}" ${characters}`);
   let uri: URL;
   try {
     uri = new URL(raw);
@@ -315,6 +318,8 @@ export class ClientStore {
   }
 
   async find(id: string): Promise<Client | undefined> {
+    // No stored id holds NUL, which PostgreSQL text refuses with an error (a path's `%00` would otherwise be a 500).
+    if (id.includes('\0')) return undefined;
     const [row] = await this.db.select().from(clients).where(eq(clients.id, id));
     return row;
   }
@@ -462,8 +467,9 @@ function validateGrantTypes(requested: readonly string[], isPublic: boolean): st
 
 function validateScopes(scope: string | undefined): string[] {
   const scopes = scope === undefined ? ALL_SCOPES : parseScope(scope);
-  const unknown = scopes.filter((s) => !isScope(s));
-  if (unknown.length) throw new ClientRegistrationError(`unknown scope ${unknown.join(', ')}; known: ${ALL_SCOPES.join(' ')}`);
+  // As /register (client-metadata.ts): the OpenID scopes may be listed among those the client will use.
+  const unknown = scopes.filter((s) => !isScope(s) && !isIdentityScope(s));
+  if (unknown.length) throw new ClientRegistrationError(`unknown scope ${unknown.join(', ')}; known: ${SUPPORTED_SCOPES.join(' ')}`);
   if (scopes.length === 0) throw new ClientRegistrationError('a client needs at least one scope');
   return scopes;
 }

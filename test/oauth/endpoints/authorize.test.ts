@@ -183,6 +183,11 @@ describeEachDatabase('GET /authorize', (context) => {
       expectRedirectError(await get(authorizeParams(client, { scope: 'products:read orders:write', state: 's' })), 'invalid_scope', 's');
     });
 
+    it('invalid_scope for a request without scope from a client that registered only OpenID scopes (asked for by name)', async () => {
+      const openidOnly = await buildClient(context().runtime, { scope: 'openid profile' });
+      expectRedirectError(await get(authorizeParams(openidOnly, { state: 's' })), 'invalid_scope', 's', openidOnly.redirectUri);
+    });
+
     it('invalid_scope for an unknown scope', async () => {
       expectRedirectError(await get(authorizeParams(client, { scope: 'admin', state: 's' })), 'invalid_scope', 's');
     });

@@ -107,6 +107,10 @@ describeEachDatabase(
       ['http on a public host', { redirect_uris: ['http://app.example/cb'] }, 'invalid_redirect_uri'],
       ['private-use scheme without a dot', { redirect_uris: ['myapp:/cb'] }, 'invalid_redirect_uri'],
       ['credentials', { redirect_uris: ['https://user:pw@app.example/cb'] }, 'invalid_redirect_uri'],
+      // RFC 3986 §2: a URI is ASCII; the IRI would reach the Location header raw after consent (a 500, or Latin-1 bytes).
+      ['an internationalized host not in its xn-- form', { redirect_uris: ['https://пример.example/cb'] }, 'invalid_redirect_uri'],
+      ['a non-ASCII path', { redirect_uris: ['https://app.example/caf\u00e9'] }, 'invalid_redirect_uri'],
+      ['a non-ASCII post-logout redirect URI', { ...NATIVE, post_logout_redirect_uris: ['https://app.example/caf\u00e9'] }, 'invalid_client_metadata'],
       ['loopback port 0, where no app listens', { redirect_uris: ['http://127.0.0.1:0/cb'] }, 'invalid_redirect_uri'],
       ['port 0 written with leading zeros', { redirect_uris: ['http://[::1]:000/cb'] }, 'invalid_redirect_uri'],
       ['no redirect URI', { client_name: 'x' }, 'invalid_redirect_uri'],
@@ -135,6 +139,11 @@ describeEachDatabase(
       ['private_key_jwt with jwks not a set', { ...NATIVE, token_endpoint_auth_method: 'private_key_jwt', jwks: [{ kty: 'OKP', crv: 'Ed25519', x: 'a' }] }, 'invalid_client_metadata'],
       ['private_key_jwt with eleven keys', { ...NATIVE, token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: Array.from({ length: 11 }, () => ({ kty: 'OKP', crv: 'Ed25519', x: 'a' })) } }, 'invalid_client_metadata'],
       ['auth method a number', { ...NATIVE, token_endpoint_auth_method: 1 }, 'invalid_client_metadata'],
+      // PostgreSQL stores neither in jsonb: the insert would fail with a 500.
+      ['private_key_jwt with a NUL in a key', { ...NATIVE, token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [{ kty: 'OKP', crv: 'Ed25519', x: 'a\u0000b' }] } }, 'invalid_client_metadata'],
+      ['private_key_jwt with half a surrogate pair in a key', { ...NATIVE, token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [{ kty: 'OKP', crv: 'Ed25519', x: 'a', kid: ['\ud800'] }] } }, 'invalid_client_metadata'],
+      ['private_key_jwt with a NUL in a member name', { ...NATIVE, token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [{ kty: 'OKP', crv: 'Ed25519', x: 'a', 'x\u0000': 1 }] } }, 'invalid_client_metadata'],
+      ['contacts with half a surrogate pair', { ...NATIVE, contacts: ['ops\udc00@app.example'] }, 'invalid_client_metadata'],
       ['unknown scope', { ...NATIVE, scope: 'admin' }, 'invalid_client_metadata'],
       ['scope an array', { ...NATIVE, scope: ['products:read'] }, 'invalid_client_metadata'],
       ['contacts a string', { ...NATIVE, contacts: 'a@example.com' }, 'invalid_client_metadata'],
@@ -229,6 +238,35 @@ describeEachDatabase(
       },
     );
 
+    it('registers the OpenID scopes it advertises in scopes_supported among the client’s scopes, which are asked for by name', async () => {
+      const advertised = (await request(context().app).get('/.well-known/oauth-authorization-server')).body.scopes_supported as string[];
+      expect(advertised).toEqual(expect.arrayContaining(['openid', 'profile', 'products:read']));
+      const res = await register({ redirect_uris: ['https://rp.example/cb'], token_endpoint_auth_method: 'none', scope: 'openid profile products:read' });
+      expect(res.status, res.text).toBe(201);
+      expect(res.body.scope).toBe('openid profile products:read');
+      const client: TestClient = { id: res.body.client_id, secret: undefined, redirectUri: 'https://rp.example/cb', redirectUris: ['https://rp.example/cb'], name: 'RP', isPublic: true };
+      const user = await buildUser(context().runtime);
+      const exchange = async (scope?: string) => {
+        const params = authorizeParams(client, scope === undefined ? {} : { scope });
+        const code = redirectParams(await new Browser(context().app).authorize(params, user)).get('code');
+        return request(context().app)
+          .post('/token')
+          .type('form')
+          .send({ grant_type: 'authorization_code', code, redirect_uri: client.redirectUri, code_verifier: params.verifier, client_id: client.id });
+      };
+      const asked = await exchange('openid profile products:read');
+      expect(asked.status, asked.text).toBe(200);
+      expect(asked.body.scope).toBe('openid profile products:read');
+      expect(typeof asked.body.id_token).toBe('string');
+      // A request without scope gets the registered API scopes: OpenID Connect is asked for by name (Core §3.1.2.1).
+      const byDefault = await exchange();
+      expect(byDefault.status, byDefault.text).toBe(200);
+      expect(byDefault.body.scope).toBe('products:read');
+      expect(byDefault.body.id_token).toBeUndefined();
+      // An API scope it did not register stays out of reach; a scope this server does not know is still refused.
+      expect((await register({ ...NATIVE, scope: 'openid admin' })).body.error).toBe('invalid_client_metadata');
+    });
+
     it('keeps a client_name in any script, with emoji joiners', async () => {
       for (const name of ['Größe Café', 'متجر', 'חנות', '価格 ✓', '👩‍💻 Dev', 'می\u200Cخواهم']) {
         const res = await register({ ...NATIVE, client_name: name });
@@ -262,7 +300,7 @@ describeEachDatabase(
 
     it('accepts https, loopback and private-use redirect URIs (RFC 8252 §7)', async () => {
       const res = await register({
-        redirect_uris: ['https://app.example/cb', 'http://localhost:8080/cb', 'http://[::1]/cb', 'com.example.app:/oauth2redirect'],
+        redirect_uris: ['https://app.example/cb', 'http://localhost:8080/cb', 'http://[::1]/cb', 'com.example.app:/oauth2redirect', 'https://xn--e1afmkfd.example/caf%C3%A9'],
         token_endpoint_auth_method: 'none',
       });
       expect(res.status).toBe(201);
@@ -310,7 +348,18 @@ describeEachDatabase(
         const res = await request(context().app).get(path(client.client_id)).set('Authorization', `Bearer ${client.registration_access_token}`);
         expect(res.status).toBe(200);
         expect(res.body).toMatchObject({ client_id: client.client_id, client_name: 'Agent', grant_types: ['authorization_code', 'refresh_token'] });
-        expect(res.body.registration_access_token).toBeUndefined();
+        // §3: registration_access_token and registration_client_uri are REQUIRED in the client information response.
+        expect(res.body.registration_access_token).toBe(client.registration_access_token);
+        expect(res.body.registration_client_uri).toBe(client.registration_client_uri);
+      });
+
+      it('answers a client id that no client can have (a NUL character) with 401 invalid_token, never a 500 (§2.1)', async () => {
+        const client = await registered();
+        for (const method of ['get', 'put', 'delete'] as const) {
+          const res = await request(context().app)[method](path('a\u0000b')).set('Authorization', `Bearer ${client.registration_access_token}`).set('Content-Type', 'application/json').send('{}');
+          expect(res.status, method).toBe(401);
+          expect(res.body.error).toBe('invalid_token');
+        }
       });
 
       it('refuses a missing, wrong or another client’s token with 401 invalid_token (§2)', async () => {
@@ -339,8 +388,24 @@ describeEachDatabase(
           .send(JSON.stringify({ client_id: client.client_id, redirect_uris: ['https://new.example/cb'], token_endpoint_auth_method: 'none', client_name: 'Renamed' }));
         expect(res.status).toBe(200);
         expect(res.body).toMatchObject({ client_name: 'Renamed', redirect_uris: ['https://new.example/cb'], grant_types: ['authorization_code'] });
+        // §3: the token is not rotated, and the answer says so.
+        expect(res.body.registration_access_token).toBe(client.registration_access_token);
         const again = await request(context().app).get(path(client.client_id)).set('Authorization', auth);
         expect(again.body.client_name).toBe('Renamed');
+      });
+
+      it('reads a null client_secret in a PUT as an omitted one (§2.2), and still refuses a wrong one', async () => {
+        const client = await registered();
+        const put = (body: Record<string, unknown>) =>
+          request(context().app)
+            .put(path(client.client_id))
+            .set('Authorization', `Bearer ${client.registration_access_token}`)
+            .set('Content-Type', 'application/json')
+            .send(JSON.stringify({ ...NATIVE, client_id: client.client_id, ...body }));
+        const nulled = await put({ client_secret: null, client_name: 'Nulled' });
+        expect(nulled.status, nulled.text).toBe(200);
+        expect(nulled.body.client_name).toBe('Nulled');
+        expect((await put({ client_secret: 'guess' })).body.error).toBe('invalid_client_metadata');
       });
 
       it('refuses a PUT naming another client_id, switching to a secret, or with bad metadata', async () => {

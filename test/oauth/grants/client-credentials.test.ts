@@ -68,6 +68,13 @@ describeEachDatabase('client_credentials grant', (context) => {
     expect(outside.body).toMatchObject({ error: 'invalid_scope', error_description: 'this client may not request products:read' });
   });
 
+  it('leaves the OpenID scopes a client registered for its users out of the scope it gets by default', async () => {
+    const both = await buildClient(context().runtime, { grantTypes: ['authorization_code', 'client_credentials'], scope: 'openid profile products:read orders:read' });
+    const res = await machineToken(both);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.scope).toBe('products:read');
+  });
+
   it('is unauthorized_client for a client not registered for it', async () => {
     const webApp = await buildClient(context().runtime);
     const res = await machineToken(webApp);

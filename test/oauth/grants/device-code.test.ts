@@ -233,6 +233,16 @@ describeEachDatabase('device authorization grant', (context) => {
     await expect(context().runtime.accessTokens.verify(first.body.access_token)).resolves.toBeDefined();
   });
 
+  it('leaves the OpenID scopes a client registered for its code flow out of the scope a device gets by default', async () => {
+    const both = await buildClient(context().runtime, { isPublic: true, grantTypes: ['authorization_code', DEVICE_CODE_GRANT_TYPE], scope: 'openid email products:read' });
+    const started = await start(both);
+    await decide(started, both, 'approved');
+    const res = await poll(started.device_code, both);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.scope).toBe('products:read');
+    expect(res.body.id_token).toBeUndefined();
+  });
+
   it('answers access_denied once the user denied, every time', async () => {
     const started = await start();
     await decide(started, tv, 'denied');

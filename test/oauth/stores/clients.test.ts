@@ -34,6 +34,10 @@ describe('redirect URI registration', () => {
     ['a name starting with 127.0.0.1', 'http://127.0.0.1x/cb', /must use https/],
     ['an IPv4-mapped IPv6 loopback', 'http://[::ffff:127.0.0.1]/cb', /must use https/],
     ['another private address', 'http://10.0.0.1/cb', /must use https/],
+    // The rule /register applies: what reaches the Location header is exactly the registered string, in ASCII.
+    ['an internationalized host not in its xn-- form', 'https://пример.example/cb', /must be ASCII/],
+    ['a space', 'https://app.example/c b', /spaces or control characters/],
+    ['a newline the URL parser would drop', 'https://app.example/c\nb', /spaces or control characters/],
   ])('refuses %s with a clear message', (_name, uri, message) => {
     expect(() => validateRedirectUri(uri)).toThrow(ClientRegistrationError);
     expect(() => validateRedirectUri(uri)).toThrow(message);
