@@ -19,12 +19,15 @@ const TIMEOUT_MS = 5_000;
 const SPECIAL_IPV4 = new BlockList();
 for (const [net, prefix] of [
   ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4],
+  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24],
+  ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
 ] as const) SPECIAL_IPV4.addSubnet(net, prefix, 'ipv4');
+// NAT64 (both prefixes), 6to4 and Teredo carry an IPv4 address a gateway may turn into a private one.
 const SPECIAL_IPV6 = new BlockList();
-for (const [net, prefix] of [['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96], ['2001:db8::', 32]] as const) {
-  SPECIAL_IPV6.addSubnet(net, prefix, 'ipv6');
-}
+for (const [net, prefix] of [
+  ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 32], ['2001:db8::', 32],
+  ['2002::', 16],
+] as const) SPECIAL_IPV6.addSubnet(net, prefix, 'ipv6');
 
 /** Whether `address` is one a client's URL must never make us reach (RFC 6890 special-purpose). */
 export function isSpecialPurposeAddress(address: string): boolean {
@@ -58,7 +61,19 @@ function guardedLookup(allowPrivate: boolean) {
   };
 }
 
-export function postLogoutToken(uri: string, logoutToken: string, allowPrivate: boolean): Promise<number> {
+export interface DeliveryOptions {
+  /** Development only: loopback and private addresses may be reached. */
+  allowPrivate: boolean;
+  /** For the whole delivery, from the lookup to the status line. */
+  timeoutMs?: number;
+}
+
+/**
+ * POSTs one Logout Token (§2.5) and answers the receiver's status. The deadline covers the whole exchange: a socket
+ * timeout alone only measures silence, so a receiver trickling its answer a byte at a time would hold the connection for
+ * ever. The body is never read, so none can keep it open either.
+ */
+export function postLogoutToken(uri: string, logoutToken: string, { allowPrivate, timeoutMs = TIMEOUT_MS }: DeliveryOptions): Promise<number> {
   const url = new URL(uri);
   const body = new URLSearchParams({ logout_token: logoutToken }).toString();
   const transport = url.protocol === 'https:' ? https : http;
@@ -73,13 +88,15 @@ export function postLogoutToken(uri: string, logoutToken: string, allowPrivate: 
         method: 'POST',
         headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body) },
         lookup: guardedLookup(allowPrivate) as never,
-        timeout: TIMEOUT_MS,
+        timeout: timeoutMs,
       },
       (res) => {
-        res.resume();
         resolve(res.statusCode ?? 0);
+        res.destroy();
       },
     );
+    const deadline = setTimeout(() => req.destroy(new Error(`back-channel logout timed out after ${timeoutMs} ms`)), timeoutMs);
+    req.on('close', () => clearTimeout(deadline));
     req.on('timeout', () => req.destroy(new Error('back-channel logout timed out')));
     req.on('error', reject);
     req.end(body);
@@ -151,7 +168,7 @@ export function notifyBackchannelLogout(oauth: OAuthContext, userId: number, sco
             idTokenSignedResponseAlg: target.id_token_signed_response_alg,
           };
           const token = await logoutToken(oauth, client, userId, scope);
-          const status = await postLogoutToken(target.backchannel_logout_uri, token, oauth.backchannelLogoutAllowPrivate);
+          const status = await postLogoutToken(target.backchannel_logout_uri, token, { allowPrivate: oauth.backchannelLogoutAllowPrivate });
           if (status !== 200 && status !== 204) throw new Error(`answered HTTP ${status}`);
         } catch (error) {
           oauth.logger.warn({ err: error, event: 'backchannel_logout_failed', clientId: target.id }, 'back-channel logout failed');

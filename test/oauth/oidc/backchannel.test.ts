@@ -1,0 +1,76 @@
+/**
+ * Delivering a Logout Token (OIDC Back-Channel Logout 1.0 §2.5) to a receiver that does not play along: the delivery
+ * has one deadline for the whole exchange, and the receiver's body is never waited for.
+ */
+import http from 'node:http';
+import type { Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { isSpecialPurposeAddress, postLogoutToken } from '../../../src/oauth/oidc/backchannel.js';
+
+/** A receiver on 127.0.0.1 that answers by `respond`, and tells when each connection closes. */
+async function receiver(respond: (socket: Socket) => NodeJS.Timeout) {
+  const timers: NodeJS.Timeout[] = [];
+  const closed: Promise<void>[] = [];
+  const server = http.createServer((req) => {
+    req.resume();
+    req.on('end', () => timers.push(respond(req.socket)));
+  });
+  server.on('connection', (socket: Socket) => closed.push(new Promise((resolve) => socket.on('close', () => resolve()))));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/bc`;
+  return {
+    url,
+    closed: () => Promise.all(closed),
+    stop: () => {
+      timers.forEach(clearInterval);
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+/** Writes `chunk` every 20 ms: never silent for as long as the delivery's socket timeout. */
+function trickle(socket: Socket, chunk: string): NodeJS.Timeout {
+  return setInterval(() => {
+    if (!socket.destroyed) socket.write(chunk);
+  }, 20);
+}
+
+describe('postLogoutToken', () => {
+  let stop: (() => void) | undefined;
+  afterEach(() => stop?.());
+
+  it('gives up on a receiver that trickles its status line and headers, at the deadline for the whole delivery', async () => {
+    const rp = await receiver((socket) => {
+      socket.write('HTTP/1.1 200 OK\r\n');
+      return trickle(socket, 'X');
+    });
+    stop = rp.stop;
+    await expect(postLogoutToken(rp.url, 'a.b.c', { allowPrivate: true, timeoutMs: 300 })).rejects.toThrow(/timed out/);
+    await rp.closed();
+  }, 10_000);
+
+  it('takes the status and closes the connection, whatever body the receiver goes on sending', async () => {
+    const rp = await receiver((socket) => {
+      socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n');
+      return trickle(socket, '1\r\nX\r\n');
+    });
+    stop = rp.stop;
+    expect(await postLogoutToken(rp.url, 'a.b.c', { allowPrivate: true, timeoutMs: 300 })).toBe(200);
+    await rp.closed();
+  }, 10_000);
+});
+
+describe('isSpecialPurposeAddress (RFC 6890)', () => {
+  it('refuses the IPv6 forms a gateway turns into an IPv4 address: local-use NAT64 (RFC 8215), 6to4 and Teredo', () => {
+    // Each of these embeds 169.254.169.254 or 10.0.0.1.
+    for (const address of ['64:ff9b:1::a9fe:a9fe', '2002:a9fe:a9fe::1', '2001:0:4136:e378:8000:63bf:f5ff:fffe', '100::1']) {
+      expect(isSpecialPurposeAddress(address), address).toBe(true);
+    }
+  });
+
+  it('refuses the documentation and 6to4 relay networks, and keeps public addresses', () => {
+    for (const address of ['192.0.2.1', '198.51.100.7', '203.0.113.9', '192.88.99.1']) expect(isSpecialPurposeAddress(address), address).toBe(true);
+    for (const address of ['93.184.216.34', '2606:2800:220:1::1', '2001:4860:4860::8888']) expect(isSpecialPurposeAddress(address), address).toBe(false);
+  });
+});
