@@ -9,7 +9,7 @@ import { createBrowserContext, type BrowserContext } from '../browser/flow.js';
 import { signedInSession } from '../browser/session.js';
 import { requireCsrf } from '../browser/login.js';
 import { logoutConfirmPage, signedOutPage } from '../browser/pages/logout.js';
-import { errorPage, PageError } from '../browser/pages/error.js';
+import { PageError, sendErrorPage } from '../browser/pages/error.js';
 import { sendPage } from '../browser/pages/layout.js';
 import { redirectTo, authorizationResponseLocation, repeatFormAsGet } from '../authorize-response.js';
 import { bodyParameters, formBody, queryParameters, type Parameters } from '../params.js';
@@ -57,9 +57,16 @@ async function readLogoutRequest(oauth: OAuthContext, params: Parameters): Promi
   return { client, postLogoutRedirectUri: uri, state: values.state };
 }
 
+/** §3: the registered URI itself, with `state` added to its query only when the request sent one. */
+function postLogoutLocation(logout: LogoutRequest): string | undefined {
+  const uri = logout.postLogoutRedirectUri;
+  if (uri === undefined || logout.state === undefined) return uri;
+  return authorizationResponseLocation(uri, { state: logout.state });
+}
+
 /** With front-channel frames, the signed-out page loads them first and then moves on by itself. */
 function finish(oauth: OAuthContext, res: Response, logout: LogoutRequest, signedOut: boolean, frames: readonly FrontchannelFrame[] = []): void {
-  const continueTo = logout.postLogoutRedirectUri === undefined ? undefined : authorizationResponseLocation(logout.postLogoutRedirectUri, { state: logout.state });
+  const continueTo = postLogoutLocation(logout);
   if (continueTo !== undefined && frames.length === 0) {
     redirectTo(res, continueTo, 303);
     return;
@@ -129,12 +136,10 @@ export function createEndSessionRouter(oauth: OAuthContext, browser: BrowserCont
   // RP-Initiated Logout §2: the endpoint takes a form POST too; the GET it becomes asks the signed-in user to confirm.
   router.post(END_SESSION_PATH, ...formBody, repeatFormAsGet(`${oauth.issuer}${END_SESSION_PATH}`));
   router.post(`${END_SESSION_PATH}/confirm`, cookies, ...formBody, confirmSignOut(browser));
+  // As the sign-in pages answer: a database out of reach is a 503 page to reload, not a 500.
   router.use(END_SESSION_PATH, function serializeLogoutError(error: unknown, req: Request, res: Response, next: express.NextFunction) {
     if (res.headersSent) return next(error);
-    if (error instanceof PageError) return sendPage(res, errorPage(error.title, error.message), { status: error.status });
-    if (error instanceof OAuthError && error.expose) return sendPage(res, errorPage('The form could not be read', error.description), { status: error.status });
-    oauth.logger.error({ err: error, reqId: req.id }, 'end session endpoint failed');
-    sendPage(res, errorPage('Something went wrong', 'The server could not sign you out. Please try again later.'), { status: 500 });
+    sendErrorPage(error, req, res, oauth.logger, 'end session endpoint failed');
   });
   return router;
 }

@@ -67,21 +67,31 @@ export async function issueIdToken(oauth: OAuthContext, request: IdTokenRequest)
 
 /**
  * Reads an `id_token_hint` (RP-Initiated Logout §2): signature and issuer are checked, but an expired token is accepted,
- * since the hint is often old by the time a user signs out. Undefined when this server did not sign it.
+ * since the hint is often old by the time a user signs out. Undefined when it is not an ID Token this server signed; a
+ * failure to read our keys is thrown, so that an outage is not blamed on the hint.
  */
 export async function readIdTokenHint(oauth: OAuthContext, token: string): Promise<{ clientId: string; sub: string } | undefined> {
+  let header: ReturnType<typeof decodeProtectedHeader>;
   try {
-    const { kid, typ } = decodeProtectedHeader(token);
-    if (typ !== undefined && typ !== ID_TOKEN_TYP) return undefined;
-    const key = await oauth.keys.verificationKey(kid);
-    if (!key) return undefined;
-    // Either of our keys signed it (a client's algorithm may have changed since); each verifies only its own algorithm.
-    const { payload } = await compactVerify(token, key.publicKey, { algorithms: [key.alg] });
-    const claims = JSON.parse(new TextDecoder().decode(payload)) as Record<string, unknown>;
-    const aud = Array.isArray(claims.aud) && claims.aud.length === 1 ? claims.aud[0] : claims.aud;
-    if (claims.iss !== oauth.issuer || typeof aud !== 'string' || typeof claims.sub !== 'string') return undefined;
-    return { clientId: aud, sub: claims.sub };
+    header = decodeProtectedHeader(token);
   } catch {
     return undefined;
   }
+  if ((header.typ !== undefined && header.typ !== ID_TOKEN_TYP) || typeof header.kid !== 'string') return undefined;
+  const key = await oauth.keys.verificationKey(header.kid);
+  if (!key) return undefined;
+  let claims: Record<string, unknown>;
+  try {
+    // Either of our keys signed it (a client's algorithm may have changed since); each verifies only its own algorithm.
+    const { payload } = await compactVerify(token, key.publicKey, { algorithms: [key.alg] });
+    claims = JSON.parse(new TextDecoder().decode(payload)) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+  if (typeof claims !== 'object' || claims === null) return undefined;
+  const aud = Array.isArray(claims.aud) && claims.aud.length === 1 ? claims.aud[0] : claims.aud;
+  if (claims.iss !== oauth.issuer || typeof aud !== 'string' || typeof claims.sub !== 'string') return undefined;
+  // Core §2 requires exp and iat of an ID Token; a signed UserInfo answer (same key, typ and iss/aud/sub) has no exp.
+  if (typeof claims.exp !== 'number' || typeof claims.iat !== 'number') return undefined;
+  return { clientId: aud, sub: claims.sub };
 }

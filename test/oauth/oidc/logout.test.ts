@@ -77,6 +77,23 @@ describeEachDatabase('RP-Initiated Logout', (context) => {
     expect(confused.status).toBe(400);
   });
 
+  it('refuses as id_token_hint a signed UserInfo answer, which our key signed with iss, aud and sub but is no ID Token (Core §2: no exp)', async () => {
+    const signing = await buildClient(context().runtime, {
+      redirectUris: ['https://signed.example/cb'],
+      oidc: { postLogoutRedirectUris: ['https://signed.example/bye'], userinfoSignedResponseAlg: 'ES256' },
+    });
+    const browser = new Browser(context().app);
+    const tokens = await codeFlowTokens(context().app, browser, signing, user, { scope: 'openid' });
+    const userinfo = await request(context().app).get('/userinfo').set('Authorization', `Bearer ${tokens.body.access_token}`);
+    expect(userinfo.headers['content-type']).toBe('application/jwt');
+    expect(decodeJwt(userinfo.text)).toMatchObject({ iss: context().config.issuer, aud: signing.id, sub: String(user.id) });
+    const page = await browser.open(logoutPath({ id_token_hint: userinfo.text, post_logout_redirect_uri: 'https://signed.example/bye' }));
+    expect(page.status).toBe(400);
+    expect(page.headers.location).toBeUndefined();
+    // The ID Token of the same sign-in is a hint.
+    expect((await browser.open(logoutPath({ id_token_hint: tokens.body.id_token, post_logout_redirect_uri: 'https://signed.example/bye' }))).status).toBe(200);
+  });
+
   it('refuses, on its own page, a hint with a bad signature, an unregistered or near-miss redirect, or a client mismatch', async () => {
     const { browser, idToken } = await signedInWithIdToken();
     const [header, payload, signature] = idToken.split('.');
@@ -143,6 +160,21 @@ describeEachDatabase('RP-Initiated Logout', (context) => {
     expect(res.headers.location).toBe(`${afterLogout}?state=s`);
   });
 
+  it('returns to exactly the registered URI when no state was sent, with no empty query added (§3)', async () => {
+    const withQuery = 'https://rp.example/signed-out?tenant=a';
+    const registered = await buildClient(context().runtime, { redirectUris: ['https://rp.example/cb'], oidc: { postLogoutRedirectUris: [afterLogout, withQuery] } });
+    for (const uri of [afterLogout, withQuery]) {
+      const res = await request(context().app).get(logoutPath({ client_id: registered.id, post_logout_redirect_uri: uri })).redirects(0);
+      expect(res.status).toBe(303);
+      expect(res.headers.location).toBe(uri);
+    }
+    const { browser, idToken } = await signedInWithIdToken();
+    const page = await browser.open(logoutPath({ id_token_hint: idToken, post_logout_redirect_uri: afterLogout }));
+    const done = await browser.submit(formAction(page.text), { ...formFields(page.text), decision: 'logout' });
+    expect(done.status).toBe(303);
+    expect(done.headers.location).toBe(afterLogout);
+  });
+
   describe('back-channel logout', () => {
     it('signs logout tokens with typ logout+jwt, the event, the client as aud, the subject and no nonce', async () => {
       const oauth = createOAuthContext(context().runtime);
@@ -189,10 +221,10 @@ describeEachDatabase('RP-Initiated Logout', (context) => {
       const receiver = await startLogoutReceiver();
       try {
         const token = 'a.b.c';
-        expect(await postLogoutToken(`${receiver.url}/bc`, token, true)).toBe(200);
+        expect(await postLogoutToken(`${receiver.url}/bc`, token, { allowPrivate: true })).toBe(200);
         expect(receiver.received).toEqual([{ path: '/bc', token }]);
         // Without the private-network opt-in, the same address is refused before any connection.
-        await expect(postLogoutToken(`${receiver.url}/bc`, token, false)).rejects.toThrow(/not a public address/);
+        await expect(postLogoutToken(`${receiver.url}/bc`, token, { allowPrivate: false })).rejects.toThrow(/not a public address/);
         expect(receiver.received).toHaveLength(1);
       } finally {
         receiver.close();
