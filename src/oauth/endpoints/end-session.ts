@@ -73,6 +73,7 @@ function finish(oauth: OAuthContext, res: Response, logout: LogoutRequest, signe
   }
   sendPage(res, signedOutPage(signedOut, oauth.issuer, { frames, ...(continueTo === undefined ? {} : { continueTo }) }), {
     frameOrigins: frames.map((frame) => frame.origin),
+    keepsOpener: true,
   });
 }
 
@@ -101,7 +102,7 @@ function endSession(browser: BrowserContext) {
     }
     const page = logoutConfirmPage({ username: user.username, clientName: logout.client?.name, csrfToken: browser.csrf.token(req, res), issuer: oauth.issuer, fields: formFieldsOf(logout) });
     const origins = logout.postLogoutRedirectUri ? [new URL(logout.postLogoutRedirectUri).origin] : [];
-    sendPage(res, page, { formActionOrigins: origins });
+    sendPage(res, page, { formActionOrigins: origins, keepsOpener: true });
   };
 }
 
@@ -118,7 +119,7 @@ function confirmSignOut(browser: BrowserContext) {
     requireCsrf(browser, req, 'logout');
     const logout = await readLogoutRequest(oauth, params);
     if (params.get('decision') !== 'logout') {
-      sendPage(res, signedOutPage(false, oauth.issuer));
+      sendPage(res, signedOutPage(false, oauth.issuer), { keepsOpener: true });
       return;
     }
     const ended = await browser.sessions.signOut(req, res);
@@ -139,7 +140,7 @@ export function createEndSessionRouter(oauth: OAuthContext, browser: BrowserCont
   // As the sign-in pages answer: a database out of reach is a 503 page to reload, not a 500.
   router.use(END_SESSION_PATH, function serializeLogoutError(error: unknown, req: Request, res: Response, next: express.NextFunction) {
     if (res.headersSent) return next(error);
-    sendErrorPage(error, req, res, oauth.logger, 'end session endpoint failed');
+    sendErrorPage(error, req, res, oauth.logger, 'end session endpoint failed', { keepsOpener: true });
   });
   return router;
 }

@@ -39,6 +39,8 @@ describeEachDatabase('RP-Initiated Logout', (context) => {
     const page = await browser.open(logoutPath({ id_token_hint: idToken, post_logout_redirect_uri: afterLogout, state: 'xyz' }));
     expect(page.status).toBe(200);
     expect(page.text).toContain('Sign out?');
+    // An app may open its logout in a popup (oidc-client-ts signoutPopup) and wait for it to come back.
+    expect(page.headers['cross-origin-opener-policy']).toBe('unsafe-none');
     const done = await browser.submit(formAction(page.text), { ...formFields(page.text), decision: 'logout' });
     expect(done.status).toBe(303);
     expect(done.headers.location).toBe(`${afterLogout}?state=xyz`);
