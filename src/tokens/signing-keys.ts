@@ -1,6 +1,7 @@
 /**
  * Keys live in the database so every instance uses one set; a retired key stays published until its tokens expire.
- * An unknown `kid` reloads the set at once (at most once a second), so a rotation elsewhere verifies immediately.
+ * An unknown `kid` reloads the set (at most once a second: a request that comes sooner waits for the next reload rather
+ * than being refused), so a rotation elsewhere verifies immediately; the JWKS served is at most a second old.
  * There is a current key per algorithm: ES256 signs access tokens and, by default, ID Tokens; RS256 exists because
  * OIDC Core §15.1 requires it for ID Tokens, and signs only what a client asked to have signed with it.
  */
@@ -103,6 +104,9 @@ export interface RotatedKeys {
 export async function rotateSigningKey(db: Db, accessTokenTtl: number, algs: readonly SigningAlg[] = SIGNING_ALGS): Promise<RotatedKeys> {
   const rows = await Promise.all(algs.map(newKeyRow));
   return db.transaction(async (tx) => {
+    // Rotations elsewhere (two operators, `keys retire` meanwhile) wait here, then retire what the first one made: without
+    // it both would find the same current keys and each add one, leaving two current keys per algorithm. Reads go on.
+    await tx.execute(sql`lock table ${signingKeys} in share row exclusive mode`);
     const retired = await tx
       .update(signingKeys)
       .set({ retiredAt: sql`now()` })
@@ -121,7 +125,13 @@ export async function rotateSigningKey(db: Db, accessTokenTtl: number, algs: rea
 export class KeyStore {
   private keys: LoadedKey[] = [];
   private loadedAt = 0;
+  /** When the query behind `keys` was sent: the set holds every key committed before then. */
+  private keysQueriedAt = 0;
+  /** When the latest load, finished or under way, sent its query. */
+  private lastQueriedAt = 0;
   private loading: Promise<void> | undefined;
+  /** The wait before the next reload an unknown kid may cause; shared by every request that waits for it. */
+  private nextUnknownKidReload: Promise<void> | undefined;
   /** By algorithm; a signer is made again only when its key changes. */
   private currentSigningKeys = new Map<string, SigningKey>();
 
@@ -131,6 +141,8 @@ export class KeyStore {
   ) {}
 
   private async load(): Promise<void> {
+    const queriedAt = Date.now();
+    this.lastQueriedAt = queriedAt;
     const rows = await this.db
       .select()
       .from(signingKeys)
@@ -160,6 +172,7 @@ export class KeyStore {
       }
     }
     this.keys = keys;
+    this.keysQueriedAt = queriedAt;
     this.loadedAt = Date.now();
   }
 
@@ -184,17 +197,43 @@ export class KeyStore {
   }
 
   /**
-   * The public key for `kid` and its algorithm, reloading once when the kid is unknown (a rotation elsewhere). Callers
+   * The public key for `kid` and its algorithm, reloading when the kid is unknown (a rotation elsewhere). Callers
    * verify with that algorithm only, and refuse a key whose algorithm does not sign what they read.
    */
   async verificationKey(kid: string | undefined): Promise<VerificationKey | undefined> {
+    const askedAt = Date.now();
     await this.fresh();
     let key = this.keys.find((k) => k.kid === kid);
-    if (!key && kid && Date.now() - this.loadedAt > UNKNOWN_KID_RELOAD_MIN_MS) {
-      await this.reload();
+    if (!key && kid) {
+      await this.loadSince(askedAt);
       key = this.keys.find((k) => k.kid === kid);
     }
     return key && { alg: key.alg, publicKey: key.publicKey };
+  }
+
+  /**
+   * Resolves once `keys` comes from a query sent at `since` or later, so it holds every key committed before a token of it
+   * could have arrived. A set loaded a moment before the rotation committed would otherwise refuse its tokens, so a
+   * request that comes within UNKNOWN_KID_RELOAD_MIN_MS of the last query waits for the next one instead: made-up kids
+   * still cost one query a second, however many arrive.
+   */
+  private async loadSince(since: number): Promise<void> {
+    while (this.keysQueriedAt < since) {
+      if (this.loading) {
+        await this.loading;
+        continue;
+      }
+      // Never longer than the interval itself, should the clock have been set back since the last query.
+      const wait = Math.min(this.lastQueriedAt + UNKNOWN_KID_RELOAD_MIN_MS - Date.now(), UNKNOWN_KID_RELOAD_MIN_MS);
+      if (wait > 0) {
+        this.nextUnknownKidReload ??= new Promise<void>((resolve) => setTimeout(resolve, wait).unref()).finally(() => {
+          this.nextUnknownKidReload = undefined;
+        });
+        await this.nextUnknownKidReload;
+        continue;
+      }
+      await this.reload();
+    }
   }
 
   /**
@@ -207,8 +246,12 @@ export class KeyStore {
     return kid !== undefined && this.keys.some((key) => key.kid === kid);
   }
 
+  /**
+   * At most a second old: a relying party or resource server fetches the set when it meets a kid, which another instance
+   * may already sign with; a set as old as the reload interval would lack it. Such reloads cost one query a second at most.
+   */
   async jwks(): Promise<{ keys: JWK[] }> {
-    await this.fresh();
+    await this.loadSince(Date.now() - UNKNOWN_KID_RELOAD_MIN_MS);
     return { keys: this.keys.map((key) => key.publicJwk) };
   }
 
