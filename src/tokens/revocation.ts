@@ -1,6 +1,8 @@
 /**
  * A grant that no longer exists counts as revoked: deleting a client or user cascades, and that must end every token.
- * Answers are cached per token for REVOCATION_CACHE_MS; another instance's revocation is seen within that time.
+ * Answers are cached per token for REVOCATION_CACHE_MS; another instance's revocation is seen within that time. Their age
+ * is read on the monotonic clock: a wall clock set back (NTP stepping it, a resumed VM) would otherwise keep an answer for
+ * as long as it went back.
  */
 import { and, eq, isNull, lt, sql } from 'drizzle-orm';
 import type { Db } from '../db/database.js';
@@ -21,13 +23,13 @@ export class Revocations {
 
   cachedAnswer(grantId: string, jti: string): boolean | undefined {
     const cached = this.cache.get(`${grantId} ${jti}`);
-    return cached && Date.now() - cached.checkedAt < REVOCATION_CACHE_MS ? cached.revoked : undefined;
+    return cached && performance.now() - cached.checkedAt < REVOCATION_CACHE_MS ? cached.revoked : undefined;
   }
 
   async isRevoked(grantId: string, jti: string): Promise<boolean> {
     const cached = this.cachedAnswer(grantId, jti);
     if (cached !== undefined) return cached;
-    const checkedAt = Date.now();
+    const checkedAt = performance.now();
     const generation = this.generation;
     const [row] = await queryRows<{ revoked: boolean }>(this.db, sql`
       select (

@@ -39,8 +39,8 @@ describeEachDatabase('access token revocation check', (context) => {
   it('asks the database once per token within the cache window, and again after it', async () => {
     const { runtime } = context();
     const { principal } = await issueTestToken(runtime);
-    let now = Date.now() + 60_000;
-    vi.spyOn(Date, 'now').mockImplementation(() => now);
+    let now = performance.now() + 60_000;
+    vi.spyOn(performance, 'now').mockImplementation(() => now);
     const check = () => allStatements(() => runtime.revocations.isRevoked(principal.grantId, principal.jti));
     expect(await check()).toHaveLength(1);
     now += REVOCATION_CACHE_MS - 1;
@@ -49,11 +49,25 @@ describeEachDatabase('access token revocation check', (context) => {
     expect(await check()).toHaveLength(1);
   });
 
+  it('asks again once the window has passed even if the wall clock was set back meanwhile (NTP, a resumed VM)', async () => {
+    const { runtime } = context();
+    const { principal } = await issueTestToken(runtime);
+    let elapsed = performance.now() + 60_000;
+    let wall = Date.now();
+    vi.spyOn(performance, 'now').mockImplementation(() => elapsed);
+    vi.spyOn(Date, 'now').mockImplementation(() => wall);
+    const check = () => allStatements(() => runtime.revocations.isRevoked(principal.grantId, principal.jti));
+    expect(await check()).toHaveLength(1);
+    wall -= 3_600_000;
+    elapsed += REVOCATION_CACHE_MS;
+    expect(await check()).toHaveLength(1);
+  });
+
   it('forgets a cached answer at once when this instance revokes the token or its grant', async () => {
     const { runtime } = context();
     const { principal } = await issueTestToken(runtime);
     const other = await issueTestToken(runtime);
-    vi.spyOn(Date, 'now').mockImplementation(() => 1_000_000_000_000);
+    vi.spyOn(performance, 'now').mockImplementation(() => 1_000_000_000);
     expect(await runtime.revocations.isRevoked(principal.grantId, principal.jti)).toBe(false);
     expect(await runtime.revocations.isRevoked(other.principal.grantId, other.principal.jti)).toBe(false);
     await runtime.revocations.revokeAccessToken(principal.jti, principal.expiresAt);
