@@ -6,6 +6,7 @@ import { InvalidClientMetadata, InvalidRedirectUri } from './errors.js';
 import { ALL_SCOPES, isIdentityScope, isScope, parseScope, SUPPORTED_SCOPES } from './scopes.js';
 import { isSigningAlg, SIGNING_ALGS, type SigningAlg } from '../tokens/signing-keys.js';
 import { isLoopbackHost } from './loopback.js';
+import { isSubjectType, sectorOf, type SubjectType } from './oidc/subject.js';
 
 export type RegisteredAuthMethod = 'none' | 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt';
 
@@ -37,6 +38,8 @@ export interface ClientMetadata {
   userinfoSignedResponseAlg: SigningAlg | undefined;
   /** OIDC Registration §2: the ID Tokens' (and Logout Tokens') algorithm; undefined: ES256, our default. */
   idTokenSignedResponseAlg: SigningAlg | undefined;
+  /** OIDC Registration §2 / Core §8: `sub` the user id, or pairwise per sector (the redirect URIs' one host). */
+  subjectType: SubjectType;
   /** RP-Initiated Logout §3.1: where /logout may return to (exact match). */
   postLogoutRedirectUris: string[];
   /** Back-Channel Logout §2.2, and whether its logout tokens must carry `sid`. */
@@ -281,7 +284,7 @@ export function readClientMetadata(input: unknown, options: { defaultAuthMethod:
   const scope = optionalString(body, 'scope', 1000);
   const scopes = scope === undefined ? [...ALL_SCOPES] : parseScope(scope);
   // The OpenID scopes are open to every code-flow client, and advertised in scopes_supported: a client may list them
-  // among the scopes it will use (RFC 7591 §2), and they are then what a request without `scope` gets.
+  // among the scopes it will use (RFC 7591 §2). A request without `scope` still gets only the API scopes (Core §3.1.2.1).
   if (scopes.some((s) => !isScope(s) && !isIdentityScope(s))) fail('scope', `may only contain ${SUPPORTED_SCOPES.join(' ')}`);
   if (scopes.length === 0) fail('scope', 'must name at least one scope');
 
@@ -305,6 +308,7 @@ export function readClientMetadata(input: unknown, options: { defaultAuthMethod:
     logoUri: httpsUri(body, 'logo_uri'),
     userinfoSignedResponseAlg: signingAlg(body, 'userinfo_signed_response_alg'),
     idTokenSignedResponseAlg: signingAlg(body, 'id_token_signed_response_alg'),
+    subjectType: subjectType(body, redirectUris),
     postLogoutRedirectUris: webUriList(body, 'post_logout_redirect_uris'),
     backchannelLogoutUri: webUri(body, 'backchannel_logout_uri'),
     backchannelLogoutSessionRequired: flag(body, 'backchannel_logout_session_required'),
@@ -313,6 +317,20 @@ export function readClientMetadata(input: unknown, options: { defaultAuthMethod:
     dpopBoundAccessTokens: flag(body, 'dpop_bound_access_tokens'),
     extra,
   };
+}
+
+/**
+ * Discovery offers `public` and `pairwise`. A pairwise `sub` is derived from the one host of the redirect URIs (Core §8.1);
+ * there is no `sector_identifier_uri`, so URIs on several hosts cannot be pairwise.
+ */
+function subjectType(body: Record<string, unknown>, redirectUris: readonly string[]): SubjectType {
+  const value = body.subject_type;
+  if (value === undefined || value === null) return 'public';
+  if (typeof value !== 'string' || !isSubjectType(value)) fail('subject_type', 'must be public or pairwise');
+  if (value === 'pairwise' && sectorOf(redirectUris) === undefined) {
+    fail('subject_type', 'pairwise needs every redirect URI on one host (sector_identifier_uri is not supported)');
+  }
+  return value;
 }
 
 /** An algorithm we hold a key for (OIDC Registration §2's `*_signed_response_alg`); undefined when not sent. */

@@ -10,6 +10,8 @@ import { InvalidClientMetadata, InvalidHttpRequest, InvalidToken } from '../erro
 import { noStore, sendJson, sendJsonError, toOAuthError } from '../json-response.js';
 import type { Client } from '../stores/clients.js';
 import { IpRequestThrottle } from '../ip-request-throttle.js';
+import { idTokenAlg } from '../oidc/id-token.js';
+import { sectorOf } from '../oidc/subject.js';
 import { RegistrationTokenStore } from '../stores/registration-tokens.js';
 
 export const REGISTRATION_PATH = '/register';
@@ -49,7 +51,9 @@ function clientInformation(oauth: OAuthContext, client: Client, secrets: { secre
     ...(client.jwks === null ? {} : { jwks: client.jwks }),
     ...(client.jwksUri === null ? {} : { jwks_uri: client.jwksUri }),
     ...(client.userinfoSignedResponseAlg === null ? {} : { userinfo_signed_response_alg: client.userinfoSignedResponseAlg }),
-    ...(client.idTokenSignedResponseAlg === null ? {} : { id_token_signed_response_alg: client.idTokenSignedResponseAlg }),
+    // The algorithm in effect, ours by default: a relying party reading none would expect RS256 (OIDC Registration §2).
+    id_token_signed_response_alg: idTokenAlg(client),
+    subject_type: client.subjectType,
     ...(client.postLogoutRedirectUris.length === 0 ? {} : { post_logout_redirect_uris: client.postLogoutRedirectUris }),
     ...logoutChannel('backchannel', client.backchannelLogoutUri, client.backchannelLogoutSessionRequired),
     ...logoutChannel('frontchannel', client.frontchannelLogoutUri, client.frontchannelLogoutSessionRequired),
@@ -161,6 +165,11 @@ function updateRegistration(oauth: OAuthContext): RequestHandler {
     }
     if ((metadata.tokenEndpointAuthMethod === 'private_key_jwt') !== (client.tokenEndpointAuthMethod === 'private_key_jwt')) {
       throw new InvalidClientMetadata('token_endpoint_auth_method cannot change between private_key_jwt and a client secret; register a new client');
+    }
+    // Either change would give every user of the client another `sub`, which relying parties key their accounts on.
+    if (metadata.subjectType !== client.subjectType) throw new InvalidClientMetadata('subject_type cannot change; register a new client');
+    if (client.subjectType === 'pairwise' && sectorOf(metadata.redirectUris) !== sectorOf(client.redirectUris)) {
+      throw new InvalidClientMetadata('the redirect URIs of a pairwise client must stay on their host (the sector its subject identifiers come from)');
     }
     const updated = await oauth.registeredClients.replaceMetadata(client.id, metadata);
     if (!updated) throw new InvalidToken('the registration access token is not valid for this client');

@@ -193,6 +193,7 @@ function metadataColumns(metadata: ClientMetadata, fallbackName: string) {
     logoUri: metadata.logoUri ?? null,
     userinfoSignedResponseAlg: metadata.userinfoSignedResponseAlg ?? null,
     idTokenSignedResponseAlg: metadata.idTokenSignedResponseAlg ?? null,
+    subjectType: metadata.subjectType,
     // Every column, absent ones too: RFC 7592 §2.2 PUT replaces, so leaving a field out removes it.
     postLogoutRedirectUris: metadata.postLogoutRedirectUris,
     backchannelLogoutUri: metadata.backchannelLogoutUri ?? null,

@@ -215,15 +215,56 @@ describeEachDatabase(
       // The access token stays ES256, whatever the ID Token's algorithm.
       expect(decodeProtectedHeader(tokens.access_token).alg).toBe('ES256');
 
-      // ES256 is accepted too; leaving the field out (here, and in a PUT) means ES256, and echoes nothing.
+      // ES256 is accepted too; leaving the field out (here, and in a PUT) means ES256, which the answer says: a relying
+      // party reading no value would expect RS256 (OIDC Registration §2).
       const es256 = await register({ ...NATIVE, id_token_signed_response_alg: 'ES256' });
       expect([es256.status, es256.body.id_token_signed_response_alg]).toEqual([201, 'ES256']);
       const plain = await register(NATIVE);
-      expect(plain.body.id_token_signed_response_alg).toBeUndefined();
+      expect(plain.body.id_token_signed_response_alg).toBe('ES256');
       const put = await reregister(res, NATIVE);
       expect(put.status, put.text).toBe(200);
-      expect(put.body.id_token_signed_response_alg).toBeUndefined();
+      expect(put.body.id_token_signed_response_alg).toBe('ES256');
       expect(await context().runtime.clients.find(res.body.client_id)).toMatchObject({ idTokenSignedResponseAlg: null });
+    });
+
+    it('registers subject_type pairwise (OIDC Registration §2, Core §8): the ID Token’s sub is no user id, and one user’s differs per sector', async () => {
+      const user = await buildUser(context().runtime);
+      const subOf = async (redirectUri: string) => {
+        const res = await register({ redirect_uris: [redirectUri], token_endpoint_auth_method: 'none', subject_type: 'pairwise' });
+        expect(res.status, res.text).toBe(201);
+        expect(res.body.subject_type).toBe('pairwise');
+        const client: TestClient = { id: res.body.client_id, secret: undefined, redirectUri, redirectUris: [redirectUri], name: 'RP', isPublic: true };
+        const tokens = (await obtainTokens(context().app, context().runtime, client, user, { scope: 'openid' })) as { id_token?: string };
+        return decodeJwt(tokens.id_token!).sub;
+      };
+      const [photos, prints] = await Promise.all([subOf('https://photos.example/cb'), subOf('https://prints.example/cb')]);
+      expect(photos).not.toBe(String(user.id));
+      expect(prints).not.toBe(photos);
+      expect((await register(NATIVE)).body.subject_type).toBe('public');
+    });
+
+    it('refuses a subject_type it does not offer, and pairwise over redirect URIs on several hosts (no sector_identifier_uri)', async () => {
+      for (const body of [
+        { ...NATIVE, subject_type: 'secret' },
+        { ...NATIVE, subject_type: ['pairwise'] },
+        { redirect_uris: ['https://a.example/cb', 'https://b.example/cb'], token_endpoint_auth_method: 'none', subject_type: 'pairwise' },
+      ]) {
+        const res = await register(body);
+        expect(res.status, JSON.stringify(body)).toBe(400);
+        expect(res.body).toMatchObject({ error: 'invalid_client_metadata', error_description: expect.stringContaining('subject_type') });
+      }
+    });
+
+    it('keeps every user’s sub: a PUT may not change subject_type, nor move a pairwise client to another host (RFC 7592 §2.2)', async () => {
+      const pairwise = await register({ redirect_uris: ['https://rp.example/cb'], token_endpoint_auth_method: 'none', subject_type: 'pairwise' });
+      const dropped = await reregister(pairwise, { redirect_uris: ['https://rp.example/cb'], token_endpoint_auth_method: 'none' });
+      expect(dropped.body).toMatchObject({ error: 'invalid_client_metadata', error_description: expect.stringContaining('subject_type') });
+      const moved = await reregister(pairwise, { redirect_uris: ['https://elsewhere.example/cb'], token_endpoint_auth_method: 'none', subject_type: 'pairwise' });
+      expect(moved.body.error).toBe('invalid_client_metadata');
+      const samehost = await reregister(pairwise, { redirect_uris: ['https://rp.example/cb', 'https://rp.example/other'], token_endpoint_auth_method: 'none', subject_type: 'pairwise' });
+      expect(samehost.status, samehost.text).toBe(200);
+      const publicClient = await register(NATIVE);
+      expect((await reregister(publicClient, { ...NATIVE, subject_type: 'pairwise' })).body.error).toBe('invalid_client_metadata');
     });
 
     it.each([['none'], ['HS256'], ['PS256'], ['EdDSA'], ['rs256'], [''], [256], [['RS256']], [{ alg: 'RS256' }], [true]])(
