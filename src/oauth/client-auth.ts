@@ -99,7 +99,7 @@ export async function authenticateClient(
 ): Promise<AuthenticatedClient> {
   const viaAuthorizationHeader = credentials.method === 'client_secret_basic';
   const fail = (cause?: unknown) => new InvalidClient(AUTHENTICATION_FAILED, { viaAuthorizationHeader, cause });
-  const client = await clients.find(credentials.clientId);
+  let client = await clients.find(credentials.clientId);
   if (!client) throw fail();
   // A client registered for private_key_jwt authenticates with nothing else, and only it may use it.
   if ((client.tokenEndpointAuthMethod === 'private_key_jwt') !== (credentials.method === 'private_key_jwt')) throw fail();
@@ -115,7 +115,13 @@ export async function authenticateClient(
     if (credentials.secret !== undefined && credentials.secret !== '') throw fail();
     return { client, method: 'none' };
   }
-  if (credentials.secret === undefined || !clients.verifySecret(client, credentials.secret)) throw fail();
+  if (credentials.secret === undefined) throw fail();
+  if (!clients.verifySecret(client, credentials.secret)) {
+    // The secret may have been rotated on another instance (`fieldgate client rotate-secret`) since this one cached the
+    // client: one more read before refusing, so the new secret works at once everywhere.
+    client = await clients.reread(credentials.clientId);
+    if (!client || client.isPublic || !clients.verifySecret(client, credentials.secret)) throw fail();
+  }
   if (!allowsSecretMethod(client, credentials.method)) throw fail();
   return { client, method: credentials.method };
 }

@@ -29,6 +29,20 @@ describeEachDatabase('client authentication', (context) => {
 
   const post = () => request(context().app).post('/token').type('form');
 
+  it('accepts a secret rotated on another instance at once, though this one has the client cached', async () => {
+    const { runtime } = context();
+    const rotated = await buildClient(runtime);
+    // This instance reads the client, and caches it, with its first secret.
+    expect((await post().set('Authorization', basic(rotated.id, rotated.secret!)).send(await codeRequest(rotated))).status).toBe(200);
+    // `fieldgate client rotate-secret` elsewhere: the database changes, this instance's cache does not hear of it.
+    const { secret } = (await runtime.clients.rotateSecret(rotated.id, 0))!;
+    const res = await post().set('Authorization', basic(rotated.id, secret)).send(await codeRequest(rotated));
+    expect(res.status, res.text).toBe(200);
+    // And the first secret, with no overlap, stops once the client is read again.
+    const old = await post().set('Authorization', basic(rotated.id, rotated.secret!)).send(await codeRequest(rotated));
+    expect(old.status).toBe(401);
+  });
+
   it('accepts client_secret_basic', async () => {
     const res = await post().set('Authorization', basic(client.id, client.secret!)).send(await codeRequest(client));
     expect(res.status).toBe(200);

@@ -13,6 +13,8 @@ const MAX_URL_CLIENT_ID_LENGTH = 2_000;
 
 export class ClientCache {
   private readonly cache = new LRUCache<string, Client>({ max: MAX_CACHED_CLIENTS, ttl: CLIENT_CACHE_MS });
+  /** Counts forget() calls: a read under way when one happens may have read the old row, so it is not cached. */
+  private generation = 0;
 
   constructor(
     private readonly clients: ClientStore,
@@ -22,10 +24,27 @@ export class ClientCache {
   async find(id: string): Promise<Client | undefined> {
     const maxLength = looksLikeMetadataDocumentUrl(id) ? MAX_URL_CLIENT_ID_LENGTH : MAX_CLIENT_ID_LENGTH;
     if (id.length > maxLength || id.includes('\0')) return undefined;
-    const cached = this.cache.get(id);
-    if (cached) return cached;
+    const client = this.cache.get(id) ?? (await this.read(id));
+    // With CLIENT_ID_METADATA_DOCUMENTS=false such clients are unknown; their rows stay, for when it is turned on again.
+    if (client?.registrationType === 'metadata_document' && !this.documents) return undefined;
+    return client;
+  }
+
+  /**
+   * The stored client, read past the cache and cached again: for an answer the cached copy would refuse (a secret
+   * rotated on another instance is new here), so the refusal is never the cache's doing.
+   */
+  async reread(id: string): Promise<Client | undefined> {
+    return this.read(id);
+  }
+
+  private async read(id: string): Promise<Client | undefined> {
+    const generation = this.generation;
     const client = await this.clients.find(id);
-    if (client) this.cache.set(id, client);
+    if (generation === this.generation) {
+      if (client) this.cache.set(id, client);
+      else this.cache.delete(id);
+    }
     return client;
   }
 
@@ -38,6 +57,7 @@ export class ClientCache {
   }
 
   forget(id: string): void {
+    this.generation++;
     this.cache.delete(id);
   }
 
