@@ -6,7 +6,8 @@
 import { lookup } from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
-import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
+import { isSpecialPurposeAddress } from '../http/special-purpose-addresses.js';
 import { rootCertificates } from 'node:tls';
 import { readClientMetadata, type ClientMetadata } from './client-metadata.js';
 import { InvalidClientMetadata, OAuthError } from './errors.js';
@@ -31,25 +32,6 @@ const MIN_CACHE_SECONDS = 60;
 const MAX_CACHE_SECONDS = 86_400;
 const DEFAULT_CACHE_SECONDS = 3_600;
 const MAX_URL_LENGTH = 2_000;
-
-const BLOCKED = new BlockList();
-for (const [network, prefix] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24],
-  ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) BLOCKED.addSubnet(network, prefix, 'ipv4');
-for (const [network, prefix] of [
-  ['::', 128], ['::1', 128], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8],
-] as const) BLOCKED.addSubnet(network, prefix, 'ipv6');
-
-/** Whether an address is one a metadata document may not be fetched from (IPv4-mapped IPv6 by its IPv4). */
-export function isPrivateAddress(address: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return BLOCKED.check(mapped[1]!, 'ipv4');
-  const family = isIP(address);
-  if (family === 0) return true;
-  return BLOCKED.check(address, family === 4 ? 'ipv4' : 'ipv6');
-}
 
 export function looksLikeMetadataDocumentUrl(id: string): boolean {
   return id.startsWith('https://') || id.startsWith('http://');
@@ -163,7 +145,7 @@ export class ClientMetadataDocuments {
       }
     }
     if (addresses.length === 0) refuse('host does not resolve');
-    if (!this.options.allowPrivate && addresses.some((a) => isPrivateAddress(a.address))) {
+    if (!this.options.allowPrivate && addresses.some((a) => isSpecialPurposeAddress(a.address))) {
       refuse('host resolves to a private, loopback or link-local address');
     }
     return addresses[0]!;

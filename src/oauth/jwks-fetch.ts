@@ -6,6 +6,7 @@ import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
+import { isSpecialPurposeAddress } from '../http/special-purpose-addresses.js';
 
 export const JWKS_MAX_BYTES = 64 * 1024;
 export const JWKS_FETCH_TIMEOUT_MS = 5_000;
@@ -14,33 +15,12 @@ export class JwksFetchError extends Error {
   override readonly name = 'JwksFetchError';
 }
 
-/** Loopback, private, link-local, shared, benchmark, multicast and reserved ranges (RFC 6890). */
-const NON_PUBLIC = new net.BlockList();
-for (const [address, prefix] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24],
-  ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) NON_PUBLIC.addSubnet(address, prefix, 'ipv4');
-for (const [address, prefix] of [
-  ['::', 128], ['::1', 128], ['64:ff9b::', 96], ['100::', 64], ['2001:db8::', 32], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8],
-] as const) NON_PUBLIC.addSubnet(address, prefix, 'ipv6');
-
-export function isPublicAddress(address: string): boolean {
-  const family = net.isIP(address);
-  if (family === 0) return false;
-  // IPv4-mapped IPv6 is judged by its IPv4 address (a ::ffff:0:0/96 rule would also match every IPv4 one).
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return isPublicAddress(mapped[1]!);
-  if (/^::ffff:/i.test(address)) return false;
-  return !NON_PUBLIC.check(address, family === 4 ? 'ipv4' : 'ipv6');
-}
-
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
 
 function publicOnlyLookup(hostname: string, options: dns.LookupOptions, callback: LookupCallback): void {
   dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
     if (error) return callback(error, []);
-    if (addresses.length === 0 || addresses.some((entry) => !isPublicAddress(entry.address))) {
+    if (addresses.length === 0 || addresses.some((entry) => isSpecialPurposeAddress(entry.address))) {
       return callback(Object.assign(new JwksFetchError(`${hostname} resolves to a non-public address`), { code: 'EFORBIDDEN' }), []);
     }
     if (options.all) return callback(null, addresses);
@@ -53,7 +33,7 @@ export async function fetchJwks(uri: string, options: { allowPrivate: boolean })
   if (url.protocol !== 'https:' && !(options.allowPrivate && url.protocol === 'http:')) throw new JwksFetchError('jwks_uri must use https');
   const host = url.hostname.replace(/^\[|\]$/g, '');
   // An IP literal never goes through the lookup.
-  if (!options.allowPrivate && net.isIP(host) && !isPublicAddress(host)) throw new JwksFetchError('jwks_uri names a non-public address');
+  if (!options.allowPrivate && net.isIP(host) && isSpecialPurposeAddress(host)) throw new JwksFetchError('jwks_uri names a non-public address');
   const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
     const req = client.request(

@@ -5,7 +5,7 @@
 import http from 'node:http';
 import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isSpecialPurposeAddress, postLogoutToken } from '../../../src/oauth/oidc/backchannel.js';
+import { postLogoutToken } from '../../../src/oauth/oidc/backchannel.js';
 
 /** A receiver on 127.0.0.1 that answers by `respond`, and tells when each connection closes. */
 async function receiver(respond: (socket: Socket) => NodeJS.Timeout) {
@@ -59,18 +59,4 @@ describe('postLogoutToken', () => {
     expect(await postLogoutToken(rp.url, 'a.b.c', { allowPrivate: true, timeoutMs: 300 })).toBe(200);
     await rp.closed();
   }, 10_000);
-});
-
-describe('isSpecialPurposeAddress (RFC 6890)', () => {
-  it('refuses the IPv6 forms a gateway turns into an IPv4 address: local-use NAT64 (RFC 8215), 6to4 and Teredo', () => {
-    // Each of these embeds 169.254.169.254 or 10.0.0.1.
-    for (const address of ['64:ff9b:1::a9fe:a9fe', '2002:a9fe:a9fe::1', '2001:0:4136:e378:8000:63bf:f5ff:fffe', '100::1']) {
-      expect(isSpecialPurposeAddress(address), address).toBe(true);
-    }
-  });
-
-  it('refuses the documentation and 6to4 relay networks, and keeps public addresses', () => {
-    for (const address of ['192.0.2.1', '198.51.100.7', '203.0.113.9', '192.88.99.1']) expect(isSpecialPurposeAddress(address), address).toBe(true);
-    for (const address of ['93.184.216.34', '2606:2800:220:1::1', '2001:4860:4860::8888']) expect(isSpecialPurposeAddress(address), address).toBe(false);
-  });
 });
