@@ -7,6 +7,7 @@ import type { DpopProof } from '../../tokens/dpop.js';
 import { issueIdToken } from '../oidc/id-token.js';
 import { subjectFor } from '../oidc/subject.js';
 import { parseScope } from '../scopes.js';
+import { InvalidGrant } from '../errors.js';
 
 export interface GrantRequest {
   oauth: OAuthContext;
@@ -55,10 +56,10 @@ export async function tokenResponse(
     ...(subject === undefined ? {} : { subject }),
     ...(dpop && { jkt: dpop.jkt }),
   });
-  const idToken =
-    oidc && grant.userId !== null && parseScope(grant.scope).includes('openid')
-      ? await issueIdToken(oauth, { ...oidc, client, userId: grant.userId, scope: grant.scope, accessToken: accessToken.token })
-      : undefined;
+  const wantsIdToken = oidc !== undefined && grant.userId !== null && parseScope(grant.scope).includes('openid');
+  const idToken = wantsIdToken ? await issueIdToken(oauth, { ...oidc, client, userId: grant.userId!, scope: grant.scope, accessToken: accessToken.token }) : undefined;
+  // The account was deleted since the grant was redeemed, and its grant with it: tokens that no longer work, and no ID Token.
+  if (wantsIdToken && idToken === undefined) throw new InvalidGrant('the account this authorization was for no longer exists');
   return {
     access_token: accessToken.token,
     token_type: dpop ? 'DPoP' : 'Bearer',

@@ -4,7 +4,8 @@
  * their client, expiry — including the attacks: replay, client A's code redeemed by client B,
  * redirect URI tricks and the PKCE downgrade.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { UserStore } from '../../../src/oauth/stores/users.js';
 import { eq } from 'drizzle-orm';
 import { authorizationCodes, refreshTokens } from '../../../src/db/schema.js';
 import { authenticateBearer } from '../../../src/tokens/bearer.js';
@@ -14,6 +15,7 @@ import {
   authorizeParams,
   Browser,
   buildTokenCast,
+  buildUser,
   issueCode,
   redirectParams,
   securityEvents,
@@ -227,6 +229,25 @@ describeEachDatabase('authorization_code grant', (context) => {
     const retry = await redeem(clientA, fields);
     expect(retry.status, retry.text).toBe(200);
     await authenticateBearer(context().runtime.accessTokens, `Bearer ${retry.body.access_token}`);
+  });
+
+  it('answers invalid_grant, not tokens without their ID Token, when the account goes between the redemption and the ID Token', async () => {
+    const { runtime } = context();
+    const gone = await buildUser(runtime);
+    const { code, verifier } = await issueCode(runtime, clientA, gone, { scope: 'openid products:read' });
+    // The user is deleted (`fieldgate user delete`) just as the ID Token is about to read the account.
+    const find = UserStore.prototype.find;
+    const spy = vi.spyOn(UserStore.prototype, 'find').mockImplementation(async function (this: UserStore, id: number) {
+      if (id === gone.id) await runtime.users.delete(gone.username);
+      return find.call(this, id);
+    });
+    try {
+      const res = await redeem(clientA, { code, redirect_uri: clientA.redirectUri, code_verifier: verifier });
+      expect(res.status, res.text).toBe(400);
+      expect(res.body.error).toBe('invalid_grant');
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('redemption is atomic: of many concurrent requests with one code exactly one succeeds', async () => {
