@@ -144,5 +144,7 @@ export function bodyReadError(error: unknown): InvalidRequest | InvalidHttpReque
   if (type === 'encoding.unsupported') {
     return new InvalidHttpRequest('the Content-Encoding of the request body is not supported', { status: 415, cause: error });
   }
+  // A path parameter that does not percent-decode (`/register/%E0%A4%A`): Express's URIError, with status 400.
+  if (error instanceof URIError) return new InvalidRequest('the URL path is not valid percent-encoded UTF-8', { cause: error });
   return new InvalidRequest('the request body could not be read', { cause: error });
 }

@@ -403,6 +403,13 @@ describeEachDatabase(
         }
       });
 
+      it('says of a client id path that does not percent-decode that the URL is at fault, not the body', async () => {
+        const client = await registered();
+        const res = await request(context().app).get('/register/%E0%A4%A').set('Authorization', `Bearer ${client.registration_access_token}`);
+        expect(res.status).toBe(400);
+        expect(res.body).toEqual({ error: 'invalid_request', error_description: 'the URL path is not valid percent-encoded UTF-8' });
+      });
+
       it('refuses a missing, wrong or another client’s token with 401 invalid_token (§2)', async () => {
         const a = await registered();
         const b = await registered();
