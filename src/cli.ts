@@ -104,7 +104,8 @@ async function run(argv: string[], io: Io): Promise<void> {
   }
   const { values, positionals } = parseCommandLine(label, args, command.options);
   if (positionals.length > 0 && !command.takesArguments) {
-    throw new UsageError(`${label} takes no arguments, got "${positionals[0]}"`);
+    // Not quoted: the word may be a password typed after `--password-stdin`.
+    throw new UsageError(`${label} takes no arguments (${positionals.length} given)`);
   }
   const { loadConfig } = await import('./config.js');
   await command.run({ io, values: values as never, positionals, config: () => loadConfig(io.env) });

@@ -1,6 +1,7 @@
-import { expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import request from 'supertest';
-import { describeEachDatabase } from './support/runtime.js';
+import { describeEachDatabase, LogCapture } from './support/runtime.js';
+import { accessLogger, createLogger, flushLogger } from '../src/logger.js';
 
 const PASSWORD = 'hunter2-very-secret-password';
 const TOKEN = 'eyJhbGciOiJFUzI1NiJ9.secret-token-value.signature';
@@ -32,5 +33,47 @@ describeEachDatabase('request logging', (context) => {
     expect(logs.text).not.toContain('secret-token-value');
     expect(logs.text).not.toContain(CODE);
     expect(logs.text.toLowerCase()).not.toContain('authorization');
+  });
+});
+
+describe('the logger', () => {
+  /** Every parameter or header of the protocols the service speaks that carries a secret. */
+  const SECRET_NAMES = [
+    'password',
+    'client_secret',
+    'client_assertion',
+    'code',
+    'code_verifier',
+    'device_code',
+    'user_code',
+    'access_token',
+    'refresh_token',
+    'id_token',
+    'id_token_hint',
+    'logout_token',
+    'registration_access_token',
+    'token',
+    'csrf_token',
+    'page_token',
+    'authorization',
+    'cookie',
+    'dpop',
+  ];
+
+  it('redacts every protocol secret passed to it by name, in the main and the access logger (the second line of defence)', async () => {
+    const lines = new LogCapture();
+    const logger = createLogger('trace', lines);
+    const record = Object.fromEntries(SECRET_NAMES.map((name) => [name, `value-of-${name}`]));
+    logger.info(record, 'main');
+    accessLogger(logger).info(record, 'access');
+    logger.info({ req: { headers: { authorization: 'value-of-header', cookie: 'value-of-header', dpop: 'value-of-header' } } }, 'request');
+    await flushLogger(logger);
+    expect(lines.lines).toHaveLength(3);
+    const [main, access] = lines.records();
+    for (const name of SECRET_NAMES) {
+      expect(main![name], name).toBe('[redacted]');
+      expect(access![name], name).toBe('[redacted]');
+    }
+    expect(lines.text).not.toContain('value-of');
   });
 });

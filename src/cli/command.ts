@@ -125,7 +125,9 @@ export function parseCommandLine(name: string, given: string[], options: Options
     const known = flag !== undefined ? flag in all : Object.values(all).some((o) => o.short === arg.slice(1, 2)) && arg.length === 2;
     if (!known) {
       const suggestion = nearest(flag ?? arg.slice(1), Object.keys(all));
-      throw new UsageError(`${name}: unknown option ${arg}${didYouMean(suggestion && `--${suggestion}`)}`);
+      // The option's name only: the value of `--password=…` (for --password-stdin) must not end up in a CI log.
+      const shown = flag !== undefined ? `--${flag}` : arg.slice(0, 2);
+      throw new UsageError(`${name}: unknown option ${shown}${didYouMean(suggestion && `--${suggestion}`)}`);
     }
   }
   try {

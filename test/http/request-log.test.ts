@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream';
+import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import express from 'express';
 import request from 'supertest';
@@ -42,6 +43,36 @@ describe('access line', () => {
     expect(first).not.toHaveProperty('aborted');
     expect(JSON.stringify(first)).not.toContain('secret');
     expect((second!.req as { id: string }).id).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('logs only the path of an absolute-form target (RFC 9112 §3.2.2), never its userinfo, query or fragment', async () => {
+    const log = capture();
+    const server = appWith(log).listen(0);
+    const { port } = server.address() as { port: number };
+    /** Sends `target` as it is: an HTTP client would never put the userinfo of a URL on the request line. */
+    const send = (target: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = net.connect(port, '127.0.0.1', () => socket.end(`GET ${target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`));
+        let answer = '';
+        socket.on('data', (chunk: Buffer) => (answer += chunk.toString('latin1')));
+        socket.on('error', reject);
+        socket.on('close', () => resolve(answer.split('\r\n')[0]!));
+      });
+    try {
+      expect(await send('http://alice:hunter2-password@localhost/ok?code=the-code')).toBe('HTTP/1.1 200 OK');
+      expect(await send('HTTP://alice:hunter2-password@localhost:80/ok')).toBe('HTTP/1.1 200 OK');
+      expect(await send('/ok#code=the-code')).toBe('HTTP/1.1 200 OK');
+      await settle();
+    } finally {
+      server.close();
+    }
+    expect(log.lines.map((line) => [(line.req as { path: string }).path, line.msg])).toEqual([
+      ['/ok', 'GET /ok 200'],
+      ['/ok', 'GET /ok 200'],
+      ['/ok', 'GET /ok 200'],
+    ]);
+    const text = JSON.stringify(log.lines);
+    for (const secret of ['hunter2-password', 'alice', 'the-code']) expect(text).not.toContain(secret);
   });
 
   it('logs a 5xx answer at error level', async () => {
