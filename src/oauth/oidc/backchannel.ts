@@ -7,6 +7,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import { isSpecialPurposeAddress } from '../../http/special-purpose-addresses.js';
+import { securityEventCounter } from '../../http/metrics.js';
 import { randomUUID } from 'node:crypto';
 import type { OAuthContext } from '../context.js';
 import { subjectFor } from './subject.js';
@@ -143,6 +144,8 @@ export function notifyBackchannelLogout(oauth: OAuthContext, userId: number, sco
           const status = await postLogoutToken(target.backchannel_logout_uri, token, { allowPrivate: oauth.backchannelLogoutAllowPrivate });
           if (status !== 200 && status !== 204) throw new Error(`answered HTTP ${status}`);
         } catch (error) {
+          // In the background, with no request: logged here rather than through oauth.events, and counted as it would.
+          securityEventCounter.inc({ event: 'backchannel_logout_failed', reason: '' });
           oauth.logger.warn({ err: error, event: 'backchannel_logout_failed', clientId: target.id }, 'back-channel logout failed');
         }
       }),

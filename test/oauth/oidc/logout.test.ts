@@ -9,6 +9,7 @@ import request from 'supertest';
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
 import { describeEachDatabase } from '../../support/runtime.js';
 import { authorizeParams, authorizePath, Browser, codeFlowTokens, buildClient, buildUser, formAction, formFields, redirectParams, type TestClient, type TestUser } from '../../support/oauth.js';
+import { securityEventCounter } from '../../../src/http/metrics.js';
 import { logoutToken, notifyBackchannelLogout, postLogoutToken } from '../../../src/oauth/oidc/backchannel.js';
 import { ConsentStore } from '../../../src/oauth/stores/consents.js';
 import { createOAuthContext } from '../../../src/oauth/context.js';
@@ -217,6 +218,20 @@ describeEachDatabase('RP-Initiated Logout', (context) => {
       } finally {
         receiver.close();
       }
+    });
+
+    it('counts each failed delivery as the security event backchannel_logout_failed (fieldgate_security_events_total)', async () => {
+      const { runtime } = context();
+      const [someone, target] = await Promise.all([
+        buildUser(runtime),
+        buildClient(runtime, { redirectUris: ['https://refused.example/cb'], oidc: { backchannelLogoutUri: 'http://127.0.0.1:9/bc' } }),
+      ]);
+      await new ConsentStore(runtime.db).grant(someone.id, target.id, ['openid']);
+      const failures = async () => (await securityEventCounter.get()).values.find((v) => v.labels.event === 'backchannel_logout_failed')?.value ?? 0;
+      const before = await failures();
+      // A loopback receiver without the private-network opt-in is refused before any connection.
+      await notifyBackchannelLogout({ ...createOAuthContext(runtime), backchannelLogoutAllowPrivate: false }, someone.id);
+      expect(await failures()).toBe(before + 1);
     });
 
     it('POSTs the logout token as a form, and refuses private addresses unless allowed', async () => {
