@@ -271,7 +271,12 @@ export function keysetWhere(keys: readonly SortKey[], values: readonly KeyValue[
     ...Object.fromEntries(keys.slice(0, index).map((earlier, j) => [earlier.column, { eq: placeholder(`k${j}`) }])),
     [key.column]: { [key.direction === 'asc' ? 'gt' : 'lt']: placeholder(`k${index}`) },
   }));
-  return { where: { OR: branches }, values: bound };
+  if (branches.length === 1) return { where: branches[0]!, values: bound };
+  // The OR alone is no index condition: PostgreSQL would read the index from its start and filter out every row
+  // before the position, so a deep page would cost as much as an offset. The leading key's own bound, implied by
+  // the OR, lets the index scan start at the position.
+  const leading = keys[0]!;
+  return { where: { AND: [{ [leading.column]: { [leading.direction === 'asc' ? 'gte' : 'lte']: placeholder('k0') } }, { OR: branches }] }, values: bound };
 }
 
 // ---------------------------------------------------------------- arguments

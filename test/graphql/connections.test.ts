@@ -4,7 +4,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
-import { describeEachDatabase } from '../support/runtime.js';
+import postgres from 'postgres';
+import { sql } from 'drizzle-orm';
+import { createTestRuntime, describeEachDatabase, type TestRuntime } from '../support/runtime.js';
 import { issueTestToken, type TestToken } from '../support/tokens.js';
 import { buildOrder, buildProduct, buildSeller } from '../support/factories.js';
 import { executeGraphQL } from '../support/graphql.js';
@@ -140,6 +142,55 @@ describeEachDatabase('GraphQL cursor connections', (context) => {
     expect(refused.errors?.[0]?.extensions).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'reviews.orderBy' });
   });
 
+  it("REST and GraphQL answer one query with the same rows in the same order, and take each other's tokens", async () => {
+    const { app } = context();
+    const rest = (path: string) => request(app).get(path).set('Authorization', caller.authorization);
+    type Connection = { nodes: { id: number }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } };
+    const connection = async (variables: { first: number; after: string | null; orderBy: string; filter: string }): Promise<Connection> => {
+      const result = await run(
+        'query ($first: Int, $after: String, $orderBy: String, $filter: String) { productsConnection(first: $first, after: $after, orderBy: $orderBy, filter: $filter) { nodes { id } pageInfo { hasNextPage endCursor } } }',
+        variables,
+      );
+      expect(result.errors).toBeUndefined();
+      return (result.data as { productsConnection: Connection }).productsConnection;
+    };
+    for (const [orderBy, filter] of [
+      ['', ''],
+      ['price desc', ''],
+      ['price desc, createdAt', 'seller.name = "Acme" OR price < 2000'],
+      ['name desc', '-reviews.rating:5'],
+      ['createdAt desc', 'price >= 1000'],
+    ] as const) {
+      const query = `fields=id&order_by=${encodeURIComponent(orderBy)}&filter=${encodeURIComponent(filter)}`;
+      const byRest: number[] = [];
+      let token: string | undefined;
+      do {
+        const res = await rest(`/products?${query}&page_size=2${token ? `&page_token=${token}` : ''}`);
+        expect(res.status, JSON.stringify(res.body)).toBe(200);
+        byRest.push(...(res.body as { id: number }[]).map((item) => item.id));
+        token = res.headers['next-page-token'] as string | undefined;
+      } while (token);
+      const byGraphQL: number[] = [];
+      let after: string | null = null;
+      do {
+        const page: Connection = await connection({ first: 3, after, orderBy, filter });
+        byGraphQL.push(...page.nodes.map((node) => node.id));
+        after = page.pageInfo.hasNextPage ? page.pageInfo.endCursor : null;
+      } while (after);
+      expect(byGraphQL, `${orderBy} | ${filter}`).toEqual(byRest);
+      expect(new Set(byRest).size).toBe(byRest.length);
+
+      // A GraphQL cursor continues a REST walk, and a REST token a GraphQL one.
+      if (byRest.length < 2) continue;
+      const cursor = (await connection({ first: 1, after: null, orderBy, filter })).pageInfo.endCursor!;
+      const fromCursor = await rest(`/products?${query}&page_size=200&page_token=${cursor}`);
+      expect(fromCursor.status).toBe(200);
+      expect((fromCursor.body as { id: number }[]).map((item) => item.id)).toEqual(byRest.slice(1));
+      const restToken = (await rest(`/products?${query}&page_size=1`)).headers['next-page-token'] as string;
+      expect((await connection({ first: 200, after: restToken, orderBy, filter })).nodes.map((node) => node.id)).toEqual(byRest.slice(1));
+    }
+  });
+
   it("ordersConnection shows only the caller's orders", async () => {
     const { runtime } = context();
     const owner = await issueTestToken(runtime, { scope: 'orders:read' });
@@ -184,5 +235,64 @@ describe.runIf(TEST_DATABASE_URL)('one statement per list request, on the Postgr
     expect(res.body[0].reviews.length).toBeGreaterThan(0);
     expect(statements, statements.join('\n')).toHaveLength(1);
     expect(statements[0]).toMatch(/from "products"/);
+  });
+});
+
+/**
+ * A keyset page costs its own rows, wherever it starts: its statement bounds the leading sort key as well, so the index
+ * scan starts at the position. (The `OR` that says "after the token" is no index condition on its own: PostgreSQL would
+ * read the index from its start and filter out every row before the position, as an offset does.) Checked on the plan
+ * PostgreSQL runs, EXPLAIN ANALYZE of the page's own statement and parameters, with many rows before the position.
+ */
+describe.runIf(TEST_DATABASE_URL)('a later keyset page starts its index scan at its position [postgres]', () => {
+  let test: TestRuntime;
+  let explainer: ReturnType<typeof postgres>;
+
+  beforeAll(async () => {
+    test = await createTestRuntime('postgres');
+    explainer = postgres(test.testDatabase.url!, { max: 1, onnotice: () => {} });
+  });
+
+  afterAll(async () => {
+    await explainer?.end();
+    await test?.close();
+  });
+
+  /** Rows the plan read and threw away by a Filter, over every node. */
+  const rowsFilteredOut = (plan: Record<string, unknown>): number =>
+    Number(plan['Rows Removed by Filter'] ?? 0) + ((plan.Plans as Record<string, unknown>[] | undefined) ?? []).reduce((sum, child) => sum + rowsFilteredOut(child), 0);
+
+  it.each(['price', 'price desc,name', 'name', 'createdAt desc'])('order_by=%s: the next page does not read the 20 000 rows that sort before its position', async (orderBy) => {
+    const { runtime, app } = test;
+    await runtime.db.execute(sql`delete from products`);
+    const { authorization } = await issueTestToken(runtime, { scope: 'products:read' });
+    const seller = await buildSeller(runtime);
+    for (let i = 0; i < 6; i++) await buildProduct(runtime, { sellerId: seller.id, priceCents: 5000, name: `m${i}` });
+    const path = `/products?fields=id&page_size=3&order_by=${encodeURIComponent(orderBy)}&filter=${encodeURIComponent(`seller.id = ${seller.id}`)}`;
+    const first = await request(app).get(path).set('Authorization', authorization);
+    const token = first.headers['next-page-token'] as string;
+    expect(token).toBeDefined();
+    // 20 000 rows sort before the page's position and 20 000 after it: by price, name or time.
+    const desc = orderBy.includes('desc');
+    const rows = (name: string, price: string, createdAt: string) =>
+      `insert into products (name, price_cents, seller_id, created_at) select ${name}, ${price}, ${seller.id}, ${createdAt} from generate_series(1, 20000) g`;
+    await runtime.db.execute(sql.raw(rows(`'a' || g`, desc ? '5001 + g' : 'g % 5000', `now() + interval '1 day'`)));
+    await runtime.db.execute(sql.raw(rows(`'z' || g`, desc ? 'g % 5000' : '5001 + g', `now() - interval '1 day'`)));
+    await runtime.db.execute(sql`analyze products`);
+
+    const sent: { query: string; params: unknown[] }[] = [];
+    const stop = runtime.database.onQuery((query, params) => {
+      if (query.includes('from "products"')) sent.push({ query, params });
+    });
+    const next = await request(app).get(`${path}&page_token=${token}`).set('Authorization', authorization);
+    stop();
+    expect(next.status).toBe(200);
+    expect(next.body).toHaveLength(3);
+    expect(sent).toHaveLength(1);
+
+    const [{ 'QUERY PLAN': [explained] }] = (await explainer.unsafe(`explain (analyze, format json) ${sent[0]!.query}`, sent[0]!.params as never[])) as unknown as [
+      { 'QUERY PLAN': [{ Plan: Record<string, unknown> }] },
+    ];
+    expect(rowsFilteredOut(explained.Plan), JSON.stringify(explained.Plan)).toBeLessThan(100);
   });
 });
