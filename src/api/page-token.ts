@@ -5,7 +5,12 @@
 import { createHash } from 'node:crypto';
 import { constantTimeEqual, hmacSha256 } from '../crypto/secrets.js';
 
-export const MAX_PAGE_TOKEN_LENGTH = 1024;
+/**
+ * A token carries the last row's sort-key values, so its length follows the data (a long product name under
+ * `order_by=name`): any token the server issues must come back accepted. This is the longest URL the REST API takes
+ * (MAX_URL_LENGTH in src/http/client-error.ts), which bounds what a token can be sent in anyway.
+ */
+export const MAX_PAGE_TOKEN_LENGTH = 12 * 1024;
 
 export type KeyValue = string | number;
 
@@ -35,7 +40,7 @@ export class PageTokens {
 
   /** The key values of a token made by `sign` for this binding; PageTokenError otherwise. */
   verify(token: string, binding: string, arity: number): KeyValue[] {
-    if (token.length > MAX_PAGE_TOKEN_LENGTH) throw new PageTokenError('is not a page token of this list');
+    if (token.length > MAX_PAGE_TOKEN_LENGTH) throw new PageTokenError(`is longer than ${MAX_PAGE_TOKEN_LENGTH} characters: it is not a page token of this list`);
     const [payload, mac, extra] = token.split('.');
     if (!payload || !mac || extra !== undefined || !constantTimeEqual(mac, this.mac(payload))) {
       throw new PageTokenError('is not a page token of this list');

@@ -64,7 +64,8 @@ export function pageSizeOf(req: Request): number {
       fieldViolations: [{ field: 'page_size', description: 'a whole number, 0 for the default' }],
     });
   }
-  const size = text.length > 10 ? Infinity : Number(text);
+  // Number() reads any run of digits (leading zeros included; Infinity past 309 digits), and larger is clamped anyway.
+  const size = Number(text);
   return size === 0 ? DEFAULT_PAGE_SIZE : Math.min(size, MAX_PAGE_SIZE);
 }
 
