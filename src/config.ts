@@ -79,6 +79,7 @@ export interface Config {
   databaseUrl: string | undefined;
   databasePoolSize: number;
   databasePreparedStatements: number;
+  databaseStatementTimeoutMs: number;
   /** Directory of the embedded database, or `memory://` for a throwaway in-memory one. */
   dataDir: string;
   accessTokenTtl: number;
@@ -345,6 +346,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     databasePoolSize: setting(env, POLICY.databasePoolSize),
     databasePreparedStatements: setting(env, POLICY.databasePreparedStatements),
+    databaseStatementTimeoutMs: setting(env, POLICY.databaseStatementTimeoutMs),
     dataDir,
     accessTokenTtl: setting(env, POLICY.accessTokenTtl),
     refreshTokenTtl: setting(env, POLICY.refreshTokenTtl),

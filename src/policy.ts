@@ -218,6 +218,13 @@ export const POLICY = {
     min: 1,
     max: 1000,
   },
+  databaseStatementTimeoutMs: {
+    description: 'Milliseconds a PostgreSQL statement may run before the server cancels it (0: no limit): one expensive list filter cannot hold a pooled connection for long. PGlite has no such limit.',
+    default: 10_000,
+    env: 'DATABASE_STATEMENT_TIMEOUT_MS',
+    min: 0,
+    max: 3_600_000,
+  },
   databasePreparedStatements: {
     description: 'Most distinct SQL texts run as named prepared statements per PostgreSQL connection or embedded PGlite (0: none, e.g. behind a transaction-mode pooler).',
     default: 256,

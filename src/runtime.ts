@@ -41,6 +41,7 @@ export async function openRuntime(config: Config, logger: Logger, database?: Dat
     dataDir: config.dataDir,
     poolSize: config.databasePoolSize,
     preparedStatements: config.databasePreparedStatements,
+    statementTimeoutMs: config.databaseStatementTimeoutMs,
   });
   try {
     await database.migrate(ensureSigningKey);

@@ -35,6 +35,8 @@ export interface DatabaseOptions {
   poolSize?: number;
   /** Most statement texts run as named prepared statements (0: none); see docs/PERFORMANCE.md. */
   preparedStatements?: number;
+  /** PostgreSQL's statement_timeout on the pool's connections (0 or absent: none); migrations run on a connection of their own, without it. */
+  statementTimeoutMs?: number;
 }
 
 export interface Database {
@@ -125,7 +127,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       ...ipv6,
       max: options.poolSize ?? 10,
       onnotice: () => {},
-      connection: { application_name: 'fieldgate' },
+      connection: { application_name: 'fieldgate', ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}) },
     });
     const preparing = withPreparedStatements(client, new PreparedStatementPolicy(options.preparedStatements ?? DEFAULT_PREPARED_STATEMENTS));
     const db = drizzlePostgres({ client: preparing, relations, logger });

@@ -23,6 +23,15 @@ export function isForeignKeyViolation(error: unknown): boolean {
   return sqlState(error) === FOREIGN_KEY_VIOLATION;
 }
 
+const QUERY_CANCELED = '57014';
+
+export const DEADLINE_EXCEEDED_MESSAGE = 'The database took too long to answer this query; narrow its filter or ask for fewer rows.';
+
+/** PostgreSQL cancelled the statement: it ran past `statement_timeout` (DATABASE_STATEMENT_TIMEOUT_MS). */
+export function isStatementTimeout(error: unknown): boolean {
+  return sqlState(error) === QUERY_CANCELED;
+}
+
 const DEADLOCK_DETECTED = '40P01';
 
 /** PostgreSQL aborted the statement to break a lock cycle with another transaction; nothing it did remains. */

@@ -14,7 +14,7 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { InsufficientScope, type InvalidToken } from '../oauth/errors.js';
 import { challengeHeaders, wwwAuthenticate } from '../tokens/bearer.js';
-import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../db/errors.js';
+import { DATABASE_RETRY_AFTER_SECONDS, DEADLINE_EXCEEDED_MESSAGE, isDatabaseUnavailable, isStatementTimeout } from '../db/errors.js';
 
 export type GqlErrorCode =
   | 'UNAUTHENTICATED'
@@ -26,6 +26,8 @@ export type GqlErrorCode =
   | 'INTERNAL_SERVER_ERROR'
   // The database is out of reach: the same request may succeed shortly.
   | 'UNAVAILABLE'
+  // A statement ran past the database's statement timeout: the same request will again (narrow the filter).
+  | 'DEADLINE_EXCEEDED'
   // Persisted operations (src/graphql/persisted-operations.ts), in the codes Apollo clients know
   | 'PERSISTED_QUERY_NOT_FOUND'
   | 'PERSISTED_QUERY_NOT_IN_LIST'
@@ -309,6 +311,9 @@ export function maskError(error: GraphQLError, onMasked: (original: unknown) => 
     });
   }
   onMasked(original);
+  if (isStatementTimeout(original)) {
+    return new GraphQLError(DEADLINE_EXCEEDED_MESSAGE, { nodes: error.nodes, path: error.path, extensions: { code: 'DEADLINE_EXCEEDED' } });
+  }
   if (isDatabaseUnavailable(original)) return new GraphQLError(UNAVAILABLE_MESSAGE, { nodes: error.nodes, path: error.path, extensions: { code: 'UNAVAILABLE' } });
   return new GraphQLError('Unexpected error.', {
     nodes: error.nodes,

@@ -5,7 +5,7 @@
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import type { Logger } from '../logger.js';
 import { DatabaseUnavailable, InvalidClient, InvalidHttpRequest, OAuthError, RateLimited, ServerError, UseDpopNonce } from './errors.js';
-import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../db/errors.js';
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable, isStatementTimeout } from '../db/errors.js';
 import { bodyReadError } from './params.js';
 
 export const JSON_CONTENT_TYPE = 'application/json;charset=UTF-8';
@@ -24,7 +24,8 @@ export function sendJson(res: Response, status: number, body: unknown): void {
 
 export function toOAuthError(error: unknown): OAuthError {
   if (error instanceof OAuthError) return error;
-  if (isDatabaseUnavailable(error)) return new DatabaseUnavailable(DATABASE_UNAVAILABLE, { cause: error });
+  // A statement past the database's timeout (never expected of OAuth's): busy, as far as a client can tell.
+  if (isDatabaseUnavailable(error) || isStatementTimeout(error)) return new DatabaseUnavailable(DATABASE_UNAVAILABLE, { cause: error });
   return bodyReadError(error) ?? new ServerError('the server could not complete the request', { cause: error });
 }
 

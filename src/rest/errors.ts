@@ -4,7 +4,7 @@ import type { GqlErrorCode } from '../graphql/errors.js';
 import type { Logger } from '../logger.js';
 import { challengeHeaders, withResourceMetadata, wwwAuthenticate } from '../tokens/bearer.js';
 import { InsufficientScope, InvalidToken, OAuthError } from '../oauth/errors.js';
-import { DATABASE_RETRY_AFTER_SECONDS, DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../db/errors.js';
+import { DATABASE_RETRY_AFTER_SECONDS, DATABASE_UNAVAILABLE, DEADLINE_EXCEEDED_MESSAGE, isDatabaseUnavailable, isStatementTimeout } from '../db/errors.js';
 
 // REST errors in Google's JSON shape (AIP-193): every body carries a google.rpc.ErrorInfo, so clients
 // switch on (domain, reason) instead of parsing messages.
@@ -17,6 +17,7 @@ export type RestStatus =
   | 'ABORTED'
   | 'RESOURCE_EXHAUSTED'
   | 'UNAVAILABLE'
+  | 'DEADLINE_EXCEEDED'
   | 'INTERNAL';
 
 export const ERROR_DOMAIN = 'fieldgate.dev';
@@ -137,6 +138,13 @@ export class RestUnavailable extends RestError {
   }
 }
 
+/** The database cancelled the request's statement at its statement timeout: retrying as it is will not help. */
+export class RestDeadlineExceeded extends RestError {
+  readonly status = 'DEADLINE_EXCEEDED';
+  protected readonly defaultHttpStatus = 504;
+  protected readonly defaultReason: string = 'STATEMENT_TIMEOUT';
+}
+
 export class RestInternal extends RestError {
   readonly status = 'INTERNAL';
   protected readonly defaultHttpStatus = 500;
@@ -173,6 +181,7 @@ const REST_ERROR_FOR_CODE: ReadonlyMap<string, RestErrorClass> = new Map<GqlErro
   ['GRAPHQL_VALIDATION_FAILED', RestInvalidArgument],
   ['GRAPHQL_PARSE_FAILED', RestInvalidArgument],
   ['UNAVAILABLE', RestUnavailable],
+  ['DEADLINE_EXCEEDED', RestDeadlineExceeded],
 ]);
 
 const HTTP_STATUS_FOR_REASON: Record<string, number> = {
@@ -242,6 +251,7 @@ const BODY_PARSER_ERRORS: Record<string, [message: string, reason: string, statu
 export function toRestError(error: unknown): RestError {
   if (error instanceof RestError) return error;
   if (isDatabaseUnavailable(error)) return new RestUnavailable(undefined, { cause: error });
+  if (isStatementTimeout(error)) return new RestDeadlineExceeded(DEADLINE_EXCEEDED_MESSAGE, { cause: error });
   const status = (error as { status?: unknown; statusCode?: unknown })?.status ?? (error as { statusCode?: unknown })?.statusCode;
   // A path parameter that does not percent-decode (the route table's, as Express's, URIError).
   if (error instanceof URIError && status === 400) return invalidUrlEncoding('the URL path is not valid percent-encoded UTF-8', error);

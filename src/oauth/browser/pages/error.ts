@@ -7,7 +7,7 @@ import { html, type SafeHtml } from '../../../http/html.js';
 import type { Logger } from '../../../logger.js';
 import { OAuthError } from '../../errors.js';
 import { bodyReadError } from '../../params.js';
-import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable } from '../../../db/errors.js';
+import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable, isStatementTimeout } from '../../../db/errors.js';
 import { layout, sendPage, type SendPageOptions } from './layout.js';
 
 export function errorPage(title: string, message: string): SafeHtml {
@@ -59,7 +59,7 @@ export function sendErrorPage(error: unknown, req: Request, res: Response, logge
     sendPage(res, errorPage('The form could not be read', requestError.description), { ...options, status: requestError.status });
     return;
   }
-  if (isDatabaseUnavailable(error)) {
+  if (isDatabaseUnavailable(error) || isStatementTimeout(error)) {
     logger.warn({ err: error, reqId: req.id }, `${failure}: the database is unavailable`);
     res.setHeader('Retry-After', String(DATABASE_RETRY_AFTER_SECONDS));
     sendPage(res, errorPage('Try again in a moment', 'The service is unavailable for a moment. Please reload this page shortly.'), { ...options, status: 503 });
