@@ -16,7 +16,7 @@ import { authenticate, jsonObjectBody, onlyQueryParameters, principalOf, queryPa
 import { idOf } from './paging.js';
 import { itemRoute, listRoute, readItem, type Collection } from './collection.js';
 import { allowedFields, rootField, rootFieldType, type CompiledOperation } from './selection.js';
-import { jsonType, parseUpdateMask, planUpdate } from './update-mask.js';
+import { inJsonTerms, jsonType, parseUpdateMask, planUpdate } from './update-mask.js';
 import { schemaRef } from './openapi.js';
 import { parseTagList, representationTag, setResourceVersion, versionOf } from './etag.js';
 import { idempotencyKeyOf, namingTheHeader } from './idempotency.js';
@@ -119,8 +119,9 @@ function createInput(schema: GraphQLSchema, body: Record<string, unknown>): Reco
   const accepted = inputType.getFields();
   const input = Object.fromEntries(Object.entries(body).filter(([name]) => Object.hasOwn(accepted, name) || !outputOnly.has(name)));
   let problem: { field: string | undefined; message: string } | undefined = jsonShapeProblem(input, arg.type, []);
-  coerceInputValue(input, arg.type, (path, _value, error) => {
-    problem ??= { field: path.length ? pathText(path) : undefined, message: path.length ? `${pathText(path)}: ${error.message}` : error.message };
+  coerceInputValue(input, arg.type, (path, value, error) => {
+    const message = inJsonTerms(error.message, value);
+    problem ??= { field: path.length ? pathText(path) : undefined, message: path.length ? `${pathText(path)}: ${message}` : message };
   });
   if (problem !== undefined) {
     const description = `the order is not valid: ${problem.message}`;

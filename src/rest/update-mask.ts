@@ -90,16 +90,36 @@ function inputValue(field: GraphQLInputField, value: unknown, nonNull: boolean):
     return mapped;
   }
   let problem: string | undefined;
-  coerceInputValue(value, field.type, (_path, _invalid, error) => {
-    problem ??= error.message;
+  coerceInputValue(value, field.type, (_path, invalid, error) => {
+    problem ??= inJsonTerms(error.message, invalid);
   });
-  if (problem !== undefined) throw invalidField(field, `'${field.name}' is not valid: ${problem}`);
+  if (problem !== undefined) throw invalidField(field, `'${field.name}' ${problem}`);
   return value;
 }
 
 /** A body field's value the update cannot take, named in BadRequest's field violations (AIP-193). */
 function invalidField(field: GraphQLInputField, description: string): RestInvalidArgument {
   return new RestInvalidArgument(description, { fieldViolations: [{ field: field.name, description }] });
+}
+
+/** GraphQL's built-in scalars, as a REST client (who sent JSON, not GraphQL) would say what they take. */
+const SCALAR_IN_JSON_TERMS: Readonly<Record<string, string>> = {
+  Int: 'a whole number from -2147483648 to 2147483647',
+  Float: 'a finite number',
+  String: 'a JSON string',
+  Boolean: 'true or false',
+  ID: 'a string or a whole number',
+};
+
+/**
+ * A coercion error of a built-in scalar (`Int cannot represent non 32-bit signed integer value: …`) in the JSON
+ * terms of a REST body; any other (our own scalars', enums') is kept, prefixed as not valid.
+ */
+export function inJsonTerms(message: string, value: unknown): string {
+  const scalar = /^(Int|Float|String|Boolean|ID) cannot represent/.exec(message)?.[1];
+  if (scalar === undefined) return `is not valid: ${message}`;
+  const shown = typeof value === 'string' ? `'${shownInMessage(value)}'` : typeof value === 'number' || typeof value === 'boolean' ? `${String(value)}` : `a JSON ${jsonType(value)}`;
+  return `must be ${SCALAR_IN_JSON_TERMS[scalar]}; got ${shown}`;
 }
 
 export function jsonType(value: unknown): string {
