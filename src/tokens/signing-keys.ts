@@ -125,10 +125,13 @@ export async function rotateSigningKey(db: Db, accessTokenTtl: number, algs: rea
 export class KeyStore {
   private keys: LoadedKey[] = [];
   private loadedAt = 0;
-  /** When the query behind `keys` was sent: the set holds every key committed before then. */
-  private keysQueriedAt = 0;
+  /**
+   * When the query behind `keys` was sent (performance.now(): a wall clock set back must not make a request wait for a
+   * load "after" it for as long): the set holds every key committed before then.
+   */
+  private keysQueriedAt = -Infinity;
   /** When the latest load, finished or under way, sent its query. */
-  private lastQueriedAt = 0;
+  private lastQueriedAt = -Infinity;
   private loading: Promise<void> | undefined;
   /** The wait before the next reload an unknown kid may cause; shared by every request that waits for it. */
   private nextUnknownKidReload: Promise<void> | undefined;
@@ -141,7 +144,7 @@ export class KeyStore {
   ) {}
 
   private async load(): Promise<void> {
-    const queriedAt = Date.now();
+    const queriedAt = performance.now();
     this.lastQueriedAt = queriedAt;
     const rows = await this.db
       .select()
@@ -201,7 +204,7 @@ export class KeyStore {
    * verify with that algorithm only, and refuse a key whose algorithm does not sign what they read.
    */
   async verificationKey(kid: string | undefined): Promise<VerificationKey | undefined> {
-    const askedAt = Date.now();
+    const askedAt = performance.now();
     await this.fresh();
     let key = this.keys.find((k) => k.kid === kid);
     if (!key && kid) {
@@ -224,7 +227,7 @@ export class KeyStore {
         continue;
       }
       // Never longer than the interval itself, should the clock have been set back since the last query.
-      const wait = Math.min(this.lastQueriedAt + UNKNOWN_KID_RELOAD_MIN_MS - Date.now(), UNKNOWN_KID_RELOAD_MIN_MS);
+      const wait = Math.min(this.lastQueriedAt + UNKNOWN_KID_RELOAD_MIN_MS - performance.now(), UNKNOWN_KID_RELOAD_MIN_MS);
       if (wait > 0) {
         this.nextUnknownKidReload ??= new Promise<void>((resolve) => setTimeout(resolve, wait).unref()).finally(() => {
           this.nextUnknownKidReload = undefined;
@@ -251,7 +254,7 @@ export class KeyStore {
    * may already sign with; a set as old as the reload interval would lack it. Such reloads cost one query a second at most.
    */
   async jwks(): Promise<{ keys: JWK[] }> {
-    await this.loadSince(Date.now() - UNKNOWN_KID_RELOAD_MIN_MS);
+    await this.loadSince(performance.now() - UNKNOWN_KID_RELOAD_MIN_MS);
     return { keys: this.keys.map((key) => key.publicJwk) };
   }
 

@@ -210,6 +210,18 @@ describeEachDatabase('signing keys', (context) => {
     expect(isSigningKeyReload('select "d0"."id" as "id" from "products" as "d0" limit 51')).toBe(false);
   });
 
+  it('answers an unknown kid after the next reload even when the wall clock is set back while it waits', async () => {
+    const { runtime, config } = context();
+    const keys = new KeyStore(runtime.db, config.accessTokenTtl);
+    await keys.jwks();
+    // Loaded a moment ago: the kid waits for the next reload, allowed a second after the last one.
+    const pending = keys.verificationKey('no-such-kid');
+    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: true });
+    vi.setSystemTime(Date.now() - 3_600_000);
+    const answer = await Promise.race([pending.then(() => 'answered'), new Promise((resolve) => setTimeout(resolve, 5_000, 'still waiting'))]);
+    expect(answer).toBe('answered');
+  });
+
   it('refuses a token signed by a key it does not know', async () => {
     const { runtime, config } = context();
     const { generateKeyPair, SignJWT } = await import('jose');
