@@ -14,7 +14,7 @@ import {
 } from 'graphql';
 import type { RequestHandler } from 'express';
 import type { Runtime } from '../runtime.js';
-import { SCOPES } from '../oauth/scopes.js';
+import { needsUser, SCOPES } from '../oauth/scopes.js';
 import { authorizationServerMetadata, METADATA_PATH } from '../oauth/endpoints/metadata.js';
 import { MAX_FIELDS_DEPTH, MAX_FIELDS_LENGTH } from './fields.js';
 import type { RestExecutor } from './execute.js';
@@ -28,6 +28,8 @@ import { BAD_REQUEST_TYPE, ERROR_DOMAIN, ERROR_INFO_TYPE } from './errors.js';
 import { allowedFields, rootFieldType } from './selection.js';
 import { fieldScopes } from '../graphql/scopes.js';
 import { DPOP_ALGORITHMS } from '../tokens/dpop.js';
+import { MAX_IDEMPOTENCY_KEY_LENGTH } from '../graphql/idempotency.js';
+import { MAX_ITEM_QUANTITY, MAX_MEMO_LENGTH, MAX_ORDER_ITEMS } from '../graphql/schema/order.js';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -68,6 +70,16 @@ function typeSchemaNonNull(type: GraphQLType): JsonSchema {
   return typeSchema(type);
 }
 
+/**
+ * Bounds the order mutations enforce (src/graphql/schema/order.ts), as JSON Schema keywords a generated client can
+ * check before sending; GraphQL's input types carry them only as text. `maxLength` counts code points, as the server does.
+ */
+const INPUT_BOUNDS: Record<string, Record<string, JsonSchema>> = {
+  OrderItemInput: { quantity: { minimum: 1, maximum: MAX_ITEM_QUANTITY } },
+  CreateOrderInput: { items: { minItems: 1, maxItems: MAX_ORDER_ITEMS }, memo: { maxLength: MAX_MEMO_LENGTH } },
+  UpdateOrderInput: { memo: { maxLength: MAX_MEMO_LENGTH } },
+};
+
 // A body field the resource has is nullable only where the resource's field is (null clears it), whatever
 // GraphQL's optional input type says.
 function componentSchemas(
@@ -107,11 +119,16 @@ function componentSchemas(
       const resource = resources.get(type.name);
       const written = resource === undefined ? undefined : schema.getType(resource);
       const outputs = written && isObjectType(written) ? allowedFields(written) : undefined;
+      const bounds = INPUT_BOUNDS[type.name] ?? {};
       for (const field of Object.values(type.getFields())) {
         const output = outputs?.get(field.name);
         const nonNull = isNonNullType(field.type) || (output !== undefined && isNonNullType(output.type));
         const type = nonNull && !isNonNullType(field.type) ? new GraphQLNonNull(field.type) : field.type;
-        properties[field.name] = { ...typeSchemaNonNull(type), ...(field.description ? { description: field.description } : {}) };
+        properties[field.name] = {
+          ...typeSchemaNonNull(type),
+          ...bounds[field.name],
+          ...(field.description ? { description: field.description } : {}),
+        };
         if (isNonNullType(field.type) && field.defaultValue === undefined) required.push(field.name);
         visit(getNamedType(field.type));
       }
@@ -237,10 +254,19 @@ const ERROR_STATUS_TEXT: Record<number, string> = {
   422: 'FAILED_PRECONDITION: this `Idempotency-Key` was already used with a different request (IDEMPOTENCY_KEY_REUSED); nothing was created.',
   431: 'INVALID_ARGUMENT (reason HEADERS_TOO_LARGE): the request line and headers are larger than the server reads (16 KiB).',
   500: 'INTERNAL: the server failed; the cause is not shown. A GET, a PATCH with `If-Match` and a POST with `Idempotency-Key` are safe to retry.',
+  503:
+    'UNAVAILABLE (reason DATABASE_UNAVAILABLE): the database is out of reach for a moment (down, restarting). Retry after the `Retry-After` seconds; ' +
+    'a GET, a PATCH with `If-Match` and a POST with `Idempotency-Key` are safe to retry.',
+  504:
+    'DEADLINE_EXCEEDED (reason STATEMENT_TIMEOUT): a database statement ran past the server’s limit (DATABASE_STATEMENT_TIMEOUT_MS, PostgreSQL only) and was cancelled. ' +
+    'The same request is likely to take as long again: narrow its `filter` or ask for fewer items or fields. A write whose statement was cancelled did not happen.',
 };
 
-/** Statuses every operation can answer, whatever it does: the app refuses long URLs, the HTTP server oversized heads. */
-const EVERY_OPERATION = [400, 401, 403, 414, 431, 500];
+/**
+ * Statuses every operation can answer, whatever it does: the app refuses long URLs, the HTTP server oversized heads,
+ * and every operation reads the database (503 while it is out of reach, 504 for a statement past its timeout).
+ */
+const EVERY_OPERATION = [400, 401, 403, 414, 431, 500, 503, 504];
 
 const HEADERS: Record<string, JsonSchema> = {
   ETag: {
@@ -279,6 +305,11 @@ const HEADERS: Record<string, JsonSchema> = {
     description: 'With `error="use_dpop_nonce"` (when the server requires nonces on resource requests, DPOP_NONCE=all): the nonce to put in the next DPoP proof (RFC 9449 §9).',
     schema: { type: 'string' },
   },
+  'Retry-After': {
+    description: 'Seconds to wait before trying again (RFC 9110 §10.2.3).',
+    required: true,
+    schema: { type: 'string', pattern: '^[0-9]+$' },
+  },
   Allow: { description: 'The methods this path serves (RFC 9110 §10.2.1), e.g. `GET, HEAD, PATCH, OPTIONS`.', required: true, schema: { type: 'string' } },
 };
 
@@ -287,6 +318,7 @@ const ERROR_HEADERS: Record<number, Record<string, JsonSchema>> = {
   401: { 'WWW-Authenticate': { ...HEADERS['WWW-Authenticate'], required: true }, 'DPoP-Nonce': HEADERS['DPoP-Nonce']! },
   403: { 'WWW-Authenticate': { ...HEADERS['WWW-Authenticate'], description: `${String(HEADERS['WWW-Authenticate']!.description)} Absent for USER_REQUIRED.` } },
   405: { Allow: HEADERS.Allow! },
+  503: { 'Retry-After': HEADERS['Retry-After']! },
 };
 
 /** The `Allow` of a path, as router.ts answers it: GET implies HEAD, OPTIONS is always served. */
@@ -308,7 +340,8 @@ export function openApiPath(path: string): string {
 
 export function openApiDocument(runtime: Runtime, schema: GraphQLSchema, routes: readonly RestRoute[]): JsonSchema {
   const issuer = runtime.config.issuer;
-  const oauth = authorizationServerMetadata(issuer) as { authorization_endpoint: string; token_endpoint: string };
+  const oauth = authorizationServerMetadata(issuer) as { authorization_endpoint: string; token_endpoint: string; grant_types_supported: readonly string[] };
+  const grants = new Set(oauth.grant_types_supported);
   const paths: Record<string, Record<string, JsonSchema>> = {};
   for (const route of routes) {
     const path = openApiPath(route.path);
@@ -471,9 +504,10 @@ export function openApiDocument(runtime: Runtime, schema: GraphQLSchema, routes:
           required: false,
           description:
             'Makes the request safe to retry (draft-ietf-httpapi-idempotency-key-header): 1 to 255 printable ASCII characters, bare or as a ' +
-            'quoted string, per user and client, kept 24 hours. The same key with the same body and `fields` replays the first answer; ' +
+            'quoted string (RFC 8941 sf-string, where `\\"` and `\\\\` stand for `"` and `\\`), per user and client, kept 24 hours. The same key with the same body and `fields` replays the first answer; ' +
             'with another body it is 422; a concurrent duplicate waits for the first and gets its order.',
-          schema: { type: 'string', minLength: 1, maxLength: 257 },
+          // The longest is a quoted string of 255 escaped characters.
+          schema: { type: 'string', minLength: 1, maxLength: 2 + 2 * MAX_IDEMPOTENCY_KEY_LENGTH },
         },
       },
       responses: {
@@ -497,14 +531,22 @@ export function openApiDocument(runtime: Runtime, schema: GraphQLSchema, routes:
       securitySchemes: {
         oauth2: {
           type: 'oauth2',
-          description: `Access tokens from this server (authorization code with PKCE; metadata at ${issuer}${METADATA_PATH}), sent as \`Authorization: Bearer …\`.`,
+          description:
+            `Access tokens from this server (metadata at ${issuer}${METADATA_PATH}), sent as \`Authorization: Bearer …\`: authorization code with PKCE` +
+            (grants.has('client_credentials') ? '; or client credentials, whose tokens act for no user and so are never granted the scopes of orders' : '') +
+            (grants.has('urn:ietf:params:oauth:grant-type:device_code') ? '; or the device authorization grant (RFC 8628), which OpenAPI cannot describe' : '') +
+            '.',
+          // The flows the server advertises in its metadata (`grant_types_supported`) that OpenAPI can describe.
           flows: {
             authorizationCode: {
               authorizationUrl: oauth.authorization_endpoint,
               tokenUrl: oauth.token_endpoint,
-              refreshUrl: oauth.token_endpoint,
+              ...(grants.has('refresh_token') ? { refreshUrl: oauth.token_endpoint } : {}),
               scopes: { ...SCOPES },
             },
+            ...(grants.has('client_credentials')
+              ? { clientCredentials: { tokenUrl: oauth.token_endpoint, scopes: Object.fromEntries(Object.entries(SCOPES).filter(([scope]) => !needsUser(scope))) } }
+              : {}),
           },
         },
         dpop: {
@@ -512,7 +554,8 @@ export function openApiDocument(runtime: Runtime, schema: GraphQLSchema, routes:
           scheme: 'DPoP',
           description:
             'The same access tokens bound to a key (RFC 9449): sent as `Authorization: DPoP …` with a `DPoP` proof header signed by that key ' +
-            `(${DPOP_ALGORITHMS.join(', ')}); the token endpoint may first answer \`use_dpop_nonce\` with a \`DPoP-Nonce\`.`,
+            `(${DPOP_ALGORITHMS.join(', ')}); the token endpoint may first answer \`use_dpop_nonce\` with a \`DPoP-Nonce\`, and so may this API (401) ` +
+            'when the server requires nonces on resource requests (DPOP_NONCE=all): send the proof again with that nonce (RFC 9449 §9).',
         },
       },
     },
