@@ -30,18 +30,19 @@ export function createDemoRouter(runtime: Runtime): express.Router {
           ...(verifier ? [`  -d code_verifier=${verifier}`] : []),
         ].join(' \\\n')
       : '';
-    const copyable = (id: string, value: string) =>
-      html`<div class="copyable"><code id="${id}">${value}</code><button type="button" class="copy secondary" data-copy="${id}">Copy</button></div>`;
+    // The Copy buttons say "Copied" when done: a status message, announced politely (WCAG 4.1.3).
+    const copyButton = (id: string) => html`<button type="button" class="copy secondary" data-copy="${id}" aria-live="polite">Copy</button>`;
+    const copyable = (id: string, value: string) => html`<div class="copyable"><code id="${id}">${value}</code>${copyButton(id)}</div>`;
     const body = error
       ? html`<h1>Demo callback</h1>
-<div class="alert"><p>The authorization server answered with an error.</p></div>
+<p class="alert" role="alert">The authorization server answered with an error.</p>
 <dl><dt>error</dt><dd id="error">${error}</dd><dt>error_description</dt><dd>${param('error_description') ?? ''}</dd><dt>state</dt><dd id="state">${state ?? ''}</dd></dl>`
       : html`<h1>Demo callback</h1>
 <dl><dt>code</dt><dd>${code ? copyable('code', code) : html`<code id="code">(none)</code>`}</dd><dt>state</dt><dd><code id="state">${state ?? '(none)'}</code></dd></dl>
 <p>Exchange the code for tokens within ${runtime.config.authCodeTtl} seconds (set <code>CLIENT_SECRET</code> to the demo client secret printed at start-up):</p>
-<div class="copyable"><pre id="curl">${curl}</pre><button type="button" class="copy secondary" data-copy="curl">Copy</button></div>
+<div class="copyable"><pre id="curl">${curl}</pre>${copyButton('curl')}</div>
 <p class="muted">Then use the <code>access_token</code> in the <a href="/graphql">GraphQL IDE</a> or the <a href="/api-reference">API reference</a>.</p>`;
-    sendPage(res, layout('Demo callback', body, { wide: true, scripts: ['/assets/fieldgate/copy.js'] }), { selfScripts: true });
+    sendPage(res, layout(error ? 'Authorization failed' : 'Demo callback', body, { wide: true, scripts: ['/assets/fieldgate/copy.js'] }), { selfScripts: true });
   });
   return router;
 }

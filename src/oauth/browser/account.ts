@@ -12,16 +12,16 @@ import { signedInSession } from './session.js';
 import { attemptSignIn, isStaleSignInForm, MAX_USERNAME_LENGTH, OTHER_ACCOUNT_SIGNED_OUT, requireCsrf } from './login.js';
 import { continueAfterSignOut } from './after-sign-out.js';
 import { notifyBackchannelLogout } from '../oidc/backchannel.js';
-import { accountLoginPage, accountPage } from './pages/account.js';
+import { accountLoginPage, accountPage, type AccountNotice } from './pages/account.js';
 import { PageError, sendErrorPage } from './pages/error.js';
 import { sendPage } from './pages/layout.js';
 
-const NOTICES: Record<string, { kind: 'ok' | 'error'; text: string }> = {
+const NOTICES: Record<string, AccountNotice> = {
   revoked: { kind: 'ok', text: 'Access revoked. The app can no longer use your account.' },
   password: { kind: 'ok', text: 'Password changed. Other sessions and every app’s access have ended.' },
-  'wrong-password': { kind: 'error', text: 'The current password is incorrect.' },
-  'short-password': { kind: 'error', text: `The new password must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters.` },
-  throttled: { kind: 'error', text: 'Too many failed attempts. Try again later.' },
+  'wrong-password': { kind: 'error', text: 'The current password is incorrect.', field: 'current_password' },
+  'short-password': { kind: 'error', text: `The new password must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters.`, field: 'new_password' },
+  throttled: { kind: 'error', text: 'Too many failed attempts. Try again later.', field: 'current_password' },
 };
 
 function seeOther(browser: BrowserContext, res: Response, path: string): void {
@@ -50,7 +50,7 @@ function showAccount(browser: BrowserContext) {
       sendPage(res, accountLoginPage({ csrfToken, issuer: browser.oauth.issuer }));
       return;
     }
-    const notice = typeof req.query.notice === 'string' ? NOTICES[req.query.notice] : undefined;
+    const notice = typeof req.query.notice === 'string' && Object.hasOwn(NOTICES, req.query.notice) ? NOTICES[req.query.notice] : undefined;
     const apps = await browser.oauth.consents.connectedApps(user.id);
     sendPage(res, accountPage({ username: user.username, displayName: user.displayName, apps, csrfToken, notice, minPasswordLength: MIN_PASSWORD_LENGTH, issuer: browser.oauth.issuer }));
   };
@@ -65,7 +65,7 @@ function accountSignIn(browser: BrowserContext) {
     const attempt = await attemptSignIn(browser, req, username, params.get('password') ?? '');
     if (!attempt.user) {
       if (attempt.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(attempt.retryAfterSeconds));
-      sendPage(res, accountLoginPage({ csrfToken: browser.csrf.token(req, res), issuer: browser.oauth.issuer, username, error: attempt.error }), { status: attempt.status });
+      sendPage(res, accountLoginPage({ csrfToken: browser.csrf.token(req, res), issuer: browser.oauth.issuer, username, error: attempt.error, status: attempt.status }), { status: attempt.status });
       return;
     }
     const { ended } = await browser.sessions.signIn(req, res, attempt.user.id, attempt.user.sessionEpoch);

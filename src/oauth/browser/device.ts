@@ -93,6 +93,7 @@ function showSignIn(device: DeviceContext, req: Request, res: Response, userCode
     userCode,
     username: state.username,
     error: state.error,
+    status: state.status,
   });
   sendPage(res, page, { status: state.status ?? 200 });
 }
@@ -104,6 +105,7 @@ function showCodeForm(device: DeviceContext, req: Request, res: Response, user: 
     username: user.username,
     userCode,
     error: state.error,
+    status: state.status,
   });
   sendPage(res, page, { status: state.status ?? 200 });
 }

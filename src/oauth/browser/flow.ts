@@ -68,6 +68,7 @@ export function showLogin(browser: BrowserContext, req: Request, res: Response, 
     authorizationRequest: request.query,
     username: state.username ?? request.loginHint ?? undefined,
     error: state.error,
+    status: state.status,
   });
   sendPage(res, page, { status: state.status ?? 200, formActionOrigins: [redirectOrigin(request)], keepsOpener: true });
 }

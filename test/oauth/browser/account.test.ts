@@ -8,6 +8,15 @@ import request from 'supertest';
 import { describeEachDatabase } from '../../support/runtime.js';
 import { authorizeParams, authorizePath, basic, Browser, codeFlowTokens, buildClient, buildUser, formFields, pathOf, redirectParams, type TestClient, type TestUser } from '../../support/oauth.js';
 
+/** The attributes of the `<input>` named `name` on a page (a bare attribute maps to ''). */
+function inputAttributes(page: string, name: string): Record<string, string> {
+  const tag = new RegExp(`<input\\b[^>]*\\bname="${name}"[^>]*>`).exec(page)?.[0];
+  if (!tag) throw new Error(`no input named ${name}`);
+  return Object.fromEntries([...tag.slice(6, -1).matchAll(/([\w-]+)(?:="([^"]*)")?/g)].map((match) => [match[1]!, match[2] ?? '']));
+}
+
+const pageTitle = (page: string) => /<title>([^<]*)<\/title>/.exec(page)?.[1];
+
 describeEachDatabase('account pages', (context) => {
   let client: TestClient;
 
@@ -112,6 +121,34 @@ describeEachDatabase('account pages', (context) => {
       expect(redirectParams(silent).get('error')).toBe('login_required');
       expect((await browser.open('/account')).text).toContain('Sign in to your account');
     }
+  });
+
+  it('the change-password form: a username for password managers, current-password and new-password, labelled by id', async () => {
+    const { browser } = await connect(await buildUser(context().runtime));
+    const page = await browser.open('/account');
+    expect(inputAttributes(page.text, 'username')).toMatchObject({ type: 'text', autocomplete: 'username', hidden: '', readonly: '' });
+    expect(inputAttributes(page.text, 'current_password')).toMatchObject({ id: 'current_password', type: 'password', autocomplete: 'current-password' });
+    expect(inputAttributes(page.text, 'new_password')).toMatchObject({ id: 'new_password', type: 'password', autocomplete: 'new-password', minlength: '8' });
+    expect(page.text).not.toMatch(/<input[^>]*aria-invalid/);
+  });
+
+  it('a refused password change names the field to fix: in the title, announced, tied to it and focused', async () => {
+    const user = await buildUser(context().runtime);
+    const { browser } = await connect(user);
+    const issuer = context().config.issuer;
+    const page = await browser.open('/account');
+    const wrong = await browser.submit(`${issuer}/account/password`, { ...form(page.text, '/account/password'), current_password: 'nope-nope', new_password: 'a-brand-new-password' });
+    const wrongPage = await browser.open(pathOf(wrong.headers.location!));
+    expect(pageTitle(wrongPage.text)).toBe('Password not changed · Fieldgate');
+    expect(wrongPage.text).toContain('<p class="alert" role="alert" id="form-error">The current password is incorrect.</p>');
+    expect(inputAttributes(wrongPage.text, 'current_password')).toMatchObject({ 'aria-invalid': 'true', 'aria-describedby': 'form-error', autofocus: '' });
+    expect(inputAttributes(wrongPage.text, 'new_password')).not.toHaveProperty('aria-invalid');
+    const short = await browser.submit(`${issuer}/account/password`, { ...form(page.text, '/account/password'), current_password: user.password, new_password: 'short' });
+    const shortPage = await browser.open(pathOf(short.headers.location!));
+    expect(inputAttributes(shortPage.text, 'new_password')).toMatchObject({ 'aria-invalid': 'true', 'aria-describedby': 'form-error', autofocus: '' });
+    expect(inputAttributes(shortPage.text, 'current_password')).not.toHaveProperty('aria-invalid');
+    // A notice name that is not one of ours (even an Object.prototype key) shows nothing.
+    expect((await browser.open('/account?notice=constructor')).text).not.toContain('role="alert"');
   });
 
   it('changes the password only with the current one, keeps this browser signed in and ends the rest', async () => {

@@ -20,6 +20,15 @@ const USER_LIMIT = DEFAULT_DEVICE_CODE_THROTTLE_POLICY.user.maxFailures;
 let ipSequence = 0;
 const freshIp = () => `198.51.100.${++ipSequence}`;
 
+/** The attributes of the `<input>` named `name` on a page (a bare attribute maps to ''). */
+function inputAttributes(page: string, name: string): Record<string, string> {
+  const tag = new RegExp(`<input\\b[^>]*\\bname="${name}"[^>]*>`).exec(page)?.[0];
+  if (!tag) throw new Error(`no input named ${name}`);
+  return Object.fromEntries([...tag.slice(6, -1).matchAll(/([\w-]+)(?:="([^"]*)")?/g)].map((match) => [match[1]!, match[2] ?? '']));
+}
+
+const pageTitle = (page: string) => /<title>([^<]*)<\/title>/.exec(page)?.[1];
+
 describeEachDatabase(
   'the /device verification pages',
   (context) => {
@@ -63,6 +72,42 @@ describeEachDatabase(
       expect(page.text).toContain('name="user_code"');
       return browser.submit(formAction(page.text), { ...formFields(page.text), user_code: userCode });
     }
+
+    it('asks for the code as a one-time code in capitals (autocomplete, inputmode, autocapitalize), labelled and focused', async () => {
+      const browser = await signedIn(await buildUser(context().runtime));
+      const page = await browser.open('/device');
+      expect(pageTitle(page.text)).toBe('Connect a device · Fieldgate');
+      expect(inputAttributes(page.text, 'user_code')).toMatchObject({
+        id: 'user_code',
+        autocomplete: 'one-time-code',
+        inputmode: 'text',
+        autocapitalize: 'characters',
+        spellcheck: 'false',
+        required: '',
+        autofocus: '',
+      });
+      expect(page.text).toContain('<label for="user_code">');
+    });
+
+    it('a wrong code: "Code not accepted" in the title, the error announced and tied to the focused field', async () => {
+      const browser = await signedIn(await buildUser(context().runtime));
+      const res = await enterCode(browser, 'BCDF-GHJK');
+      expect(res.status).toBe(400);
+      expect(pageTitle(res.text)).toBe('Code not accepted · Fieldgate');
+      expect(res.text).toMatch(/<p class="alert" role="alert" id="form-error">That code is not valid/);
+      expect(inputAttributes(res.text, 'user_code')).toMatchObject({ 'aria-invalid': 'true', 'aria-describedby': 'form-error', autofocus: '', value: 'BCDF-GHJK' });
+    });
+
+    it('the device sign-in form: autocomplete for password managers, and a wrong password tied to its fields', async () => {
+      const user = await buildUser(context().runtime);
+      const browser = newBrowser();
+      const page = await browser.open('/device');
+      expect(inputAttributes(page.text, 'username')).toMatchObject({ autocomplete: 'username' });
+      expect(inputAttributes(page.text, 'password')).toMatchObject({ autocomplete: 'current-password' });
+      const failed = await browser.signIn(page, user.username, 'not-the-password');
+      expect(pageTitle(failed.text)).toBe('Sign-in failed · Fieldgate');
+      expect(inputAttributes(failed.text, 'password')).toMatchObject({ 'aria-invalid': 'true', 'aria-describedby': 'form-error', autofocus: '' });
+    });
 
     it('signs a signed-out user in first and comes back with the code from verification_uri_complete', async () => {
       const user = await buildUser(context().runtime);

@@ -28,7 +28,7 @@ const IP_LIMIT = DEFAULT_LOGIN_THROTTLE_POLICY.ip.maxFailures;
 const LOCKED = /Too many failed sign-in attempts\. Try again in \d+ minutes?\./;
 
 function alert(text: string): string | undefined {
-  return /<p class="alert" role="alert">([^<]*)<\/p>/.exec(text)?.[1];
+  return /<p class="alert" role="alert"[^>]*>([^<]*)<\/p>/.exec(text)?.[1];
 }
 
 describeEachDatabase('login throttle per account', (context) => {
@@ -57,6 +57,10 @@ describeEachDatabase('login throttle per account', (context) => {
     expect(answers.slice(0, -1).map((r) => r.status)).toEqual(Array(ACCOUNT_LIMIT - 1).fill(401));
     expect(answers.at(-1)!.status).toBe(429);
     expect(alert(answers.at(-1)!.text)).toMatch(LOCKED);
+    // The title says what happened; no field is wrong, so none is marked invalid, but both point to the message.
+    expect(/<title>([^<]*)<\/title>/.exec(answers.at(-1)!.text)?.[1]).toBe('Too many attempts · Fieldgate');
+    expect(answers.at(-1)!.text).not.toMatch(/<input[^>]*aria-invalid/);
+    expect(answers.at(-1)!.text).toContain('aria-describedby="form-error"');
 
     const right = await browser.signIn(page, user.username, user.password);
     expect(right.status).toBe(429);

@@ -35,6 +35,15 @@ function expectPageHeaders(res: request.Response): void {
   expect(res.headers['access-control-allow-origin']).toBeUndefined();
 }
 
+/** The attributes of the `<input>` named `name` on a page (a bare attribute maps to ''). */
+function inputAttributes(page: string, name: string): Record<string, string> {
+  const tag = new RegExp(`<input\\b[^>]*\\bname="${name}"[^>]*>`).exec(page)?.[0];
+  if (!tag) throw new Error(`no input named ${name}`);
+  return Object.fromEntries([...tag.slice(6, -1).matchAll(/([\w-]+)(?:="([^"]*)")?/g)].map((match) => [match[1]!, match[2] ?? '']));
+}
+
+const pageTitle = (page: string) => /<title>([^<]*)<\/title>/.exec(page)?.[1];
+
 describeEachDatabase('login page', (context) => {
   let client: TestClient;
   let user: TestUser;
@@ -98,6 +107,42 @@ describeEachDatabase('login page', (context) => {
     expect(new URL(again.headers.location!).searchParams.get('code')).toBeTruthy();
   });
 
+  it('names its fields for password managers (autocomplete username, current-password), labelled by id, the username focused', async () => {
+    const page = await new Browser(context().app).open(authorizePath(authorizeParams(client)));
+    expect(pageTitle(page.text)).toBe('Sign in · Fieldgate');
+    const username = inputAttributes(page.text, 'username');
+    const password = inputAttributes(page.text, 'password');
+    expect(username).toMatchObject({ id: 'username', autocomplete: 'username', autocapitalize: 'none', spellcheck: 'false', required: '', autofocus: '' });
+    expect(password).toMatchObject({ id: 'password', type: 'password', autocomplete: 'current-password', required: '' });
+    expect(password).not.toHaveProperty('autofocus');
+    expect(page.text).toContain('<label for="username">');
+    expect(page.text).toContain('<label for="password">');
+    expect(page.text).toContain('<button type="submit">Sign in</button>'); // Enter submits the form
+    expect(username).not.toHaveProperty('aria-invalid');
+  });
+
+  it('after a wrong password, says so in the title, announces the error and ties both fields to it, the password focused', async () => {
+    const browser = new Browser(context().app);
+    const page = await browser.open(authorizePath(authorizeParams(client)));
+    const failed = await browser.signIn(page, user.username, 'not-the-password');
+    expect(pageTitle(failed.text)).toBe('Sign-in failed · Fieldgate');
+    expect(failed.text).toContain('<p class="alert" role="alert" id="form-error">The username or password is incorrect.</p>');
+    const username = inputAttributes(failed.text, 'username');
+    const password = inputAttributes(failed.text, 'password');
+    expect(username).toMatchObject({ 'aria-invalid': 'true', 'aria-describedby': 'form-error', value: user.username });
+    expect(username).not.toHaveProperty('autofocus');
+    expect(password).toMatchObject({ 'aria-invalid': 'true', 'aria-describedby': 'form-error', autofocus: '' });
+  });
+
+  it('after an empty username, marks and focuses the username field', async () => {
+    const browser = new Browser(context().app);
+    const page = await browser.open(authorizePath(authorizeParams(client)));
+    const failed = await browser.signIn(page, '', 'a-password');
+    expect(failed.status).toBe(400);
+    expect(inputAttributes(failed.text, 'username')).toMatchObject({ 'aria-invalid': 'true', 'aria-describedby': 'form-error', autofocus: '' });
+    expect(inputAttributes(failed.text, 'password')).not.toHaveProperty('autofocus');
+  });
+
   it('answers unknown user and wrong password with the same status and message', async () => {
     const browser = new Browser(context().app);
     const page = await browser.open(authorizePath(authorizeParams(client)));
@@ -105,7 +150,7 @@ describeEachDatabase('login page', (context) => {
     const unknownUser = await browser.signIn(page, 'nobody-by-this-name', 'not-the-password');
     expect(wrongPassword.status).toBe(401);
     expect(unknownUser.status).toBe(401);
-    const message = (text: string) => /<p class="alert" role="alert">([^<]*)<\/p>/.exec(text)?.[1];
+    const message = (text: string) => /<p class="alert" role="alert"[^>]*>([^<]*)<\/p>/.exec(text)?.[1];
     expect(message(wrongPassword.text)).toBe('The username or password is incorrect.');
     expect(message(unknownUser.text)).toBe(message(wrongPassword.text));
     expect(wrongPassword.headers.location).toBeUndefined();

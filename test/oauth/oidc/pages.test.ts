@@ -3,7 +3,8 @@
  * links when registered, a link to the account page, and the deployment's brand (escaped, with
  * its colour and logo allowed by the page's CSP and nothing more).
  */
-import { beforeAll, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { brandPalette } from '../../../src/oauth/browser/pages/layout.js';
 import { describeEachDatabase } from '../../support/runtime.js';
 import { authorizeParams, authorizePath, Browser, buildClient, buildUser, pathOf, type TestClient, type TestUser } from '../../support/oauth.js';
 import { formFields } from '../../support/oauth.js';
@@ -50,7 +51,7 @@ describeEachDatabase(
     it('carries the configured brand: name (escaped), colour by CSP hash, logo origin in img-src', async () => {
       const page = await new Browser(context().app).open(authorizePath(authorizeParams(client)));
       expect(page.text).toContain('Acme &lt;Sign-in&gt;');
-      expect(page.text).toContain(':root{--brand:#c026d3}');
+      expect(page.text).toContain(':root{--brand:#c026d3;');
       expect(page.text).toContain('<img src="https://cdn.acme.example/logo.svg" alt="">');
       const csp = page.headers['content-security-policy'] ?? '';
       expect(csp).toContain('img-src https://cdn.acme.example;');
@@ -59,3 +60,26 @@ describeEachDatabase(
   },
   { BRAND_NAME: 'Acme <Sign-in>', BRAND_COLOR: '#c026d3', BRAND_LOGO_URL: 'https://cdn.acme.example/logo.svg' },
 );
+
+/** WCAG 2.2 contrast ratio of two #rrggbb colours. */
+function contrast(a: string, b: string): number {
+  const luminance = (hex: string) => {
+    const [r, g, b] = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16) / 255).map((c) => (c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4)) as [number, number, number];
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const [light, dark] = [luminance(a), luminance(b)].sort((x, y) => y - x) as [number, number];
+  return (light + 0.05) / (dark + 0.05);
+}
+
+describe('any BRAND_COLOR keeps the pages readable (WCAG 1.4.3, 1.4.11)', () => {
+  it.each(['#1d4ed8', '#c026d3', '#fde047', '#ffffff', '#000000', '#0f0', '#7dd3fc'])('%s: button labels and links reach 4.5:1', (color) => {
+    const palette = brandPalette(color);
+    expect(contrast(palette.brand, palette.onBrand)).toBeGreaterThanOrEqual(4.5);
+    expect(contrast(palette.text, '#ffffff')).toBeGreaterThanOrEqual(4.5);
+  });
+
+  it('keeps a brand colour that already reads on white as it is', () => {
+    expect(brandPalette('#1d4ed8')).toEqual({ brand: '#1d4ed8', onBrand: '#ffffff', text: '#1d4ed8' });
+    expect(brandPalette('#fde047')).toMatchObject({ brand: '#fde047', onBrand: '#111827' });
+  });
+});

@@ -2,15 +2,18 @@
 import { html, type SafeHtml } from '../../../http/html.js';
 import { describeScope, parseScope } from '../../scopes.js';
 import type { ConnectedApp } from '../../stores/consents.js';
-import { signInFields } from './login.js';
+import { formError, FORM_ERROR_ID, signInFields, signInTitle } from './login.js';
 import { layout } from './layout.js';
+
+export type AccountNotice = { kind: 'ok'; text: string } | { kind: 'error'; text: string; field: 'current_password' | 'new_password' };
 
 export interface AccountPage {
   username: string;
   displayName: string | null;
   apps: readonly ConnectedApp[];
   csrfToken: string;
-  notice?: { kind: 'ok' | 'error'; text: string } | undefined;
+  /** The outcome of the last form; an error names the password field to fix. */
+  notice?: AccountNotice | undefined;
   minPasswordLength: number;
   /** Base of the form actions (absolute, like the sign-in pages'). */
   issuer: string;
@@ -44,24 +47,33 @@ ${host ? html`<p class="muted">${host}</p>` : ''}
 </li>`;
 }
 
+/** A password field, tied to the error when it is the one to fix (and then focused). */
+function passwordField(name: 'current_password' | 'new_password', error: AccountNotice | undefined): SafeHtml {
+  const invalid = error?.kind === 'error' && error.field === name;
+  return html` id="${name}" name="${name}"${invalid ? html` aria-invalid="true" aria-describedby="${FORM_ERROR_ID}" autofocus` : ''}`;
+}
+
 export function accountPage(page: AccountPage): SafeHtml {
+  const error = page.notice?.kind === 'error' ? page.notice : undefined;
   return layout(
-    'Your account',
+    error ? 'Password not changed' : 'Your account',
     html`<h1>Your account</h1>
 <p>Signed in as <strong>${page.displayName ?? page.username}</strong>${page.displayName ? html` <span class="muted">(${page.username})</span>` : ''}</p>
-${page.notice ? html`<p class="${page.notice.kind === 'ok' ? 'notice' : 'alert'}" role="${page.notice.kind === 'ok' ? 'status' : 'alert'}">${page.notice.text}</p>` : ''}
+${page.notice?.kind === 'ok' ? html`<p class="notice" role="status">${page.notice.text}</p>` : ''}
 <section aria-labelledby="apps-heading">
 <h2 id="apps-heading">Connected apps</h2>
 ${page.apps.length === 0 ? html`<p class="muted">You have not allowed any app to access your account.</p>` : html`<ul class="apps">${page.apps.map((app) => appItem(app, page.csrfToken, page.issuer))}</ul>`}
 </section>
 <section aria-labelledby="password-heading">
 <h2 id="password-heading">Change password</h2>
+${formError(error?.text)}
 <form method="post" action="${page.issuer}/account/password">
 <input type="hidden" name="csrf_token" value="${page.csrfToken}">
-<label>Current password
-<input name="current_password" type="password" autocomplete="current-password" required></label>
-<label>New password <span class="muted">(at least ${page.minPasswordLength} characters)</span>
-<input name="new_password" type="password" autocomplete="new-password" minlength="${page.minPasswordLength}" required></label>
+<input type="text" name="username" autocomplete="username" value="${page.username}" hidden readonly>
+<label for="current_password">Current password
+<input${passwordField('current_password', error)} type="password" autocomplete="current-password" required></label>
+<label for="new_password">New password <span class="muted">(at least ${page.minPasswordLength} characters)</span>
+<input${passwordField('new_password', error)} type="password" autocomplete="new-password" minlength="${page.minPasswordLength}" required></label>
 <p class="muted">Changing your password signs you out everywhere else and ends every app's access.</p>
 <div class="actions"><button type="submit">Change password</button></div>
 </form>
@@ -82,16 +94,18 @@ export interface AccountLoginPage {
   issuer: string;
   username?: string | undefined;
   error?: string | undefined;
+  /** The failed attempt's status (429: locked out). */
+  status?: number | undefined;
 }
 
 export function accountLoginPage(page: AccountLoginPage): SafeHtml {
   return layout(
-    'Sign in',
+    signInTitle(page.error, page.status),
     html`<h1>Sign in to your account</h1>
-${page.error ? html`<p class="alert" role="alert">${page.error}</p>` : ''}
+${formError(page.error)}
 <form method="post" action="${page.issuer}/account/login">
 <input type="hidden" name="csrf_token" value="${page.csrfToken}">
-${signInFields(page.username)}
+${signInFields(page.username, page.error === undefined ? undefined : { status: page.status })}
 </form>`,
   );
 }

@@ -1,6 +1,6 @@
 /** The pages of /device (RFC 8628 §3.3): sign in, enter the device's code, allow or deny, and the answer. */
 import { html, type SafeHtml } from '../../../http/html.js';
-import { signInFields } from './login.js';
+import { formError, FORM_ERROR_ID, signInFields, signInTitle } from './login.js';
 import { layout } from './layout.js';
 
 export interface DeviceSignInPage {
@@ -10,18 +10,20 @@ export interface DeviceSignInPage {
   userCode: string;
   username?: string | undefined;
   error?: string | undefined;
+  /** The failed attempt's status (429: locked out). */
+  status?: number | undefined;
 }
 
 export function deviceSignInPage(page: DeviceSignInPage): SafeHtml {
   return layout(
-    'Sign in',
+    signInTitle(page.error, page.status),
     html`<h1>Sign in</h1>
 <p>Sign in to connect a device to your account.</p>
-${page.error ? html`<p class="alert" role="alert">${page.error}</p>` : ''}
+${formError(page.error)}
 <form method="post" action="${page.action}">
 <input type="hidden" name="csrf_token" value="${page.csrfToken}">
 <input type="hidden" name="user_code" value="${page.userCode}">
-${signInFields(page.username)}
+${signInFields(page.username, page.error === undefined ? undefined : { status: page.status })}
 </form>`,
   );
 }
@@ -32,18 +34,26 @@ export interface DeviceCodePage {
   username: string;
   userCode: string;
   error?: string | undefined;
+  /** The failed attempt's status (429: too many codes tried). */
+  status?: number | undefined;
 }
 
+/**
+ * The code field: a one-time code to the browser and password managers, capital letters on phone keyboards, no
+ * spell-check; after a wrong code it is marked invalid and tied to the message (a lock-out marks it not).
+ */
 export function deviceCodePage(page: DeviceCodePage): SafeHtml {
+  const failed = page.error !== undefined;
+  const invalid = failed && page.status !== 429;
   return layout(
-    'Connect a device',
+    !failed ? 'Connect a device' : page.status === 429 ? 'Too many codes tried' : 'Code not accepted',
     html`<h1>Connect a device</h1>
 <p>Enter the code your device shows. Only enter a code you got from a device you are setting up yourself.</p>
-${page.error ? html`<p class="alert" role="alert">${page.error}</p>` : ''}
+${formError(page.error)}
 <form method="post" action="${page.action}">
 <input type="hidden" name="csrf_token" value="${page.csrfToken}">
-<label>Code
-<input name="user_code" autocomplete="off" autocapitalize="characters" spellcheck="false" required autofocus placeholder="XXXX-XXXX" value="${page.userCode}"></label>
+<label for="user_code">Code
+<input id="user_code" name="user_code" autocomplete="one-time-code" inputmode="text" autocapitalize="characters" spellcheck="false" required autofocus${failed ? html` aria-describedby="${FORM_ERROR_ID}"` : ''}${invalid ? html` aria-invalid="true"` : ''} placeholder="XXXX-XXXX" value="${page.userCode}"></label>
 <div class="actions"><button type="submit">Continue</button></div>
 </form>
 <p class="muted">Signed in as <strong>${page.username}</strong>.</p>`,
