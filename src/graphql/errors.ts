@@ -302,14 +302,17 @@ export function httpStatusOf(error: GraphQLError): number | undefined {
  */
 export function maskError(error: GraphQLError, onMasked: (original: unknown) => void): GraphQLError {
   const original = error.originalError;
-  if (error instanceof GqlError || original == null || original instanceof GqlError) return error;
-  if (isArgumentValueError(original)) {
-    return new GraphQLError(original.message, {
+  if (error instanceof GqlError || original instanceof GqlError) return error;
+  // Refused while collecting the root fields (`@include(if: $nullable)`), graphql-js' error is not wrapped.
+  const refused = original ?? error;
+  if (isArgumentValueError(refused)) {
+    return new GraphQLError(refused.message, {
       nodes: error.nodes,
       path: error.path,
       extensions: { code: 'INVALID_ARGUMENT', reason: 'BAD_USER_INPUT' },
     });
   }
+  if (original == null) return error;
   onMasked(original);
   if (isStatementTimeout(original)) {
     return new GraphQLError(DEADLINE_EXCEEDED_MESSAGE, { nodes: error.nodes, path: error.path, extensions: { code: 'DEADLINE_EXCEEDED' } });

@@ -114,6 +114,19 @@ describeEachDatabase('GraphQL executor', (context) => {
       expect(logs.records().filter((record) => (record.level as number) >= 50)).toHaveLength(before);
     });
 
+    it('answers a null @include or @skip condition on a root field as INVALID_ARGUMENT, in graphql-js’ words', async () => {
+      // graphql-js refuses it while collecting the root fields, before any field runs: data is null.
+      const res = await postGraphQL(context().app, caller.token, 'query ($a: Boolean = true) { products { id } orders @include(if: $a) { id } }', { a: null });
+      expect(res.body).toEqual({
+        data: null,
+        errors: [{
+          message: 'Argument "if" of non-null type "Boolean!" must not be null.',
+          locations: [{ line: 1, column: 66 }],
+          extensions: { code: 'INVALID_ARGUMENT', reason: 'BAD_USER_INPUT' },
+        }],
+      });
+    });
+
     it('refuses a subscription, which this API does not have, as it refuses an unknown operation', async () => {
       for (const query of ['subscription { products { id } }', 'subscription S { __typename }']) {
         const res = await postGraphQL(context().app, caller.token, query);

@@ -8,7 +8,8 @@
  * - an operation is compiled on its second use, so one-off documents never cost a compile, and
  *   compiled operations are kept in an LRU by count, because compiled code is many times the
  *   size of the text the document cache is bounded by;
- * - documents that could steer the generated code are never compiled (`refusal` below);
+ * - documents that could steer the generated code are never compiled (`refusal` below), nor
+ *   ones whose @skip/@include graphql-jit would decide otherwise than graphql-js;
  * - variables are checked by graphql-js first, so their errors are graphql-js' word for word;
  * - a compiled result with any error is thrown away and the operation runs again on graphql-js
  *   with a fresh context: its errors carry their original errors, so they are masked the same
@@ -23,10 +24,13 @@ import {
   getVariableValues,
   visit,
   BREAK,
+  Kind,
   type DocumentNode,
   type ExecutionResult,
+  type FragmentDefinitionNode,
   type GraphQLSchema,
   type OperationDefinitionNode,
+  type SelectionSetNode,
 } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import type { Logger } from '../../logger.js';
@@ -47,10 +51,21 @@ export interface CompiledRun<Context> {
   context: () => Context;
 }
 
+/** An operation's compiled form. */
+interface Compiled {
+  query: CompiledQuery;
+  /**
+   * Variables that steer an @skip or @include and may be null: graphql-jit would skip their
+   * fields, where graphql-js answers that `if` must not be null, so a run with one null is
+   * graphql-js'.
+   */
+  nullableConditions: readonly string[];
+}
+
 export class CompiledQueries {
   /** Operations compiled, and operations graphql-js keeps because `refusal` or graphql-jit said no. */
   readonly stats = { compiled: 0, refused: 0 };
-  private readonly compiled: LRUCache<OperationDefinitionNode, CompiledQuery>;
+  private readonly compiled: LRUCache<OperationDefinitionNode, Compiled>;
   private readonly uses = new WeakMap<OperationDefinitionNode, number>();
   /** Kept apart from the LRU, so documents that are never compiled cannot evict ones that are. */
   private readonly refused = new WeakSet<OperationDefinitionNode>();
@@ -83,9 +98,10 @@ export class CompiledQueries {
       hideSuggestions: true,
     });
     if (checked.errors) return { errors: checked.errors };
+    if (compiled.nullableConditions.some((name) => checked.coerced[name] === null)) return undefined;
     let result: ExecutionResult;
     try {
-      result = await compiled.query(undefined, run.context(), variables);
+      result = await compiled.query.query(undefined, run.context(), variables);
     } catch (error) {
       // Resolver errors end up in `errors`; a throw is graphql-jit's own failure.
       this.logger.warn({ err: error }, 'compiled query failed; running it on graphql-js');
@@ -95,7 +111,7 @@ export class CompiledQueries {
   }
 
   /** The operation's compiled form, compiling it on the use that earns it. */
-  private compiledFor(document: DocumentNode, operation: OperationDefinitionNode): CompiledQuery | undefined {
+  private compiledFor(document: DocumentNode, operation: OperationDefinitionNode): Compiled | undefined {
     if (operation.operation !== 'query' || this.refused.has(operation)) return undefined;
     const found = this.compiled.get(operation);
     if (found) return found;
@@ -111,7 +127,7 @@ export class CompiledQueries {
     return compiled;
   }
 
-  private compile(document: DocumentNode, operation: OperationDefinitionNode): CompiledQuery | undefined {
+  private compile(document: DocumentNode, operation: OperationDefinitionNode): Compiled | undefined {
     if (refusal(document) !== undefined) {
       this.stats.refused++;
       return undefined;
@@ -123,7 +139,7 @@ export class CompiledQueries {
       return undefined;
     }
     this.stats.compiled++;
-    return result;
+    return { query: result, nullableConditions: nullableConditions(operation, document) };
   }
 }
 
@@ -162,9 +178,15 @@ const CODE_MARKER = '__MAGIC_';
  * - response keys without `_` (but `__typename`) that are not list-index names: graphql-jit
  *   names each field's resolve info by its response path joined with `_`, so two paths could
  *   share a name and a resolver be handed another field's info — and `__proto__` would be an
- *   object literal's prototype in generated code.
+ *   object literal's prototype in generated code;
+ * - no @skip or @include where graphql-jit would select otherwise than graphql-js (see
+ *   `conditionalRefusal`).
  */
 export function refusal(document: DocumentNode): string | undefined {
+  return syntaxRefusal(document) ?? conditionalRefusal(document);
+}
+
+function syntaxRefusal(document: DocumentNode): string | undefined {
   let reason: string | undefined;
   const refuse = (why: string | false) => {
     if (why === false) return undefined;
@@ -186,4 +208,113 @@ export function refusal(document: DocumentNode): string | undefined {
     },
   });
   return reason;
+}
+
+/**
+ * graphql-jit decides @skip and @include once per field node at compile time, where graphql-js
+ * decides them per selection as it collects fields, and the two part ways wherever a selection
+ * set holds a response key twice or a fragment is spread twice:
+ *
+ * - graphql-jit places a response key where it first appears, even when that appearance is
+ *   skipped and a later one is not, so the JSON keys come in another order than graphql-js';
+ * - graphql-jit marks a fragment visited even where its spread is skipped, so a later spread
+ *   of it selects nothing, where graphql-js selects its fields;
+ * - graphql-jit selects a field's subfields from every node of the field, skipped or not;
+ * - graphql-jit writes a fragment field's conditions onto the field node itself, which every
+ *   spread of the fragment shares, so one spread's condition also holds at the others.
+ *
+ * So a document with either directive compiles only if no selection set, fragments expanded,
+ * holds a response key twice, and no fragment is spread more than once in it (which also keeps
+ * the walk below linear in the document). (graphql-jit also
+ * skips a field whose condition is a variable sent as null, which graphql-js refuses: runs with
+ * one are graphql-js', see `nullableConditions`.)
+ */
+function conditionalRefusal(document: DocumentNode): string | undefined {
+  let conditional = false;
+  const spreads = new Map<string, number>();
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  visit(document, {
+    Directive(node) {
+      if (node.name.value === 'skip' || node.name.value === 'include') conditional = true;
+    },
+    FragmentSpread(node) {
+      spreads.set(node.name.value, (spreads.get(node.name.value) ?? 0) + 1);
+    },
+    FragmentDefinition(node) {
+      fragments.set(node.name.value, node);
+    },
+  });
+  if (!conditional) return undefined;
+  for (const [name, count] of spreads) if (count > 1) return `@skip or @include, and fragment ${name} spread ${count} times`;
+  for (const definition of document.definitions) {
+    if (definition.kind !== Kind.OPERATION_DEFINITION) continue;
+    const key = repeatedKey([definition.selectionSet], fragments, new Set());
+    if (key !== undefined) return `@skip or @include, and response key ${key} selected twice in one selection set`;
+  }
+  return undefined;
+}
+
+/**
+ * A response key the merged selection sets (fragments expanded) select twice, at any depth, or
+ * undefined. `expanding` holds the fragments being expanded, so a cycle ends the walk.
+ */
+function repeatedKey(
+  selectionSets: readonly SelectionSetNode[],
+  fragments: ReadonlyMap<string, FragmentDefinitionNode>,
+  expanding: ReadonlySet<string>,
+): string | undefined {
+  const subselections = new Map<string, { set: SelectionSetNode | undefined; within: ReadonlySet<string> }>();
+  const collect = (set: SelectionSetNode, within: ReadonlySet<string>): string | undefined => {
+    for (const selection of set.selections) {
+      if (selection.kind === Kind.FIELD) {
+        const key = selection.alias?.value ?? selection.name.value;
+        if (subselections.has(key)) return key;
+        subselections.set(key, { set: selection.selectionSet, within });
+        continue;
+      }
+      if (selection.kind === Kind.INLINE_FRAGMENT) {
+        const repeated = collect(selection.selectionSet, within);
+        if (repeated !== undefined) return repeated;
+        continue;
+      }
+      const name = selection.name.value;
+      const fragment = fragments.get(name);
+      if (within.has(name)) return `…${name}`;
+      if (!fragment) continue;
+      const repeated = collect(fragment.selectionSet, new Set([...within, name]));
+      if (repeated !== undefined) return repeated;
+    }
+    return undefined;
+  };
+  for (const set of selectionSets) {
+    const repeated = collect(set, expanding);
+    if (repeated !== undefined) return repeated;
+  }
+  for (const { set, within } of subselections.values()) {
+    if (!set) continue;
+    const repeated = repeatedKey([set], fragments, within);
+    if (repeated !== undefined) return repeated;
+  }
+  return undefined;
+}
+
+/**
+ * The operation's variables that are the `if` of an @skip or @include and may be null: declared
+ * nullable, which validation allows there when they have a default (`$if: Boolean = true`).
+ * Fragments the operation spreads can use them too, so every condition in the document counts.
+ */
+function nullableConditions(operation: OperationDefinitionNode, document: DocumentNode): string[] {
+  const nullable = new Set(
+    (operation.variableDefinitions ?? []).filter((definition) => definition.type.kind !== Kind.NON_NULL_TYPE).map((definition) => definition.variable.name.value),
+  );
+  if (nullable.size === 0) return [];
+  const conditions = new Set<string>();
+  visit(document, {
+    Directive(node) {
+      if (node.name.value !== 'skip' && node.name.value !== 'include') return;
+      const condition = node.arguments?.find((argument) => argument.name.value === 'if')?.value;
+      if (condition?.kind === Kind.VARIABLE && nullable.has(condition.name.value)) conditions.add(condition.name.value);
+    },
+  });
+  return [...conditions];
 }

@@ -205,6 +205,18 @@ describeEachDatabase('compiled queries', (context) => {
       expect(refusal(parse('{ products { __typename: name } }'))).toMatch(/response key/);
     });
 
+    it('refuses @skip and @include where graphql-jit would select otherwise than graphql-js', () => {
+      // graphql-jit decides conditions per field node when it compiles: a key selected twice, or a
+      // fragment spread twice, would come out in another order or with other fields.
+      expect(refusal(parse('query ($a: Boolean!) { products { id @include(if: $a) name id } }'))).toMatch(/response key id selected twice/);
+      expect(refusal(parse('query ($a: Boolean!) { products { seller @skip(if: $a) { id } seller { name } } }'))).toMatch(/response key seller selected twice/);
+      expect(refusal(parse('query ($a: Boolean!) { products { ...f @skip(if: $a) } } fragment f on Product { id name ... on Product { id } }'))).toMatch(/response key id/);
+      expect(refusal(parse('query ($a: Boolean!) { a: products { ...f @skip(if: $a) } b: products { ...f } } fragment f on Product { id }'))).toMatch(/fragment f spread 2 times/);
+      // Without a condition both agree; with one, distinct keys and single spreads still compile.
+      expect(refusal(parse('{ products { id name id ...f } } fragment f on Product { id }'))).toBeUndefined();
+      expect(refusal(parse('query ($a: Boolean!) { products { id seller @include(if: $a) { id name } ...f @skip(if: $a) } } fragment f on Product { reviews { id } }'))).toBeUndefined();
+    });
+
     it('refuses literals a built AST shaped otherwise than the parser would, and runs nothing from them', async () => {
       // graphql-jit writes `if: true` into its code as it finds it, and validation lets a Boolean
       // literal that holds text through: a built AST's literals must be what parsing makes.
@@ -277,6 +289,16 @@ describeEachDatabase('compiled queries', (context) => {
         }
       }
     });
+  });
+
+  it('runs on graphql-js a compiled query whose @include or @skip variable is null', async () => {
+    // `$a: Boolean = true` may be sent as null; graphql-jit would skip the field, graphql-js refuses.
+    const compiled = executor();
+    const source = 'query ($a: Boolean = true) { products(limit: 1) { id } orders @include(if: $a) { id } }';
+    await expectSameAsGraphQLJs(compiled, { source, variables: { a: true } });
+    const refused = await expectSameAsGraphQLJs(compiled, { source, variables: { a: null } });
+    expect(refused).toMatchObject({ data: null, errors: [{ message: expect.stringMatching(/"if"/) }] });
+    expect(compiled.compiled?.stats).toEqual({ compiled: 1, refused: 0 });
   });
 
   it('keeps concurrent executions of one compiled query apart', async () => {
