@@ -74,8 +74,22 @@ describe.skipIf(!TEST_DATABASE_URL)('a statement past DATABASE_STATEMENT_TIMEOUT
     expect(next.body).toHaveLength(2);
   });
 
-  it('answers GraphQL with DEADLINE_EXCEEDED at the field, not INTERNAL_SERVER_ERROR', async () => {
-    const res = await postGraphQL(app, token, 'query ($filter: String) { products(limit: 5, filter: $filter) { id } }', { filter: EXPENSIVE_FILTER });
-    expect(res.body.errors?.map((error) => error.extensions?.code)).toEqual(['DEADLINE_EXCEEDED']);
+  it('answers GraphQL with DEADLINE_EXCEEDED at the field, not INTERNAL_SERVER_ERROR, running the statement once each time', async () => {
+    const query = 'query Expensive($filter: String) { products(limit: 5, filter: $filter) { id } }';
+    // The second use runs compiled (graphql-jit); a compiled answer with errors is usually run again on graphql-js,
+    // which here would wait for the timeout twice.
+    for (let use = 1; use <= 2; use++) {
+      const statements: string[] = [];
+      const stop = runtime.database.onQuery((statement) => {
+        if (statement.includes('"reviews"')) statements.push(statement);
+      });
+      try {
+        const res = await postGraphQL(app, token, query, { filter: EXPENSIVE_FILTER });
+        expect(res.body.errors?.map((error) => error.extensions?.code), `use ${use}`).toEqual(['DEADLINE_EXCEEDED']);
+      } finally {
+        stop();
+      }
+      expect(statements, `use ${use}`).toHaveLength(1);
+    }
   });
 });

@@ -13,7 +13,8 @@
  * - variables are checked by graphql-js first, so their errors are graphql-js' word for word;
  * - a compiled result with any error is thrown away and the operation runs again on graphql-js
  *   with a fresh context: its errors carry their original errors, so they are masked the same
- *   way. Queries only read, so running one twice is safe.
+ *   way. Queries only read, so running one twice is safe. Not when the database timed out or is
+ *   away: that answer stands, rather than doubling the load.
  *
  * graphql-jit is patched (patches/graphql-jit+0.8.9.patch) to hand resolvers one path link per
  * parent link and key, as graphql-js does: plugin-drizzle finds the plan that loaded a relation
@@ -34,6 +35,7 @@ import {
 } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import type { Logger } from '../../logger.js';
+import { isDatabaseUnavailable, isStatementTimeout } from '../../db/errors.js';
 
 export interface CompiledQueriesOptions {
   /** Compiled operations kept (an LRU by count). */
@@ -107,6 +109,10 @@ export class CompiledQueries {
       this.logger.warn({ err: error }, 'compiled query failed; running it on graphql-js');
       return undefined;
     }
+    // A statement cancelled at its timeout, or a database away: running the query again on graphql-js would double the
+    // load just when the database is struggling (and the wait, for a timeout). The compiled answer stands; its errors are
+    // masked as graphql-js' would be.
+    if (result.errors?.some((error) => isStatementTimeout(error.originalError) || isDatabaseUnavailable(error.originalError))) return result;
     return result.errors ? undefined : result;
   }
 
