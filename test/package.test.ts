@@ -29,7 +29,7 @@ function npmEnv(): NodeJS.ProcessEnv {
 
 async function npm(args: string[], cwd: string): Promise<void> {
   try {
-    await promisify(execFile)('npm', args, { cwd, env: npmEnv(), maxBuffer: 64 * 1024 * 1024, timeout: 240_000 });
+    await promisify(execFile)('npm', args, { cwd, env: npmEnv(), maxBuffer: 64 * 1024 * 1024, timeout: 420_000 });
   } catch (error) {
     const { stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string };
     const log = `${stdout}\n${stderr}`.split('\n').filter((line) => !line.startsWith('npm warn')).join('\n');
@@ -250,5 +250,5 @@ describe('the packed tarball', () => {
     } finally {
       await database.drop();
     }
-  }, 400_000);
+  }, 600_000);
 });
