@@ -15,7 +15,7 @@ import {
 } from './errors.js';
 import type { Parameters } from './params.js';
 import { isValidCodeChallenge, type CodeChallengeMethod } from './pkce.js';
-import { isIdentityScope, isScope, parseScope } from './scopes.js';
+import { isIdentityScope, isScope, isSupportedScope, parseScope } from './scopes.js';
 import type { ClientCache } from './stores/client-cache.js';
 import type { Resources } from '../tokens/resources.js';
 
@@ -136,7 +136,7 @@ function requestedScopes(client: Client, scope: string | undefined): string[] {
     if (defaults.length === 0) throw new InvalidScope('scope is required: this client registered no API scope to default to');
     return defaults;
   }
-  const unknown = requested.filter((s) => !isScope(s) && !isIdentityScope(s));
+  const unknown = requested.filter((s) => !isSupportedScope(s));
   if (unknown.length) throw new InvalidScope('the scope names a scope this server does not know');
   // Identity scopes are open to every code-flow client; API scopes only as registered.
   const notAllowed = requested.filter((s) => !isIdentityScope(s) && !client.scopes.includes(s));

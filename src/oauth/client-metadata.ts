@@ -3,7 +3,7 @@
  * invalid_client_metadata (or invalid_redirect_uri, §3.2.2) naming the field, and unknown fields are ignored as §2 asks.
  */
 import { InvalidClientMetadata, InvalidRedirectUri } from './errors.js';
-import { ALL_SCOPES, isIdentityScope, isScope, parseScope, SUPPORTED_SCOPES } from './scopes.js';
+import { ALL_SCOPES, isSupportedScope, parseScope, SUPPORTED_SCOPES } from './scopes.js';
 import { isSigningAlg, SIGNING_ALGS, type SigningAlg } from '../tokens/signing-keys.js';
 import { isLoopbackHost } from './loopback.js';
 import { isSubjectType, sectorOf, type SubjectType } from './oidc/subject.js';
@@ -285,7 +285,7 @@ export function readClientMetadata(input: unknown, options: { defaultAuthMethod:
   const scopes = scope === undefined ? [...ALL_SCOPES] : parseScope(scope);
   // The OpenID scopes are open to every code-flow client, and advertised in scopes_supported: a client may list them
   // among the scopes it will use (RFC 7591 §2). A request without `scope` still gets only the API scopes (Core §3.1.2.1).
-  if (scopes.some((s) => !isScope(s) && !isIdentityScope(s))) fail('scope', `may only contain ${SUPPORTED_SCOPES.join(' ')}`);
+  if (scopes.some((s) => !isSupportedScope(s))) fail('scope', `may only contain ${SUPPORTED_SCOPES.join(' ')}`);
   if (scopes.length === 0) fail('scope', 'must name at least one scope');
 
   const contacts = stringArray(body, 'contacts', MAX_CONTACTS);

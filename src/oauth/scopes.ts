@@ -28,6 +28,11 @@ export function isIdentityScope(value: string): value is IdentityScope {
   return Object.hasOwn(IDENTITY_SCOPES, value);
 }
 
+/** A scope this server knows (`scopes_supported`): an API scope or an OpenID one. */
+export function isSupportedScope(value: string): value is Scope {
+  return isScope(value) || isIdentityScope(value);
+}
+
 export function describeScope(scope: string): string {
   if (isScope(scope)) return SCOPES[scope];
   if (isIdentityScope(scope)) return IDENTITY_SCOPES[scope];

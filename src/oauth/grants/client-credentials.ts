@@ -3,7 +3,7 @@
  * token (§4.4.3). Each token gets a grant row of its own, so it is revoked like any other and goes with its client.
  */
 import { InvalidClient, InvalidScope, UnauthorizedClient } from '../errors.js';
-import { formatScope, isIdentityScope, isScope, needsUser, parseScope } from '../scopes.js';
+import { formatScope, isIdentityScope, isScope, isSupportedScope, needsUser, parseScope } from '../scopes.js';
 import type { Client } from '../stores/clients.js';
 import { tokenResponse, type GrantRequest, type TokenResponse } from './grant.js';
 
@@ -20,7 +20,7 @@ export function machineScope(client: Client, requested: string | undefined): str
     if (defaults.length === 0) throw new InvalidScope('this client has no scope that works without a user; client_credentials tokens cannot see orders');
     return formatScope(defaults);
   }
-  if (scopes.some((scope) => !isScope(scope) && !isIdentityScope(scope))) {
+  if (scopes.some((scope) => !isSupportedScope(scope))) {
     throw new InvalidScope('the scope names a scope this server does not know');
   }
   // openid, profile, email and offline_access speak of a user, as orders do.

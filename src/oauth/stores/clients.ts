@@ -2,7 +2,7 @@
 import { eq, sql } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { clients } from '../../db/schema.js';
-import { ALL_SCOPES, isIdentityScope, isScope, parseScope, SUPPORTED_SCOPES } from '../scopes.js';
+import { ALL_SCOPES, isSupportedScope, parseScope, SUPPORTED_SCOPES } from '../scopes.js';
 import { constantTimeEqual, hmacSha256, randomIdentifier, randomToken } from '../../crypto/secrets.js';
 import { isSubjectType, sectorOf, type SubjectType } from '../oidc/subject.js';
 import { frontchannelOriginProblem, publicJwkSetProblem, textProblem, uriCharactersProblem, webUriProblem, type ClientMetadata } from '../client-metadata.js';
@@ -469,7 +469,7 @@ function validateGrantTypes(requested: readonly string[], isPublic: boolean): st
 function validateScopes(scope: string | undefined): string[] {
   const scopes = scope === undefined ? ALL_SCOPES : parseScope(scope);
   // As /register (client-metadata.ts): the OpenID scopes may be listed among those the client will use.
-  const unknown = scopes.filter((s) => !isScope(s) && !isIdentityScope(s));
+  const unknown = scopes.filter((s) => !isSupportedScope(s));
   if (unknown.length) throw new ClientRegistrationError(`unknown scope ${unknown.join(', ')}; known: ${SUPPORTED_SCOPES.join(' ')}`);
   if (scopes.length === 0) throw new ClientRegistrationError('a client needs at least one scope');
   return scopes;
