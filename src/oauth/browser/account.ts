@@ -7,8 +7,7 @@ import type { OAuthContext } from '../context.js';
 import { bodyParameters, formBody } from '../params.js';
 import { ACCOUNT_PATH } from '../oidc/paths.js';
 import { MIN_PASSWORD_LENGTH, MAX_PASSWORD_LENGTH, type User } from '../stores/users.js';
-import { createBrowserContext, type BrowserContext } from './flow.js';
-import { signedInSession } from './session.js';
+import { createBrowserContext, signedInAccount, type BrowserContext } from './flow.js';
 import { attemptSignIn, isStaleSignInForm, MAX_USERNAME_LENGTH, OTHER_ACCOUNT_SIGNED_OUT, requireCsrf } from './login.js';
 import { continueAfterSignOut } from './after-sign-out.js';
 import { notifyBackchannelLogout } from '../oidc/backchannel.js';
@@ -29,14 +28,9 @@ function seeOther(browser: BrowserContext, res: Response, path: string): void {
   res.redirect(303, `${browser.oauth.issuer}${path}`);
 }
 
-async function signedInUser(browser: BrowserContext, req: Request): Promise<User | undefined> {
-  const check = signedInSession(browser.sessions.current(req));
-  return check && browser.oauth.users.findSignedIn(check);
-}
-
 async function requireSignedIn(browser: BrowserContext, req: Request, form: string): Promise<User> {
   requireCsrf(browser, req, form);
-  const user = await signedInUser(browser, req);
+  const user = await signedInAccount(browser, req);
   if (!user) throw new PageError(401, 'You are signed out', 'Sign in again to manage your account.');
   return user;
 }
@@ -44,7 +38,7 @@ async function requireSignedIn(browser: BrowserContext, req: Request, form: stri
 function showAccount(browser: BrowserContext) {
   return async function account(req: Request, res: Response): Promise<void> {
     browser.sessions.ensure(req, res);
-    const user = await signedInUser(browser, req);
+    const user = await signedInAccount(browser, req);
     const csrfToken = browser.csrf.token(req, res);
     if (!user) {
       sendPage(res, accountLoginPage({ csrfToken, issuer: browser.oauth.issuer }));

@@ -7,8 +7,7 @@ import type { OAuthContext } from '../context.js';
 import { bodyParameters, formBody, queryParameters } from '../params.js';
 import { SCOPES, isScope, parseScope } from '../scopes.js';
 import { formatUserCode, normalizeUserCode } from '../stores/device-codes.js';
-import { createBrowserContext, type BrowserContext } from './flow.js';
-import { signedInSession } from './session.js';
+import { createBrowserContext, signedInAccount, type BrowserContext } from './flow.js';
 import type { ThrottleRule, ThrottleState } from './login-throttle.js';
 import { attemptSignIn, isStaleSignInForm, OTHER_ACCOUNT_SIGNED_OUT, requireCsrf, usernameField } from './login.js';
 import { redirectTo } from '../authorize-response.js';
@@ -80,8 +79,7 @@ function shownCode(raw: string): string {
 }
 
 async function signedInUser(device: DeviceContext, req: Request): Promise<SignedInUser | undefined> {
-  const check = signedInSession(device.sessions.current(req));
-  const user = check && (await device.oauth.users.findSignedIn(check));
+  const user = await signedInAccount(device, req);
   return user && { userId: user.id, username: user.username };
 }
 

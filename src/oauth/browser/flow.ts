@@ -12,7 +12,8 @@ import { consentPage } from './pages/consent.js';
 import { sendPage } from './pages/layout.js';
 import { loginPage } from './pages/login.js';
 import { describeScope } from '../scopes.js';
-import { Sessions } from './session.js';
+import { Sessions, signedInSession } from './session.js';
+import type { User } from '../stores/users.js';
 import { ACCOUNT_PATH } from '../oidc/paths.js';
 import type { SignedInUser } from '../stores/consents.js';
 import { isSelfRegistered } from '../stores/clients.js';
@@ -25,6 +26,12 @@ export interface BrowserContext {
   oauth: OAuthContext;
   sessions: Sessions;
   csrf: CsrfProtection;
+}
+
+/** The account signed in to this browser, unless its session was signed out (here, everywhere or on its own) or it was deleted. */
+export async function signedInAccount(browser: BrowserContext, req: Request): Promise<User | undefined> {
+  const check = signedInSession(browser.sessions.current(req));
+  return check && browser.oauth.users.findSignedIn(check);
 }
 
 export function createBrowserContext(oauth: OAuthContext): BrowserContext {

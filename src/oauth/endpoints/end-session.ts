@@ -5,8 +5,7 @@
  */
 import express, { type Request, type Response } from 'express';
 import type { OAuthContext } from '../context.js';
-import { createBrowserContext, type BrowserContext } from '../browser/flow.js';
-import { signedInSession } from '../browser/session.js';
+import { createBrowserContext, signedInAccount, type BrowserContext } from '../browser/flow.js';
 import { requireCsrf } from '../browser/login.js';
 import { logoutConfirmPage, signedOutPage } from '../browser/pages/logout.js';
 import { PageError, sendErrorPage } from '../browser/pages/error.js';
@@ -77,11 +76,6 @@ function finish(oauth: OAuthContext, res: Response, logout: LogoutRequest, signe
   });
 }
 
-async function signedInUser(browser: BrowserContext, req: Request) {
-  const check = signedInSession(browser.sessions.current(req));
-  return check && browser.oauth.users.findSignedIn(check);
-}
-
 function formFieldsOf(logout: LogoutRequest): Record<string, string> {
   const fields: Record<string, string> = {};
   if (logout.client) fields.client_id = logout.client.id;
@@ -95,7 +89,7 @@ function endSession(browser: BrowserContext) {
   return async function askToSignOut(req: Request, res: Response): Promise<void> {
     const params = queryParameters(req.originalUrl);
     const logout = await readLogoutRequest(oauth, params);
-    const user = await signedInUser(browser, req);
+    const user = await signedInAccount(browser, req);
     if (!user) {
       finish(oauth, res, logout, true);
       return;
@@ -110,7 +104,7 @@ function confirmSignOut(browser: BrowserContext) {
   const { oauth } = browser;
   return async function confirm(req: Request, res: Response): Promise<void> {
     const params = bodyParameters(res);
-    if (!browser.csrf.isValid(req) && !(await signedInUser(browser, req))) {
+    if (!browser.csrf.isValid(req) && !(await signedInAccount(browser, req))) {
       // A second Sign out (a double click, Back and again, another tab): the session, and with it the token, has ended.
       // Nobody is signed in, so this answers as /logout does then, which any link may ask for.
       finish(oauth, res, await readLogoutRequest(oauth, params), true);
