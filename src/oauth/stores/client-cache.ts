@@ -24,21 +24,17 @@ export class ClientCache {
   async find(id: string): Promise<Client | undefined> {
     const maxLength = looksLikeMetadataDocumentUrl(id) ? MAX_URL_CLIENT_ID_LENGTH : MAX_CLIENT_ID_LENGTH;
     if (id.length > maxLength || id.includes('\0')) return undefined;
-    const client = this.cache.get(id) ?? (await this.read(id));
+    const client = this.cache.get(id) ?? (await this.reread(id));
     // With CLIENT_ID_METADATA_DOCUMENTS=false such clients are unknown; their rows stay, for when it is turned on again.
     if (client?.registrationType === 'metadata_document' && !this.documents) return undefined;
     return client;
   }
 
   /**
-   * The stored client, read past the cache and cached again: for an answer the cached copy would refuse (a secret
-   * rotated on another instance is new here), so the refusal is never the cache's doing.
+   * The stored client, read past the cache and cached again: on a miss, and for an answer the cached copy would refuse (a
+   * secret rotated on another instance is new here), so the refusal is never the cache's doing.
    */
   async reread(id: string): Promise<Client | undefined> {
-    return this.read(id);
-  }
-
-  private async read(id: string): Promise<Client | undefined> {
     const generation = this.generation;
     const client = await this.clients.find(id);
     if (generation === this.generation) {
