@@ -105,7 +105,10 @@ export class ConsentStore {
     }));
   }
 
-  /** Returns the revoked grant ids for the caller's revocation cache. */
+  /**
+   * Refresh tokens and approved device codes stop at once, access tokens within the revocation cache time. Returns the
+   * revoked grant ids for the caller's revocation cache.
+   */
   async revokeApp(userId: number, clientId: string): Promise<{ consentDeleted: boolean; grantIds: string[] }> {
     return this.db.transaction(async (tx) => {
       await withdrawDeviceApprovals(tx, sql`user_id = ${userId} and client_id = ${clientId}`);
@@ -147,27 +150,12 @@ export class ConsentStore {
     }));
   }
 
-  /** Refresh tokens and approved device codes stop at once, access tokens within the revocation cache time. */
+  /** `fieldgate consent revoke`: as Revoke on /account (revokeApp), by user name; undefined when there is no such user. */
   async revoke(username: string, clientId: string): Promise<{ consentDeleted: boolean; grantsRevoked: number } | undefined> {
-    const row = await this.db.transaction(async (tx) => {
-      await withdrawDeviceApprovals(tx, sql`user_id = (select id from ${users} where username = ${username}) and client_id = ${clientId}`);
-      const [found] = await queryRows<{ user_found: boolean; consent_deleted: boolean; grants_revoked: number }>(
-        tx,
-        sql`with target as (select id from ${users} where username = ${username}),
-            deleted as (
-              delete from ${consents} where user_id = (select id from target) and client_id = ${clientId} returning 1
-            ), revoked as (
-              update ${grants} set revoked_at = now()
-              where user_id = (select id from target) and client_id = ${clientId} and revoked_at is null
-              returning 1
-            )
-            select exists(select 1 from target) as user_found, exists(select 1 from deleted) as consent_deleted,
-                   (select count(*)::int from revoked) as grants_revoked`,
-      );
-      return found;
-    });
-    if (!row?.user_found) return undefined;
-    return { consentDeleted: row.consent_deleted, grantsRevoked: row.grants_revoked };
+    const [user] = await this.db.select({ id: users.id }).from(users).where(eq(users.username, username));
+    if (!user) return undefined;
+    const { consentDeleted, grantIds } = await this.revokeApp(user.id, clientId);
+    return { consentDeleted, grantsRevoked: grantIds.length };
   }
 }
 
