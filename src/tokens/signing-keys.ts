@@ -226,8 +226,7 @@ export class KeyStore {
         await this.loading;
         continue;
       }
-      // Never longer than the interval itself, should the clock have been set back since the last query.
-      const wait = Math.min(this.lastQueriedAt + UNKNOWN_KID_RELOAD_MIN_MS - performance.now(), UNKNOWN_KID_RELOAD_MIN_MS);
+      const wait = this.lastQueriedAt + UNKNOWN_KID_RELOAD_MIN_MS - performance.now();
       if (wait > 0) {
         this.nextUnknownKidReload ??= new Promise<void>((resolve) => setTimeout(resolve, wait).unref()).finally(() => {
           this.nextUnknownKidReload = undefined;
