@@ -61,7 +61,6 @@ export function postLogoutToken(uri: string, logoutToken: string, { allowPrivate
         method: 'POST',
         headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': Buffer.byteLength(body) },
         lookup: guardedLookup(allowPrivate) as never,
-        timeout: timeoutMs,
       },
       (res) => {
         resolve(res.statusCode ?? 0);
@@ -70,7 +69,6 @@ export function postLogoutToken(uri: string, logoutToken: string, { allowPrivate
     );
     const deadline = setTimeout(() => req.destroy(new Error(`back-channel logout timed out after ${timeoutMs} ms`)), timeoutMs);
     req.on('close', () => clearTimeout(deadline));
-    req.on('timeout', () => req.destroy(new Error('back-channel logout timed out')));
     req.on('error', reject);
     req.end(body);
   });
