@@ -231,9 +231,9 @@ function syntaxRefusal(document: DocumentNode): string | undefined {
  *
  * So a document with either directive compiles only if no selection set, fragments expanded,
  * holds a response key twice, and no fragment is spread more than once in it (which also keeps
- * the walk below linear in the document). (graphql-jit also
- * skips a field whose condition is a variable sent as null, which graphql-js refuses: runs with
- * one are graphql-js', see `nullableConditions`.)
+ * the walk below linear in the document). graphql-jit also skips a field whose condition is a
+ * variable sent as null, which graphql-js refuses: runs with one are graphql-js', see
+ * `nullableConditions`.
  */
 function conditionalRefusal(document: DocumentNode): string | undefined {
   let conditional = false;
@@ -254,18 +254,18 @@ function conditionalRefusal(document: DocumentNode): string | undefined {
   for (const [name, count] of spreads) if (count > 1) return `@skip or @include, and fragment ${name} spread ${count} times`;
   for (const definition of document.definitions) {
     if (definition.kind !== Kind.OPERATION_DEFINITION) continue;
-    const key = repeatedKey([definition.selectionSet], fragments, new Set());
+    const key = repeatedKey(definition.selectionSet, fragments, new Set());
     if (key !== undefined) return `@skip or @include, and response key ${key} selected twice in one selection set`;
   }
   return undefined;
 }
 
 /**
- * A response key the merged selection sets (fragments expanded) select twice, at any depth, or
+ * A response key the selection set (fragments expanded) selects twice, at any depth, or
  * undefined. `expanding` holds the fragments being expanded, so a cycle ends the walk.
  */
 function repeatedKey(
-  selectionSets: readonly SelectionSetNode[],
+  selectionSet: SelectionSetNode,
   fragments: ReadonlyMap<string, FragmentDefinitionNode>,
   expanding: ReadonlySet<string>,
 ): string | undefined {
@@ -292,13 +292,11 @@ function repeatedKey(
     }
     return undefined;
   };
-  for (const set of selectionSets) {
-    const repeated = collect(set, expanding);
-    if (repeated !== undefined) return repeated;
-  }
+  const repeated = collect(selectionSet, expanding);
+  if (repeated !== undefined) return repeated;
   for (const { set, within } of subselections.values()) {
     if (!set) continue;
-    const repeated = repeatedKey([set], fragments, within);
+    const repeated = repeatedKey(set, fragments, within);
     if (repeated !== undefined) return repeated;
   }
   return undefined;
