@@ -2,7 +2,7 @@
 import { html, type SafeHtml } from '../../../http/html.js';
 import { describeScope, parseScope } from '../../scopes.js';
 import type { ConnectedApp } from '../../stores/consents.js';
-import { formError, FORM_ERROR_ID, signInFields, signInTitle } from './login.js';
+import { fieldState, formError, signInFields, signInTitle } from './login.js';
 import { layout } from './layout.js';
 
 export type AccountNotice = { kind: 'ok'; text: string } | { kind: 'error'; text: string; field: 'current_password' | 'new_password' };
@@ -50,7 +50,7 @@ ${host ? html`<p class="muted">${host}</p>` : ''}
 /** A password field, tied to the error when it is the one to fix (and then focused). */
 function passwordField(name: 'current_password' | 'new_password', error: AccountNotice | undefined): SafeHtml {
   const invalid = error?.kind === 'error' && error.field === name;
-  return html` id="${name}" name="${name}"${invalid ? html` aria-invalid="true" aria-describedby="${FORM_ERROR_ID}" autofocus` : ''}`;
+  return html` id="${name}" name="${name}"${fieldState(invalid, invalid, invalid)}`;
 }
 
 export function accountPage(page: AccountPage): SafeHtml {
@@ -105,7 +105,7 @@ export function accountLoginPage(page: AccountLoginPage): SafeHtml {
 ${formError(page.error)}
 <form method="post" action="${page.issuer}/account/login">
 <input type="hidden" name="csrf_token" value="${page.csrfToken}">
-${signInFields(page.username, page.error === undefined ? undefined : { status: page.status })}
+${signInFields(page.username, page.error, page.status)}
 </form>`,
   );
 }

@@ -1,6 +1,6 @@
 /** The pages of /device (RFC 8628 §3.3): sign in, enter the device's code, allow or deny, and the answer. */
 import { html, type SafeHtml } from '../../../http/html.js';
-import { formError, FORM_ERROR_ID, signInFields, signInTitle } from './login.js';
+import { fieldState, formError, signInFields, signInTitle } from './login.js';
 import { layout } from './layout.js';
 
 export interface DeviceSignInPage {
@@ -23,7 +23,7 @@ ${formError(page.error)}
 <form method="post" action="${page.action}">
 <input type="hidden" name="csrf_token" value="${page.csrfToken}">
 <input type="hidden" name="user_code" value="${page.userCode}">
-${signInFields(page.username, page.error === undefined ? undefined : { status: page.status })}
+${signInFields(page.username, page.error, page.status)}
 </form>`,
   );
 }
@@ -53,7 +53,7 @@ ${formError(page.error)}
 <form method="post" action="${page.action}">
 <input type="hidden" name="csrf_token" value="${page.csrfToken}">
 <label for="user_code">Code
-<input id="user_code" name="user_code" autocomplete="one-time-code" inputmode="text" autocapitalize="characters" spellcheck="false" required autofocus${failed ? html` aria-describedby="${FORM_ERROR_ID}"` : ''}${invalid ? html` aria-invalid="true"` : ''} placeholder="XXXX-XXXX" value="${page.userCode}"></label>
+<input id="user_code" name="user_code" autocomplete="one-time-code" inputmode="text" autocapitalize="characters" spellcheck="false" required${fieldState(failed, invalid, true)} placeholder="XXXX-XXXX" value="${page.userCode}"></label>
 <div class="actions"><button type="submit">Continue</button></div>
 </form>
 <p class="muted">Signed in as <strong>${page.username}</strong>.</p>`,

@@ -38,14 +38,14 @@ ${formError(page.error)}
 <form method="post" action="${page.action}">
 <input type="hidden" name="csrf_token" value="${page.csrfToken}">
 <input type="hidden" name="authorization_request" value="${page.authorizationRequest}">
-${signInFields(page.username, page.error === undefined ? undefined : { status: page.status })}
+${signInFields(page.username, page.error, page.status)}
 </form>
 <p class="muted">${page.clientName} never sees your password.</p>`,
   );
 }
 
 /** How a field after a failure is marked: invalid or not, tied to the error message, and focused if it is the first to fix. */
-function fieldState(failed: boolean, invalid: boolean, focus: boolean): SafeHtml {
+export function fieldState(failed: boolean, invalid: boolean, focus: boolean): SafeHtml {
   return html`${failed ? html` aria-describedby="${FORM_ERROR_ID}"` : ''}${invalid ? html` aria-invalid="true"` : ''}${focus ? html` autofocus` : ''}`;
 }
 
@@ -54,10 +54,10 @@ function fieldState(failed: boolean, invalid: boolean, focus: boolean): SafeHtml
  * Enter. After a failure the fields to fix are marked invalid and tied to the message, and the first of them has the
  * focus: the password (never sent back) once a username is there, else the username. A lock-out marks no field.
  */
-export function signInFields(username: string | undefined, failure?: { status?: number | undefined }): SafeHtml {
-  const failed = failure !== undefined;
-  const locked = failure?.status === 429;
-  const usernameInvalid = failed && !locked && (!username || failure.status === 401);
+export function signInFields(username: string | undefined, error: string | undefined, status: number | undefined): SafeHtml {
+  const failed = error !== undefined;
+  const locked = status === 429;
+  const usernameInvalid = failed && !locked && (!username || status === 401);
   const passwordInvalid = failed && !locked;
   const focusUsername = !username;
   return html`<label for="username">Username
