@@ -72,6 +72,14 @@ for (const kind of DATABASE_KINDS) {
       return page;
     }
 
+    /** Signs `user` in on `page` if it shows the sign-in form (an earlier test may have signed this browser in). */
+    async function signInIfAsked(page: Page): Promise<void> {
+      if ((await page.locator('h1').textContent()) !== 'Sign in') return;
+      await page.fill('input[name="username"]', user.username);
+      await page.fill('input[name="password"]', user.password);
+      await Promise.all([page.waitForURL((url) => url.pathname === '/authorize'), page.click('button[type="submit"]')]);
+    }
+
     it('signs in on the first of two sign-in pages opened from relying parties, not a form has expired page', async () => {
       const [photos, prints] = await Promise.all([registerClient('Photos'), registerClient('Prints')]);
       const first = await openFromRelyingParty(`${server.baseUrl}${authorizePath(authorizeParams(photos))}`);
@@ -91,11 +99,7 @@ for (const kind of DATABASE_KINDS) {
       await opener.goto(`${rp.origin}/popup?${new URLSearchParams({ to: `${server.baseUrl}${authorizePath(authorizeParams(client, { state: 'popped' }))}` }).toString()}`);
       const [popup] = await Promise.all([opener.waitForEvent('popup'), opener.click('#go')]);
       await popup.waitForURL((url) => url.pathname === '/authorize');
-      if ((await popup.locator('h1').textContent()) === 'Sign in') {
-        await popup.fill('input[name="username"]', user.username);
-        await popup.fill('input[name="password"]', user.password);
-        await Promise.all([popup.waitForURL((url) => url.pathname === '/authorize'), popup.click('button[type="submit"]')]);
-      }
+      await signInIfAsked(popup);
       await Promise.all([popup.waitForURL((url) => url.origin === rp.origin), popup.click('button[value="allow"]')]);
 
       const received = await opener.waitForFunction(() => (window as unknown as { received?: string }).received, undefined, { timeout: 10_000 });
@@ -108,11 +112,7 @@ for (const kind of DATABASE_KINDS) {
     it('answers an authorization request posted as a form by a relying party with the signed-in user’s code (prompt=none)', async () => {
       const client = await registerClient('Posted');
       const page = await openFromRelyingParty(`${server.baseUrl}${authorizePath(authorizeParams(client, { scope: 'openid' }))}`);
-      if ((await page.locator('h1').textContent()) === 'Sign in') {
-        await page.fill('input[name="username"]', user.username);
-        await page.fill('input[name="password"]', user.password);
-        await Promise.all([page.waitForURL((url) => url.pathname === '/authorize'), page.click('button[type="submit"]')]);
-      }
+      await signInIfAsked(page);
       await Promise.all([page.waitForURL((url) => url.origin === rp.origin), page.click('button[value="allow"]')]);
 
       const params = authorizeParams(client, { scope: 'openid', prompt: 'none', state: 'posted' });
@@ -129,11 +129,7 @@ for (const kind of DATABASE_KINDS) {
       const afterLogout = `${rp.origin}/signed-out`;
       const client = await buildClient(server.context.runtime, { name: 'Logout', redirectUris: [`${rp.origin}/callback`], oidc: { postLogoutRedirectUris: [afterLogout] } });
       const page = await openFromRelyingParty(`${server.baseUrl}${authorizePath(authorizeParams(client))}`);
-      if ((await page.locator('h1').textContent()) === 'Sign in') {
-        await page.fill('input[name="username"]', user.username);
-        await page.fill('input[name="password"]', user.password);
-        await Promise.all([page.waitForURL((url) => url.pathname === '/authorize'), page.click('button[type="submit"]')]);
-      }
+      await signInIfAsked(page);
       await Promise.all([page.waitForURL((url) => url.origin === rp.origin), page.click('button[value="allow"]')]);
 
       const logout = `${server.baseUrl}/logout?${new URLSearchParams({ client_id: client.id, post_logout_redirect_uri: afterLogout, state: 'bye' }).toString()}`;
