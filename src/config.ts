@@ -134,6 +134,8 @@ export interface Config {
   clientIdMetadataDocuments: boolean;
   /** Development only: fetch metadata documents from private and loopback addresses, and over http (CIMD_ALLOW_PRIVATE). */
   cimdAllowPrivate: boolean;
+  /** Metadata-document fetches one client IP may cause per 15 minutes (CIMD_FETCH_RATE_LIMIT). */
+  cimdFetchRateLimit: number;
 }
 
 export const DPOP_NONCE_POLICIES = ['token', 'all', 'off'] as const;
@@ -379,6 +381,7 @@ export function loadConfig(env: Env = process.env): Config {
     dynamicClientTtl: integer(env, 'DYNAMIC_CLIENT_TTL', 86_400, 0, 31_536_000),
     clientIdMetadataDocuments: flag(env, 'CLIENT_ID_METADATA_DOCUMENTS', true),
     cimdAllowPrivate: flag(env, 'CIMD_ALLOW_PRIVATE', false),
+    cimdFetchRateLimit: integer(env, 'CIMD_FETCH_RATE_LIMIT', 30, 1, 100_000),
   };
 }
 

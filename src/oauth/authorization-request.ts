@@ -8,8 +8,10 @@ import {
   InvalidRequest,
   InvalidScope,
   OAuthError,
+  RateLimited,
   RequestNotSupported,
   RequestUriNotSupported,
+  ServiceBusy,
   UnauthorizedClient,
   UnsupportedResponseType,
 } from './errors.js';
@@ -48,6 +50,14 @@ export const RESOURCE_PARAMETER = 'resource';
 
 export class UntrustedAuthorizationRequest extends Error {
   override readonly name = 'UntrustedAuthorizationRequest';
+  constructor(
+    message: string,
+    /** 400 for a request that is wrong; 429 or 503 with Retry-After for one that may work later. */
+    readonly status = 400,
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(message);
+  }
 }
 
 export class AuthorizationError extends Error {
@@ -99,15 +109,18 @@ function untrustedGet(params: Parameters, name: string): string | undefined {
   }
 }
 
-async function trustedClient(clients: ClientCache, params: Parameters): Promise<{ client: Client; redirectUri: string }> {
+async function trustedClient(clients: ClientCache, params: Parameters, requesterIp: string | undefined): Promise<{ client: Client; redirectUri: string }> {
   if (params.isRepeated('client_id')) throw new UntrustedAuthorizationRequest('The client_id parameter is repeated.');
   const clientId = untrustedGet(params, 'client_id');
   if (clientId === undefined) throw new UntrustedAuthorizationRequest('The request does not say which application is asking (client_id is missing).');
   let client: Client | undefined;
   try {
-    client = await clients.resolve(clientId);
+    client = await clients.resolve(clientId, requesterIp);
   } catch (error) {
     if (error instanceof InvalidClientMetadata) throw new UntrustedAuthorizationRequest(`The application's client ID metadata document cannot be used: ${error.description}.`);
+    if (error instanceof RateLimited || error instanceof ServiceBusy) {
+      throw new UntrustedAuthorizationRequest(`The application's client ID metadata document cannot be fetched now: ${error.description}.`, error.status, error.retryAfterSeconds);
+    }
     throw error;
   }
   if (!client) throw new UntrustedAuthorizationRequest('The application that sent you here is not registered with this server.');
@@ -236,8 +249,8 @@ function stateOf(params: Parameters): string | undefined {
   }
 }
 
-export async function readAuthorizationRequest(clients: ClientCache, params: Parameters, resources: Resources): Promise<AuthorizationRequest> {
-  const { client, redirectUri } = await trustedClient(clients, params);
+export async function readAuthorizationRequest(clients: ClientCache, params: Parameters, resources: Resources, requesterIp?: string): Promise<AuthorizationRequest> {
+  const { client, redirectUri } = await trustedClient(clients, params, requesterIp);
   const state = params.isRepeated('state') ? undefined : stateOf(params);
   try {
     params.rejectRepeated(AUTHORIZE_PARAMETERS);

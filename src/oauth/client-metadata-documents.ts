@@ -1,16 +1,21 @@
 /**
  * Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document): an https client_id names a JSON document
  * of its metadata. Fetching a URL an anonymous caller chose is an SSRF risk, so the fetch connects only to the public
- * address it checked, follows no redirect, and is bounded in size and time.
+ * address it checked, follows no redirect, and is bounded in size and time. It is also bounded in number: each client IP
+ * may cause so many fetches (each one stores a client), a document that just failed is not fetched again at once, and
+ * only so many fetches are under way at a time, so the server can be used neither to fill its own client table nor to
+ * send a stream of requests at someone else's host.
  */
 import { lookup } from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
+import { LRUCache } from 'lru-cache';
 import { isSpecialPurposeAddress } from '../http/special-purpose-addresses.js';
 import { rootCertificates } from 'node:tls';
 import { readClientMetadata, type ClientMetadata } from './client-metadata.js';
-import { InvalidClientMetadata, OAuthError } from './errors.js';
+import { InvalidClientMetadata, OAuthError, RateLimited, ServiceBusy } from './errors.js';
+import type { IpRequestThrottle } from './ip-request-throttle.js';
 import type { Client, ClientStore } from './stores/clients.js';
 
 export interface ClientMetadataDocumentOptions {
@@ -24,6 +29,11 @@ export interface ClientMetadataDocumentOptions {
   maxBytes?: number;
   minCacheSeconds?: number;
   maxCacheSeconds?: number;
+  /** Counts each fetch against the requesting client IP (CIMD_FETCH_RATE_LIMIT); no limit without one. */
+  throttle?: Pick<IpRequestThrottle, 'count'>;
+  maxConcurrentFetches?: number;
+  /** How long a document that failed is answered with its failure instead of being fetched again. */
+  failureCacheSeconds?: number;
 }
 
 export const MAX_DOCUMENT_BYTES = 5 * 1024;
@@ -32,6 +42,9 @@ const MIN_CACHE_SECONDS = 60;
 const MAX_CACHE_SECONDS = 86_400;
 const DEFAULT_CACHE_SECONDS = 3_600;
 const MAX_URL_LENGTH = 2_000;
+const MAX_CONCURRENT_FETCHES = 16;
+const FAILURE_CACHE_SECONDS = 10;
+const MAX_REMEMBERED_FAILURES = 1_000;
 
 export function looksLikeMetadataDocumentUrl(id: string): boolean {
   return id.startsWith('https://') || id.startsWith('http://');
@@ -75,6 +88,7 @@ function cacheSeconds(cacheControl: string | undefined, min: number, max: number
 
 export class ClientMetadataDocuments {
   private readonly inFlight = new Map<string, Promise<Client>>();
+  private readonly recentFailures: LRUCache<string, InvalidClientMetadata>;
   private readonly timeoutMs: number;
   private readonly maxBytes: number;
   private readonly minCache: number;
@@ -88,14 +102,33 @@ export class ClientMetadataDocuments {
     this.maxBytes = options.maxBytes ?? MAX_DOCUMENT_BYTES;
     this.minCache = options.minCacheSeconds ?? MIN_CACHE_SECONDS;
     this.maxCache = options.maxCacheSeconds ?? MAX_CACHE_SECONDS;
+    this.recentFailures = new LRUCache({ max: MAX_REMEMBERED_FAILURES, ttl: (options.failureCacheSeconds ?? FAILURE_CACHE_SECONDS) * 1000 });
   }
 
-  async resolve(id: string, stored?: Client): Promise<Client> {
+  /** The client `id` names: `stored` while its document is fresh, else fetched for the client at `requesterIp`. */
+  async resolve(id: string, stored?: Client, requesterIp?: string): Promise<Client> {
     const url = documentUrl(id, this.options.allowPrivate);
     if (stored && (stored.registrationType !== 'metadata_document' || (stored.metadataExpiresAt && stored.metadataExpiresAt > new Date()))) return stored;
     const pending = this.inFlight.get(id);
     if (pending) return pending;
-    const fetching = this.fetchAndStore(id, url).finally(() => this.inFlight.delete(id));
+    const failure = this.recentFailures.get(id);
+    if (failure) throw failure;
+    if (this.options.throttle) {
+      const state = await this.options.throttle.count(requesterIp);
+      if (!state.allowed) throw new RateLimited('this address has caused too many client metadata document fetches; try again later', state.retryAfterSeconds);
+    }
+    // Counted after the await above: a fetch that started meanwhile is joined rather than refused.
+    const joined = this.inFlight.get(id);
+    if (joined) return joined;
+    if (this.inFlight.size >= (this.options.maxConcurrentFetches ?? MAX_CONCURRENT_FETCHES)) {
+      throw new ServiceBusy('too many client metadata documents are being fetched right now; try again in a moment', 1);
+    }
+    const fetching = this.fetchAndStore(id, url)
+      .catch((error: unknown) => {
+        if (error instanceof InvalidClientMetadata) this.recentFailures.set(id, error);
+        throw error;
+      })
+      .finally(() => this.inFlight.delete(id));
     this.inFlight.set(id, fetching);
     return fetching;
   }

@@ -19,6 +19,7 @@ import { ClientAssertions } from './client-assertion.js';
 import type { DpopVerifier } from '../tokens/dpop.js';
 import type { Config } from '../config.js';
 import { ClientMetadataDocuments } from './client-metadata-documents.js';
+import { IpRequestThrottle } from './ip-request-throttle.js';
 import type { Resources } from '../tokens/resources.js';
 import { SessionIds } from './oidc/session-id.js';
 
@@ -63,7 +64,11 @@ export interface OAuthContext {
 export function createOAuthContext(runtime: Runtime, options: OAuthContextOptions = {}): OAuthContext {
   const { config, db } = runtime;
   const documents = config.clientIdMetadataDocuments
-    ? new ClientMetadataDocuments(runtime.clients, { allowPrivate: config.cimdAllowPrivate, ca: options.clientMetadataCa })
+    ? new ClientMetadataDocuments(runtime.clients, {
+        allowPrivate: config.cimdAllowPrivate,
+        ca: options.clientMetadataCa,
+        throttle: new IpRequestThrottle(db, 'client-metadata', config.cimdFetchRateLimit),
+      })
     : undefined;
   return {
     issuer: config.issuer,

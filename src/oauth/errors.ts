@@ -237,6 +237,19 @@ export class RateLimited extends OAuthError {
   }
 }
 
+/** The server holds back work it has too much of at once (a bounded pool of outbound fetches): 503 with Retry-After. */
+export class ServiceBusy extends OAuthError {
+  readonly code = 'temporarily_unavailable';
+  readonly status = 503;
+  constructor(
+    description: string,
+    readonly retryAfterSeconds: number,
+    options: OAuthErrorOptions = {},
+  ) {
+    super(description, options);
+  }
+}
+
 /** The database is out of reach (down, restarting): the request may succeed shortly. 503 with Retry-After. */
 export class DatabaseUnavailable extends OAuthError {
   readonly code = 'temporarily_unavailable';

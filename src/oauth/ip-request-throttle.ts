@@ -1,5 +1,6 @@
 /**
- * A per-IP limit on an endpoint that creates rows for anyone who asks (POST /register, POST /device_authorization),
+ * A per-IP limit on an endpoint that creates rows for anyone who asks (POST /register, POST /device_authorization, and
+ * /authorize when it fetches a client ID metadata document),
  * counted in the login throttle's table under `<endpoint>:<ip>` keys so it holds across instances; its 15-minute
  * window matches the janitor's sweep of stale throttle rows.
  */
@@ -16,7 +17,7 @@ export class IpRequestThrottle {
   constructor(
     private readonly db: Db,
     /** The key prefix: each endpoint counts on its own. */
-    private readonly endpoint: 'register' | 'device',
+    private readonly endpoint: 'register' | 'device' | 'client-metadata',
     private readonly maxPerWindow: number,
   ) {}
 

@@ -5,7 +5,8 @@ import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { describeEachDatabase } from '../support/runtime.js';
 import { ClientMetadataDocuments } from '../../src/oauth/client-metadata-documents.js';
-import { InvalidClientMetadata } from '../../src/oauth/errors.js';
+import { InvalidClientMetadata, RateLimited, ServiceBusy } from '../../src/oauth/errors.js';
+import { IpRequestThrottle } from '../../src/oauth/ip-request-throttle.js';
 import { pkcePair } from '../support/oauth.js';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
@@ -188,10 +189,90 @@ describeEachDatabase(
       expect(await context().runtime.clients.find(url)).toBeUndefined();
     });
 
+    it('answers a document that just failed with that failure, without fetching it again until the window has passed', async () => {
+      let answer: unknown = [];
+      const url = serve(() => answer);
+      const resolver = documents({ failureCacheSeconds: 0.3 });
+      await refused(resolver.resolve(url), /JSON object/);
+      answer = documentFor(url);
+      await refused(resolver.resolve(url), /JSON object/);
+      expect(hits.get(new URL(url).pathname)).toBe(1);
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      expect((await resolver.resolve(url)).id).toBe(url);
+      expect(hits.get(new URL(url).pathname)).toBe(2);
+    });
+
+    it('counts each fetch against the requesting IP, across resolvers (instances), and refuses one over the limit with Retry-After', async () => {
+      const throttle = new IpRequestThrottle(context().runtime.db, 'client-metadata', 2);
+      const first = documents({ throttle });
+      const second = documents({ throttle });
+      const ip = `198.51.100.${++sequence % 250}`;
+      const stored = await first.resolve(serve(documentFor), undefined, ip);
+      await refused(second.resolve(serve(() => []), undefined, ip), /JSON object/);
+      const over = serve(documentFor);
+      const error = await first.resolve(over, undefined, ip).then(() => undefined, (e: unknown) => e);
+      expect(error).toBeInstanceOf(RateLimited);
+      expect(error).toMatchObject({ code: 'temporarily_unavailable', status: 429 });
+      expect((error as RateLimited).retryAfterSeconds).toBeGreaterThan(0);
+      expect(hits.get(new URL(over).pathname) ?? 0).toBe(0);
+      expect(await context().runtime.clients.find(over)).toBeUndefined();
+      // Another address has its own count, and a stored document still fresh is neither fetched nor counted.
+      expect((await first.resolve(over, undefined, `${ip}1`)).id).toBe(over);
+      expect(await first.resolve(stored.id, stored, ip)).toBe(stored);
+    });
+
+    it('runs only so many fetches at once: another document is refused with 503 while the same one is joined', async () => {
+      const held: http.ServerResponse[] = [];
+      const slow = (name: string) => {
+        const path = `/clients/held-${name}-${++sequence}.json`;
+        routes.set(path, (_req, res) => void held.push(res));
+        return `${base}${path}`;
+      };
+      const resolver = documents({ maxConcurrentFetches: 2 });
+      const [a, b, c] = [slow('a'), slow('b'), slow('c')];
+      const fetches = [resolver.resolve(a), resolver.resolve(b), resolver.resolve(a)];
+      await expect.poll(() => held.length).toBe(2);
+      const error = await resolver.resolve(c).then(() => undefined, (e: unknown) => e);
+      expect(error).toBeInstanceOf(ServiceBusy);
+      expect(error).toMatchObject({ code: 'temporarily_unavailable', status: 503, retryAfterSeconds: 1 });
+      expect(hits.get(new URL(c).pathname) ?? 0).toBe(0);
+      for (const res of held) {
+        const url = `${base}${res.req.url}`;
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(documentFor(url)));
+      }
+      expect((await Promise.all(fetches)).map((client) => client.id)).toEqual([a, b, a]);
+      // The slots are free again.
+      routes.set(new URL(c).pathname, (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(documentFor(c))));
+      expect((await resolver.resolve(c)).id).toBe(c);
+    });
+
+    it('at /authorize: fetches over CIMD_FETCH_RATE_LIMIT get a 429 page with Retry-After, never a redirect', async () => {
+      const { challenge } = pkcePair();
+      const authorize = (clientId: string) =>
+        request(context().app)
+          .get('/authorize')
+          .query({ response_type: 'code', client_id: clientId, redirect_uri: 'http://127.0.0.1/callback', code_challenge: challenge, code_challenge_method: 'S256' })
+          .redirects(0);
+      // The suite allows two fetches per IP; the private-address test above used one. Private addresses are refused after
+      // the count, so each new URL here is one fetch.
+      const statuses: number[] = [];
+      let last: request.Response | undefined;
+      for (let i = 0; i < 3; i++) {
+        last = await authorize(serve(documentFor).replace('http:', 'https:'));
+        statuses.push(last.status);
+      }
+      expect(statuses).toContain(429);
+      expect(statuses.slice(statuses.indexOf(429))).toEqual(Array(statuses.length - statuses.indexOf(429)).fill(429));
+      expect(last!.headers.location).toBeUndefined();
+      expect(Number(last!.headers['retry-after'])).toBeGreaterThan(0);
+      expect(last!.text).toContain('too many client metadata document fetches');
+      expect(last!.headers['content-type']).toMatch(/^text\/html/);
+    });
+
     it('advertises client_id_metadata_document_supported', async () => {
       const res = await request(context().app).get('/.well-known/oauth-authorization-server');
       expect(res.body.client_id_metadata_document_supported).toBe(true);
     });
   },
-  { CIMD_ALLOW_PRIVATE: 'false' },
+  { CIMD_ALLOW_PRIVATE: 'false', CIMD_FETCH_RATE_LIMIT: '2' },
 );

@@ -17,7 +17,7 @@ export function consentHandler(browser: BrowserContext) {
   return async function decide(req: Request, res: Response): Promise<void> {
     const params = bodyParameters(res);
     requireCsrf(browser, req, 'consent');
-    const request = await formAuthorizationRequest(browser, params);
+    const request = await formAuthorizationRequest(browser, params, req.ip);
     const session = browser.sessions.current(req);
     const check = signedInSession(session);
     const user = check && (await oauth.consents.lookup(check, request.client.id));
@@ -62,7 +62,7 @@ export function switchAccountHandler(browser: BrowserContext) {
   return async function switchAccount(req: Request, res: Response): Promise<void> {
     const params = bodyParameters(res);
     requireCsrf(browser, req, 'switch_account');
-    const request = await formAuthorizationRequest(browser, params);
+    const request = await formAuthorizationRequest(browser, params, req.ip);
     // The user leaves this browser's session: ended like a logout, so a copy of its cookie is refused too, and its
     // clients are told.
     const ended = await browser.sessions.signOut(req, res);

@@ -56,8 +56,8 @@ function redirectOrigin(request: AuthorizationRequest): string {
 }
 
 /** The authorization request a sign-in, consent or switch-account form carries (`authorization_request`), validated again. */
-export function formAuthorizationRequest(browser: BrowserContext, form: Parameters): Promise<AuthorizationRequest> {
-  return readAuthorizationRequest(browser.oauth.clients, Parameters.parse(form.get('authorization_request') ?? ''), browser.oauth.resources);
+export function formAuthorizationRequest(browser: BrowserContext, form: Parameters, requesterIp: string | undefined): Promise<AuthorizationRequest> {
+  return readAuthorizationRequest(browser.oauth.clients, Parameters.parse(form.get('authorization_request') ?? ''), browser.oauth.resources, requesterIp);
 }
 
 export interface LoginPageState {

@@ -74,11 +74,11 @@ export function loginHandler(browser: BrowserContext) {
   return async function signIn(req: Request, res: Response): Promise<void> {
     const params = bodyParameters(res);
     if (isStaleSignInForm(browser, req)) {
-      continueAuthorization(browser, res, await formAuthorizationRequest(browser, params));
+      continueAuthorization(browser, res, await formAuthorizationRequest(browser, params, req.ip));
       return;
     }
     requireCsrf(browser, req, 'login');
-    const request = await formAuthorizationRequest(browser, params);
+    const request = await formAuthorizationRequest(browser, params, req.ip);
     const username = usernameField(params);
     const password = params.get('password') ?? '';
     const clientId = request.client.id;

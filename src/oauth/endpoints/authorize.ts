@@ -64,7 +64,7 @@ async function checkIdTokenHint(browser: BrowserContext, request: AuthorizationR
 
 function authorizeHandler(browser: BrowserContext) {
   return async function authorize(req: Request, res: Response): Promise<void> {
-    const request = await readAuthorizationRequest(browser.oauth.clients, queryParameters(req.originalUrl), browser.oauth.resources);
+    const request = await readAuthorizationRequest(browser.oauth.clients, queryParameters(req.originalUrl), browser.oauth.resources, req.ip);
     const silent = request.prompt.has('none');
     const session = browser.sessions.current(req);
     const signIn = (): void => {
@@ -125,7 +125,9 @@ function authorizeErrorHandler(oauth: OAuthContext): ErrorRequestHandler {
       return;
     }
     if (error instanceof UntrustedAuthorizationRequest) {
-      sendPage(res, errorPage('This sign-in link does not work', error.message), { status: 400, keepsOpener: true });
+      if (error.retryAfterSeconds !== undefined) res.setHeader('Retry-After', String(error.retryAfterSeconds));
+      const title = error.status === 400 ? 'This sign-in link does not work' : 'Try again in a moment';
+      sendPage(res, errorPage(title, error.message), { status: error.status, keepsOpener: true });
       return;
     }
     sendErrorPage(error, req, res, oauth.logger, 'authorization endpoint failed', { keepsOpener: true });

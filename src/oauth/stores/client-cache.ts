@@ -44,10 +44,11 @@ export class ClientCache {
     return client;
   }
 
-  async resolve(id: string): Promise<Client | undefined> {
+  /** A registered client, or the one a client ID metadata document describes (fetched for the client at `requesterIp`). */
+  async resolve(id: string, requesterIp?: string): Promise<Client | undefined> {
     const stored = await this.find(id);
     if (!this.documents || !looksLikeMetadataDocumentUrl(id)) return stored;
-    const client = await this.documents.resolve(id, stored);
+    const client = await this.documents.resolve(id, stored, requesterIp);
     if (client !== stored) this.cache.set(id, client);
     return client;
   }
