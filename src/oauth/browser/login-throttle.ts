@@ -96,7 +96,9 @@ export class LoginThrottle {
     const lock = sql`make_interval(secs => ${rule.lockSeconds})`;
     const stale = sql`(${loginThrottle.windowStartedAt} <= now() - ${window}
                        or (${loginThrottle.lockedUntil} is not null and ${loginThrottle.lockedUntil} <= now()))`;
-    const attempts = sql`case when ${stale} then 1 else ${loginThrottle.failures} + 1 end`;
+    // Capped one past the limit: an attempt refused under a lock checked no password, so it is no guess to count, and a
+    // burst of them must not outweigh the give-backs of the attempts that were checked and succeeded.
+    const attempts = sql`case when ${stale} then 1 else least(${loginThrottle.failures} + 1, ${rule.maxFailures} + 1) end`;
     const [row] = await queryRows<{ failures: number; retry_after: number | null }>(
       this.db,
       sql`insert into ${loginThrottle} (key, failures, window_started_at, locked_until)

@@ -255,6 +255,28 @@ describeEachDatabase(
       expect(responses.some((r) => r.status === 429)).toBe(true);
     });
 
+    // A burst of good sign-ins from one address (an office behind NAT at nine o'clock) is refused while it lasts, but the
+    // refused attempts checked no password: they must not leave the address locked once the burst is over.
+    it(`leaves no lock behind after a burst of ${2 * IP_LIMIT} concurrent correct sign-ins from one IP`, async () => {
+      const users = await Promise.all(Array.from({ length: 2 * IP_LIMIT }, () => buildUser(context().runtime)));
+      const ip = '203.0.113.53';
+      const responses = await attempts([context().app], ip, users.map((user) => [user.username, user.password]));
+      expect(responses.every((r) => [303, 429].includes(r.status))).toBe(true);
+      const later = await attempts([context().app], ip, [[users[0]!.username, users[0]!.password]]);
+      expect(later[0]!.status).toBe(303);
+    });
+
+    it('does not count attempts refused under a lock, so the checked ones that succeed lift it', async () => {
+      const rule = { maxFailures: 3, windowSeconds: 900, lockSeconds: 900 };
+      const throttle = new LoginThrottle(context().runtime.db, { account: { ...rule, maxFailures: 1000 }, ip: rule });
+      const ip = '203.0.113.54';
+      const states = [];
+      for (let i = 0; i < 8; i++) states.push(await throttle.recordAttempt(`burst-${i}`, ip));
+      expect(states.map((s) => s.locked)).toEqual([false, false, false, true, true, true, true, true]);
+      for (let i = 0; i < 3; i++) await throttle.recordSuccess(`burst-${i}`, ip);
+      expect((await throttle.check('anyone', ip)).locked).toBe(false);
+    });
+
     it('holds across two instances on one database', async () => {
       const { kind, testDatabase, config } = context();
       if (kind !== 'postgres') return; // PGlite is one process's database; the second instance needs PostgreSQL
