@@ -18,6 +18,8 @@ const CLOCK_TOLERANCE_SECONDS = 30;
 const MAX_ASSERTION_LENGTH = 8192;
 const JWKS_CACHE_MS = 5 * 60_000;
 const JWKS_REFETCH_COOLDOWN_MS = 30_000;
+/** Signature checks one kid-less assertion may cost: a registered `jwks` holds at most 10 keys; a `jwks_uri` set may hold more. */
+const MAX_KIDLESS_CANDIDATES = 10;
 
 /** Why an assertion was refused: logged, never shown (every failure is invalid_client). */
 export class AssertionRejected extends Error {
@@ -72,14 +74,31 @@ export class ClientAssertions {
 
   private async verifyWith(client: Client, assertion: string, keys: JWTVerifyGetKey) {
     const { issuer } = this.options;
-    return jwtVerify(assertion, keys, {
+    const options = {
       issuer: client.id,
       subject: client.id,
       audience: [issuer, `${issuer}/token`],
       algorithms: [...ASSERTION_ALGORITHMS],
       requiredClaims: ['exp', 'jti'],
       clockTolerance: CLOCK_TOLERANCE_SECONDS,
-    });
+    };
+    try {
+      return await jwtVerify(assertion, keys, options);
+    } catch (error) {
+      // `kid` is optional (RFC 7515 §4.1.4; authlib sends none for a PEM key): with several keys of the assertion's
+      // algorithm — the old and the new during a rotation — each is tried, as jose leaves to its caller.
+      if (!(error instanceof joseErrors.JWKSMultipleMatchingKeys)) throw error;
+      let tried = 0;
+      for await (const key of error) {
+        if (++tried > MAX_KIDLESS_CANDIDATES) break;
+        try {
+          return await jwtVerify(assertion, key, options);
+        } catch (attempt) {
+          if (!(attempt instanceof joseErrors.JWSSignatureVerificationFailed)) throw attempt;
+        }
+      }
+      throw new joseErrors.JWSSignatureVerificationFailed();
+    }
   }
 
   async verify(client: Client, assertion: string): Promise<void> {

@@ -140,6 +140,45 @@ describeEachDatabase(
       expect(results.filter((res) => res.body.error === 'invalid_client')).toHaveLength(9);
     });
 
+    describe('assertions without kid (RFC 7515 §4.1.4: kid is optional)', () => {
+      /** What authlib's PrivateKeyJWT sends for a PEM key: a header of `alg` and `typ` only, aud the token endpoint URL. */
+      async function kidlessAssertion(clientId: string, signer: SigningKey): Promise<string> {
+        const now = Math.floor(Date.now() / 1000);
+        return new SignJWT({ jti: randomUUID() }).setProtectedHeader({ alg: signer.alg, typ: 'JWT' }).setIssuer(clientId).setSubject(clientId)
+          .setAudience(`${TEST_ISSUER}/token`).setIssuedAt(now).setExpirationTime(now + 60).sign(signer.privateKey);
+      }
+      const withoutKid = ({ kid: _kid, ...jwk }: SigningKey['publicJwk']) => jwk;
+
+      it('tries each key of the algorithm when the set holds several (the old and the new during a rotation)', async () => {
+        const { runtime, app } = context();
+        const [old, current] = [await signingKey('RS256'), await signingKey('RS256')];
+        const rotating = await buildClient(runtime, { tokenEndpointAuthMethod: 'private_key_jwt', jwks: { keys: [withoutKid(old.publicJwk), withoutKid(current.publicJwk)] } });
+        for (const signer of [current, old]) {
+          const user = await buildUser(runtime);
+          const { code, verifier } = await issueCode(runtime, rotating, user);
+          const res = await request(app).post('/token').type('form').send({
+            grant_type: 'authorization_code', code, redirect_uri: rotating.redirectUri, code_verifier: verifier,
+            ...withAssertion(await kidlessAssertion(rotating.id, signer)),
+          });
+          expect(res.status, res.text).toBe(200);
+        }
+      });
+
+      it('still refuses a kid-less assertion that none of the keys signed, or whose claims fail', async () => {
+        const { runtime, app } = context();
+        const [first, second, stranger] = [await signingKey('ES256'), await signingKey('ES256'), await signingKey('ES256')];
+        const pair = await buildClient(runtime, { tokenEndpointAuthMethod: 'private_key_jwt', jwks: { keys: [withoutKid(first.publicJwk), withoutKid(second.publicJwk)] } });
+        const introspect = async (jwt: string) => request(app).post('/introspect').type('form').send({ token: 'x', ...withAssertion(jwt) });
+        const unsigned = await introspect(await kidlessAssertion(pair.id, stranger));
+        expect(unsigned.status).toBe(401);
+        expect(unsigned.body.error).toBe('invalid_client');
+        const now = Math.floor(Date.now() / 1000);
+        const expired = await new SignJWT({ jti: randomUUID() }).setProtectedHeader({ alg: 'ES256' }).setIssuer(pair.id).setSubject(pair.id)
+          .setAudience(TEST_ISSUER).setIssuedAt(now - 600).setExpirationTime(now - 300).sign(second.privateKey);
+        expect((await introspect(expired)).body.error).toBe('invalid_client');
+      });
+    });
+
     describe('keys by reference (jwks_uri)', () => {
       let jwks: Awaited<ReturnType<typeof jwksServer>>;
       let remote: TestClient;
