@@ -71,7 +71,20 @@ export function queryParameters(originalUrl: string): Parameters {
 
 const FORM_TYPE = 'application/x-www-form-urlencoded';
 
+/**
+ * No Content-Type and nothing to read: an empty form. A client that authenticates with Basic and has no parameter to send
+ * (RFC 8628 §3.1 without `scope`) sends just that — Python's requests with `Content-Length: 0`, curl with no length.
+ */
+function isEmptyUntypedBody(req: express.Request): boolean {
+  const length = req.get('content-length');
+  return req.get('content-type') === undefined && req.get('transfer-encoding') === undefined && (length === undefined || length.trim() === '0');
+}
+
 function requireFormContentType(req: express.Request, _res: express.Response, next: express.NextFunction): void {
+  if (isEmptyUntypedBody(req)) {
+    next();
+    return;
+  }
   // type-is answers null when there is no body at all and false for another media type.
   if (!req.is(FORM_TYPE)) {
     next(new InvalidRequest(`the request body must be ${FORM_TYPE}`));

@@ -8,6 +8,7 @@ import request from 'supertest';
 import type { Express } from 'express';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { describeEachDatabase } from '../support/runtime.js';
+import { DEVICE_CODE_GRANT_TYPE } from '../../src/oauth/stores/clients.js';
 import { basic, buildClient, type TestClient } from '../support/oauth.js';
 
 const FORM = 'application/x-www-form-urlencoded';
@@ -107,3 +108,31 @@ describeEachDatabase(
   },
   { REGISTRATION: 'open', REGISTRATION_RATE_LIMIT: '10000' },
 );
+
+describeEachDatabase('OAuth request bodies without a Content-Type', (context) => {
+  it('reads a POST with no body and no Content-Type as an empty form (a device request carrying only Basic credentials)', async () => {
+    // What Python's requests sends for `requests.post(url, auth=(id, secret))`: no Content-Type, `Content-Length: 0`.
+    // RFC 8628 §3.1 needs no parameter from a client that authenticates, so an empty form is a whole request.
+    const tv = await buildClient(context().runtime, { redirectUris: [], grantTypes: [DEVICE_CODE_GRANT_TYPE], scope: 'products:read' });
+    for (const headers of [{ 'Content-Length': '0' }, {}]) {
+      let req = request(context().app).post('/device_authorization').set('Authorization', basic(tv.id, tv.secret!));
+      for (const [name, value] of Object.entries(headers)) req = req.set(name, value);
+      const res = await req;
+      expect(res.status, res.text).toBe(200);
+      expect(res.body).toMatchObject({ user_code: expect.any(String), device_code: expect.any(String), interval: 5 });
+    }
+  });
+
+  it('still refuses an empty body declared as another media type, and a body sent without a Content-Type', async () => {
+    const withType = await request(context().app).post('/token').set('Content-Type', JSON_TYPE).set('Content-Length', '0');
+    expect(withType.status).toBe(400);
+    expect(withType.body).toMatchObject({ error: 'invalid_request', error_description: `the request body must be ${FORM}` });
+    const untyped = await request(context().app)
+      .post('/token')
+      .serialize((data: unknown) => data as string)
+      .send('grant_type=client_credentials')
+      .unset('Content-Type');
+    expect(untyped.status).toBe(400);
+    expect(untyped.body).toMatchObject({ error: 'invalid_request', error_description: `the request body must be ${FORM}` });
+  });
+});
