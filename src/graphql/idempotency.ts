@@ -10,6 +10,7 @@
  * - the same key with another request is refused (IDEMPOTENCY_KEY_REUSED, HTTP 422).
  * An expired key that the janitor has not deleted yet is taken over by the next request.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import { and, eq, sql } from 'drizzle-orm';
 import type { Db } from '../db/database.js';
@@ -69,6 +70,25 @@ export async function claimKey(tx: Tx, owner: KeyOwner, key: string, requestHash
   // Deleted (or its order deleted) between the two statements: nothing to replay, nothing claimed.
   if (existing?.orderId == null) throw new GqlAborted('the idempotency key changed while it was being used; try again', { extensions: { reason: 'IDEMPOTENCY_KEY_CONFLICT' } });
   return { replayOf: existing.orderId };
+}
+
+/**
+ * Whether the createOrder run inside `run` answered with another request's order. A REST request learns it
+ * this way because a duplicate that waited on the key gets its order from the mutation, not from a stored
+ * answer, and must still be told it is a replay (`Idempotent-Replayed`).
+ */
+const replayNotices = new AsyncLocalStorage<{ replayed: boolean }>();
+
+export async function noticingReplay<T>(run: () => Promise<T>): Promise<{ result: T; replayed: boolean }> {
+  const notice = { replayed: false };
+  const result = await replayNotices.run(notice, run);
+  return { result, replayed: notice.replayed };
+}
+
+/** Called by createOrder once it has answered with the order the key's first request created. */
+export function noteReplay(): void {
+  const notice = replayNotices.getStore();
+  if (notice) notice.replayed = true;
 }
 
 /** Ties a claimed key to the order its request created (same transaction as `claimKey`). */

@@ -20,7 +20,7 @@ import { inJsonTerms, jsonType, parseUpdateMask, planUpdate } from './update-mas
 import { schemaRef } from './openapi.js';
 import { parseTagList, representationTag, setResourceVersion, versionOf } from './etag.js';
 import { idempotencyKeyOf, namingTheHeader } from './idempotency.js';
-import { findKey, orderRequestHash, storeResponse } from '../graphql/idempotency.js';
+import { findKey, noticingReplay, orderRequestHash, storeResponse } from '../graphql/idempotency.js';
 
 function internalFields(schema: GraphQLSchema, operation: 'query' | 'mutation', field: string, names: string[]): FieldTree {
   const allowed = allowedFields(rootFieldType(schema, operation, field));
@@ -196,9 +196,12 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
               return;
             }
           }
-          const order = (await rest.run(operation, { input, ...(key === undefined ? {} : { idempotencyKey: key }) }, principal).catch((error: unknown) => {
+          const variables = { input, ...(key === undefined ? {} : { idempotencyKey: key }) };
+          // A duplicate that waited for the first request (or came after a GraphQL one) gets its order from the mutation.
+          const { result, replayed } = await noticingReplay(() => rest.run(operation, variables, principal)).catch((error: unknown) => {
             throw namingTheHeader(error);
-          })) as { id: number };
+          });
+          const order = result as { id: number };
           const location = `${runtime.config.issuer}/orders/${order.id}`;
           const body = operation.project(order);
           if (key !== undefined) {
@@ -210,6 +213,7 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
             });
           }
           res.status(201).setHeader('Location', location);
+          if (replayed) res.setHeader('Idempotent-Replayed', 'true');
           setEtag(res, order);
           res.json(body);
         },

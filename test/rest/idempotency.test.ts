@@ -6,12 +6,14 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
 import { randomUUID } from 'node:crypto';
+import postgres from 'postgres';
 import { and, count, eq } from 'drizzle-orm';
 import { describeEachDatabase } from '../support/runtime.js';
 import { issueTestToken, type TestToken } from '../support/tokens.js';
 import { buildProduct, type Product } from '../support/factories.js';
 import { postGraphQL } from '../support/graphql.js';
 import { idempotencyKeys, orders } from '../../src/db/schema.js';
+import { orderRequestHash } from '../../src/graphql/idempotency.js';
 
 describeEachDatabase('idempotent order creation', (context) => {
   let buyer: TestToken;
@@ -79,13 +81,63 @@ describeEachDatabase('idempotent order creation', (context) => {
       expect(again.body.id).toBe(first.body.id);
     });
 
-    it('answers 10 concurrent requests with one key with one order', async () => {
+    it('answers 10 concurrent requests with one key with one order: one creates it, the other nine are replays', async () => {
       const key = randomUUID();
       const before = await orderCount();
       const results = await Promise.all(Array.from({ length: 10 }, () => post(key, body())));
       expect(results.map((res) => res.status)).toEqual(Array<number>(10).fill(201));
       expect(new Set(results.map((res) => res.body.id)).size).toBe(1);
+      expect(results.filter((res) => res.headers['idempotent-replayed'] === undefined)).toHaveLength(1);
+      expect(results.filter((res) => res.headers['idempotent-replayed'] === 'true')).toHaveLength(9);
       expect(await orderCount()).toBe(before + 1);
+    });
+
+    it('a duplicate that waited on the key while the first request ran is answered as a replay of its order', async () => {
+      const { kind, testDatabase } = context();
+      if (kind !== 'postgres') return; // PGlite runs one transaction at a time: nothing can wait on the key
+      const key = randomUUID();
+      const holder = postgres(testDatabase.url!, { max: 1, onnotice: () => {} });
+      const observer = postgres(testDatabase.url!, { max: 1, onnotice: () => {} });
+      try {
+        let duplicate: Promise<request.Response> | undefined;
+        let created: number | undefined;
+        // The first request's transaction (claimKey, the order, recordOrder), held open until the duplicate waits on the key.
+        await holder.begin(async (tx) => {
+          const [order] = await tx`insert into orders (user_id, memo, total_cents) values (${buyer.userId}, 'retry me', 3000) returning id`;
+          created = order!.id as number;
+          await tx`insert into order_items (order_id, product_id, quantity, unit_price_cents) values (${created}, ${product.id}, 1, 3000)`;
+          await tx`insert into idempotency_keys (user_id, client_id, key, request_hash, order_id, expires_at)
+            values (${buyer.userId}, ${buyer.clientId}, ${key}, ${orderRequestHash(body().items, body().memo)}, ${created}, now() + interval '1 day')`;
+          duplicate = post(key, body()).then((res) => res);
+          for (let attempt = 0; attempt < 200; attempt++) {
+            const waiting = await observer`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and query like '%idempotency_keys%'`;
+            if (waiting.length > 0) return;
+            await new Promise((resolve) => setTimeout(resolve, 25));
+          }
+          throw new Error('the duplicate never waited on the idempotency key');
+        });
+        const res = await duplicate!;
+        expect(res.status).toBe(201);
+        expect(res.body.id).toBe(created);
+        expect(res.headers['idempotent-replayed']).toBe('true');
+        expect(res.headers.location).toBe(`${context().config.issuer}/orders/${created}`);
+      } finally {
+        await Promise.all([holder.end(), observer.end()]);
+      }
+    });
+
+    it('a key first used by GraphQL createOrder is a replay for REST', async () => {
+      const key = randomUUID();
+      const viaGraphQL = await postGraphQL(context().app, buyer.token, 'mutation ($input: CreateOrderInput!, $key: String) { createOrder(input: $input, idempotencyKey: $key) { id } }', {
+        input: body(),
+        key,
+      });
+      const id = (viaGraphQL.body.data?.createOrder as { id?: number } | null | undefined)?.id;
+      expect(id).toEqual(expect.any(Number));
+      const res = await post(key, body());
+      expect(res.status).toBe(201);
+      expect(res.body.id).toBe(id);
+      expect(res.headers['idempotent-replayed']).toBe('true');
     });
 
     it('refuses the same key with another body with 422 IDEMPOTENCY_KEY_REUSED, creating nothing', async () => {
@@ -137,6 +189,7 @@ describeEachDatabase('idempotent order creation', (context) => {
       const first = await post(key, body(), buyer, '?fields=id');
       const again = await post(key, body(), buyer, '?fields=id,memo');
       expect(again.status).toBe(201);
+      expect(again.headers['idempotent-replayed']).toBe('true');
       expect(again.body).toEqual({ id: first.body.id, memo: 'retry me' });
     });
 

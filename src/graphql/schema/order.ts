@@ -28,7 +28,7 @@ import { isForeignKeyViolation } from '../../db/errors.js';
 import { InvalidToken } from '../../oauth/errors.js';
 import { POLICY } from '../../policy.js';
 import { placeholder } from '../../db/performance/relational-query-cache.js';
-import { claimKey, idempotencyKeyProblem, orderRequestHash, recordOrder } from '../idempotency.js';
+import { claimKey, idempotencyKeyProblem, noteReplay, orderRequestHash, recordOrder } from '../idempotency.js';
 
 type OrderRow = typeof orders.$inferSelect;
 
@@ -250,8 +250,16 @@ function checkItems(items: readonly NewOrderItem[]): void {
   }
 }
 
-/** Inserts the order and its items at today's prices in one transaction, claiming the idempotency key first (idempotency.ts). */
-async function insertOrder(context: GraphQLContext, items: readonly NewOrderItem[], memo: string | null, idempotencyKey?: string): Promise<number> {
+/**
+ * Inserts the order and its items at today's prices in one transaction, claiming the idempotency key first (idempotency.ts).
+ * `replayed`: the key's first request created the order, this one only gets it.
+ */
+async function insertOrder(
+  context: GraphQLContext,
+  items: readonly NewOrderItem[],
+  memo: string | null,
+  idempotencyKey?: string,
+): Promise<{ id: number; replayed: boolean }> {
   const owner = { userId: userIdOf(context), clientId: context.principal.clientId };
   return context.db.transaction(async (tx) => {
     if (idempotencyKey !== undefined) {
@@ -259,7 +267,7 @@ async function insertOrder(context: GraphQLContext, items: readonly NewOrderItem
         if (isForeignKeyViolation(error)) throw GqlUnauthenticated.fromInvalidToken(new InvalidToken('the access token has been revoked'));
         throw error;
       });
-      if (replayOf !== undefined) return replayOf;
+      if (replayOf !== undefined) return { id: replayOf, replayed: true };
     }
     const ids = items.map((item) => item.productId);
     const found = await tx
@@ -297,7 +305,7 @@ async function insertOrder(context: GraphQLContext, items: readonly NewOrderItem
         throw error;
       });
     if (idempotencyKey !== undefined) await recordOrder(tx, owner, idempotencyKey, order!.id);
-    return order!.id;
+    return { id: order!.id, replayed: false };
   });
 }
 
@@ -382,7 +390,8 @@ builder.mutationFields((t) => ({
         const problem = idempotencyKeyProblem(idempotencyKey);
         if (problem) throw new GqlInvalidArgument(`idempotencyKey ${problem}`, { extensions: { field: 'idempotencyKey', reason: 'INVALID_IDEMPOTENCY_KEY' } });
       }
-      const id = await insertOrder(context, input.items, input.memo ?? null, idempotencyKey ?? undefined);
+      const { id, replayed } = await insertOrder(context, input.items, input.memo ?? null, idempotencyKey ?? undefined);
+      if (replayed) noteReplay();
       const order = await context.db.query.orders.findFirst(query({ where: { id } }));
       if (!order) throw new GqlNotFound(`no order ${id}`);
       return order;
