@@ -1,6 +1,7 @@
 /** Assembles the Express app: request logging, health checks, the OAuth server, GraphQL, REST and the demo pages. */
 import express, { type RequestHandler } from 'express';
 import type { Runtime } from './runtime.js';
+import { issuerPath, stripIssuerPath } from './http/issuer-path.js';
 import { requestLog } from './http/request-log.js';
 import { SegmentDispatcher } from './http/dispatch.js';
 import { refuseLongUrl } from './http/client-error.js';
@@ -59,6 +60,8 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): express.E
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.set('trust proxy', runtime.config.trustProxy);
+  const prefix = issuerPath(runtime.config.issuer);
+  if (prefix) app.use(stripIssuerPath(prefix));
   if (options.embedderRoutes?.bare) app.use(options.embedderRoutes.bare);
   app.use(requestLog(runtime.logger));
   const { metricsPort, metricsToken } = runtime.config;

@@ -56,7 +56,7 @@ async function wireRuntime(config: Config, logger: Logger, database: Database): 
   const db = database.db;
   const keys = new KeyStore(db, config.accessTokenTtl);
   const revocations = new Revocations(db);
-  const resources = new Resources(config.issuer, config.resourceIndicators);
+  const resources = new Resources(config.issuer, config.resourceIndicators, { frontDoor: config.frontDoor });
   const accessTokens = new AccessTokens(keys, revocations, {
     issuer: config.issuer,
     audience: resources.defaults,

@@ -6,9 +6,13 @@ import { InvalidTarget } from '../oauth/errors.js';
 
 export interface ProtectedResource {
   identifier: string;
-  /** Where RFC 9728 metadata for it is served (the path-inserted well-known URL). */
+  /**
+   * Where RFC 9728 metadata for it is announced: under the issuer, where a proxy for the issuer's path forwards it; for
+   * an issuer with a path it is served at the path-inserted address (§3.1) as well.
+   */
   metadataUrl: string;
-  documentation: string;
+  /** A page for people (RFC 9728 §2); none where the front door, which serves them, is off. */
+  documentation: string | undefined;
 }
 
 export const PROTECTED_RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource';
@@ -30,10 +34,10 @@ export class Resources {
   readonly defaults: readonly string[];
   private readonly byCanonical: ReadonlyMap<string, string>;
 
-  constructor(issuer: string, external: readonly string[] = []) {
+  constructor(issuer: string, external: readonly string[] = [], { frontDoor = true }: { frontDoor?: boolean } = {}) {
     const wellKnown = `${issuer}${PROTECTED_RESOURCE_METADATA_PATH}`;
-    this.rest = { identifier: issuer, metadataUrl: wellKnown, documentation: `${issuer}/api-reference` };
-    this.graphql = { identifier: `${issuer}/graphql`, metadataUrl: `${wellKnown}/graphql`, documentation: `${issuer}/graphql` };
+    this.rest = { identifier: issuer, metadataUrl: wellKnown, documentation: frontDoor ? `${issuer}/api-reference` : `${issuer}/openapi.json` };
+    this.graphql = { identifier: `${issuer}/graphql`, metadataUrl: `${wellKnown}/graphql`, documentation: frontDoor ? `${issuer}/graphql` : undefined };
     this.defaults = [this.rest.identifier, this.graphql.identifier];
     this.known = [...new Set([...this.defaults, ...external])];
     this.byCanonical = new Map(this.known.map((identifier) => [canonical(identifier)!, identifier]));
