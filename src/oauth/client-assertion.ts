@@ -122,13 +122,18 @@ export class ClientAssertions {
     const now = Math.floor(Date.now() / 1000);
     // jose checks iat only for age; one from the future is a clock off or an assertion minted ahead to outlive its key.
     if (payload.iat !== undefined && payload.iat > now + CLOCK_TOLERANCE_SECONDS) throw new AssertionRejected('the assertion was issued in the future');
-    if (payload.exp! > now + MAX_ASSERTION_LIFETIME_SECONDS + CLOCK_TOLERANCE_SECONDS) {
-      throw new AssertionRejected('the assertion expires too far in the future');
+    // Accepted for at most MAX_ASSERTION_LIFETIME_SECONDS. Some libraries sign for longer (authlib: an hour); such an
+    // assertion is held to that time from its iat instead, so it is no longer accepted, nor its jti kept, than a short one.
+    let acceptedUntil = payload.exp!;
+    if (acceptedUntil > now + MAX_ASSERTION_LIFETIME_SECONDS + CLOCK_TOLERANCE_SECONDS) {
+      if (payload.iat === undefined) throw new AssertionRejected('the assertion expires too far in the future and carries no iat');
+      acceptedUntil = payload.iat + MAX_ASSERTION_LIFETIME_SECONDS;
+      if (acceptedUntil + CLOCK_TOLERANCE_SECONDS < now) throw new AssertionRejected(`the assertion was issued more than ${MAX_ASSERTION_LIFETIME_SECONDS} seconds ago`);
     }
     if (typeof payload.jti !== 'string' || payload.jti.length === 0 || payload.jti.length > 256) {
       throw new AssertionRejected('the assertion jti is missing or too long');
     }
-    if (!(await this.options.replay.use(`client:${client.id}`, payload.jti, new Date((payload.exp! + CLOCK_TOLERANCE_SECONDS) * 1000)))) {
+    if (!(await this.options.replay.use(`client:${client.id}`, payload.jti, new Date((acceptedUntil + CLOCK_TOLERANCE_SECONDS) * 1000)))) {
       throw new AssertionRejected('the assertion has already been used');
     }
   }

@@ -9,6 +9,8 @@ import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { SignJWT } from 'jose';
+import { desc, eq } from 'drizzle-orm';
+import { usedJtis } from '../../src/db/schema.js';
 import { describeEachDatabase, TEST_ISSUER } from '../support/runtime.js';
 import { assertion, signingKey, type SigningKey } from '../support/client-assertions.js';
 import { buildClient, buildUser, issueCode, type TestClient } from '../support/oauth.js';
@@ -81,6 +83,17 @@ describeEachDatabase(
     });
 
     const now = () => Math.floor(Date.now() / 1000);
+
+    it('accepts an assertion signed for an hour (authlib) while its iat is under five minutes old, once', async () => {
+      const jwt = await assertion(client.id, key, { exp: now() + 3600 });
+      expect((await codeExchange(withAssertion(jwt))).status).toBe(200);
+      const replayed = await codeExchange(withAssertion(jwt));
+      expect(replayed.body.error).toBe('invalid_client');
+      // Its jti is kept no longer than a five-minute assertion's: the five minutes from iat, plus the usual margins.
+      const [row] = await context().runtime.db.select().from(usedJtis).where(eq(usedJtis.signer, `client:${client.id}`)).orderBy(desc(usedJtis.expiresAt)).limit(1);
+      expect(row!.expiresAt.getTime() / 1000).toBeLessThan(now() + 3600 - 600);
+    });
+
     const refusals: [string, () => Promise<Record<string, string>>][] = [
       ['a replayed assertion', async () => {
         const jwt = await assertion(client.id, key);
@@ -88,7 +101,8 @@ describeEachDatabase(
         return withAssertion(jwt);
       }],
       ['an expired assertion', async () => withAssertion(await assertion(client.id, key, { exp: now() - 120 }))],
-      ['an assertion valid for more than five minutes', async () => withAssertion(await assertion(client.id, key, { exp: now() + 3600 }))],
+      ['an assertion valid for more than five minutes that carries no iat', async () => withAssertion(await assertion(client.id, key, { exp: now() + 3600, iat: null }))],
+      ['an assertion valid for an hour issued more than five minutes ago', async () => withAssertion(await assertion(client.id, key, { iat: now() - 400, exp: now() + 3200 }))],
       ['an assertion issued in the future (iat)', async () => {
         const jwt = await new SignJWT({ jti: randomUUID() }).setProtectedHeader({ alg: key.alg, kid: key.publicJwk.kid! }).setIssuer(client.id)
           .setSubject(client.id).setAudience(TEST_ISSUER).setIssuedAt(now() + 120).setExpirationTime(now() + 240).sign(key.privateKey);

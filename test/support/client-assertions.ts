@@ -19,6 +19,8 @@ export interface AssertionOptions {
   sub?: string;
   aud?: string;
   exp?: number;
+  /** Now unless given; null leaves it out. */
+  iat?: number | null;
   jti?: string | null;
 }
 
@@ -29,7 +31,7 @@ export async function assertion(clientId: string, key: SigningKey, options: Asse
     .setIssuer(options.iss ?? clientId)
     .setSubject(options.sub ?? clientId)
     .setAudience(options.aud ?? TEST_ISSUER)
-    .setIssuedAt(now)
     .setExpirationTime(options.exp ?? now + 60);
+  if (options.iat !== null) jwt.setIssuedAt(options.iat ?? now);
   return jwt.sign(key.privateKey);
 }
