@@ -151,3 +151,8 @@ process.exitCode = await main(process.argv.slice(2), {
   stdin: process.stdin,
   env: process.env,
 });
+
+// A finished command has closed what it opened. What may still hold the process is a database connection the driver
+// could only half-close while its backend finishes a statement (cancelled by DATABASE_STATEMENT_TIMEOUT_MS, or never
+// without one): nothing the command waits for, so it does not delay the exit past a moment.
+setTimeout(() => process.exit(), 1_000).unref();

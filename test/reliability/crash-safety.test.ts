@@ -7,6 +7,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
+import postgres from 'postgres';
 import { DATABASE_KINDS } from '../support/databases.js';
 import { startServerProcess, type ServerProcess } from '../support/processes.js';
 import { issueTestToken } from '../support/tokens.js';
@@ -174,6 +175,50 @@ for (const kind of DATABASE_KINDS) {
       expect((await after.create(productId, 'after the crash')).status).toBe(201);
       expect(await restarted.stop('SIGTERM')).toBe(0);
     });
+
+    // A request blocked on a row lock held elsewhere outlives the drain; the driver can then only half-close its
+    // connection, which the backend answers once the statement ends — never, without a statement timeout.
+    it('on SIGTERM exits 0 although a statement of its own is still blocked in PostgreSQL', async () => {
+      if (kind !== 'postgres') return; // PGlite runs in the process: nothing outside can hold a lock on it
+      const server = await startServerProcess({ ...env, DATABASE_STATEMENT_TIMEOUT_MS: '0' });
+      servers.push(server);
+      const order = parseJson(await new OrderApi(server.url, token).create(productId, 'locked')) as OrderView;
+      const holder = postgres(env.DATABASE_URL!, { max: 2, onnotice: () => {} }); // one holds the lock, one watches
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      let locked!: () => void;
+      const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+      const holding = holder.begin(async (tx) => {
+        await tx`select id from orders where id = ${order.id} for update`;
+        locked();
+        await released;
+      });
+      try {
+        await lockTaken;
+        const blocked = new OrderApi(server.url, token)
+          .patch(order.id, { memo: 'after the lock' })
+          .catch((error: unknown) => error);
+        await eventually('the PATCH waits on the lock', 20_000, async () => {
+          const waiting = await holder`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query ilike 'update%'`;
+          return waiting[0]!.n > 0 ? true : undefined;
+        });
+        server.child.kill('SIGTERM');
+        let lockReleased = false;
+        const fallback = setTimeout(() => {
+          lockReleased = true;
+          release();
+        }, 45_000);
+        const code = await server.exited;
+        clearTimeout(fallback);
+        expect(lockReleased, 'the process waited for the lock to go').toBe(false);
+        expect(code).toBe(0);
+        await blocked;
+      } finally {
+        release();
+        await holding.catch(() => {});
+        await holder.end();
+      }
+    }, 90_000);
 
     it('on SIGTERM under load finishes the requests in flight, refuses new connections and exits 0', async () => {
       const server = await start();
