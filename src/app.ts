@@ -2,6 +2,7 @@
 import express, { type RequestHandler } from 'express';
 import type { Runtime } from './runtime.js';
 import { issuerPath, stripIssuerPath } from './http/issuer-path.js';
+import { DATABASE_RETRY_AFTER_SECONDS } from './db/errors.js';
 import { requestLog } from './http/request-log.js';
 import { SegmentDispatcher } from './http/dispatch.js';
 import { refuseLongUrl } from './http/client-error.js';
@@ -44,6 +45,7 @@ function healthRoutes(runtime: Runtime, isShuttingDown: () => boolean): express.
       res.json({ status: 'ok', database: runtime.database.kind });
     } catch (error) {
       runtime.logger.warn({ err: error }, 'readiness check failed');
+      res.setHeader('Retry-After', String(DATABASE_RETRY_AFTER_SECONDS));
       res.status(503).json({ status: 'unavailable', database: runtime.database.kind });
     }
   });

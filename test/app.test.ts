@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
+import { sql } from 'drizzle-orm';
 import { describeEachDatabase } from './support/runtime.js';
 
 describeEachDatabase('health checks', (context) => {
@@ -39,6 +40,30 @@ describe('readiness when the database is gone', () => {
     const res = await request(context.app).get('/readyz');
     expect(res.status).toBe(503);
     expect(res.body.status).toBe('unavailable');
+    expect(res.headers['retry-after']).toBe('5');
+  });
+
+  it('GET /readyz answers 200 while every pooled PostgreSQL connection is busy: the database answers, the instance stays in', async () => {
+    const { createTestRuntime } = await import('./support/runtime.js');
+    const context = await createTestRuntime('postgres', {}, { poolSize: 1 });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let held!: () => void;
+    const holding = new Promise<void>((resolve) => (held = resolve));
+    const busy = context.runtime.db.transaction(async (tx) => {
+      await tx.execute(sql`select 1`);
+      held();
+      await released;
+    });
+    try {
+      await holding;
+      const res = await request(context.app).get('/readyz');
+      expect(res.status, res.text).toBe(200);
+    } finally {
+      release();
+      await busy;
+      await context.close();
+    }
   });
 
   it('GET /readyz answers 503 once the server is shutting down, while requests still run', async () => {

@@ -129,6 +129,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       onnotice: () => {},
       connection: { application_name: 'fieldgate', ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}) },
     });
+    let healthClient: Sql | undefined;
     const preparing = withPreparedStatements(client, new PreparedStatementPolicy(options.preparedStatements ?? DEFAULT_PREPARED_STATEMENTS));
     const db = drizzlePostgres({ client: preparing, relations, logger });
     const url = new URL(databaseUrl);
@@ -166,11 +167,14 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         });
       },
       exclusively: (fn) => underMigrationLock('fieldgate-lock', () => fn()),
+      // Readiness asks whether PostgreSQL answers, not whether the pool has a connection free: asked on the pool, a burst
+      // of slow requests would take every instance out of its load balancer at once. So it has a connection of its own.
       async ping() {
-        await db.execute(sql`select 1`);
+        healthClient ??= postgres(databaseUrl, { ...ipv6, max: 1, onnotice: () => {}, connection: { application_name: 'fieldgate-health' } });
+        await healthClient`select 1`;
       },
       async close() {
-        await client.end({ timeout: 5 });
+        await Promise.all([client.end({ timeout: 5 }), healthClient?.end({ timeout: 5 })]);
       },
     };
   }
