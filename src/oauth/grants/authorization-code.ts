@@ -22,7 +22,7 @@ async function redeem({ oauth, client, req }: GrantRequest, code: string, refres
     case 'replayed':
       await oauth.revocations.revokeGrant(rejection.grantId);
       oauth.events(req, 'code_replayed', { clientId: client.id, userId: rejection.userId, grantId: rejection.grantId });
-      throw new InvalidGrant('the authorization code has already been used; the tokens issued from it are revoked');
+      throw new InvalidGrant('the authorization code has already been used; any tokens issued from it are revoked');
     case 'client_mismatch':
       oauth.events(req, 'code_rejected', { clientId: client.id, userId: rejection.userId, reason: 'client_mismatch' });
       // Worded like an unknown code: the caller learns nothing about another client's codes.

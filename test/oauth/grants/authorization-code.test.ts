@@ -106,6 +106,8 @@ describeEachDatabase('authorization_code grant', (context) => {
       expect(wrong.body.error).toBe('invalid_grant');
       const retry = await redeem(clientA, { code, redirect_uri: clientA.redirectUri, code_verifier: verifier });
       expect(retry.body.error).toBe('invalid_grant');
+      // No token was issued from it: the answer must not say there were some.
+      expect(retry.body.error_description).toBe('the authorization code has already been used; any tokens issued from it are revoked');
     });
 
     it('a failed check stores no refresh token: the one minted with the redemption is discarded', async () => {
