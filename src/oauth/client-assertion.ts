@@ -3,7 +3,7 @@
  * token endpoint), `exp` at most five minutes ahead and a `jti` never used on any instance. Asymmetric algorithms only:
  * a shared-secret JWT would need the secret we do not store. A key missing from a cached remote set refetches early.
  */
-import { createLocalJWKSet, decodeJwt, jwtVerify, errors as joseErrors, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
+import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, errors as joseErrors, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
 import { LRUCache } from 'lru-cache';
 import type { Client } from './stores/clients.js';
 import type { JtiReplayStore } from '../tokens/jti-replay.js';
@@ -109,7 +109,9 @@ export class ClientAssertions {
         try {
           ({ payload } = await this.verifyWith(client, assertion, (await this.remoteKeySet(client.jwksUri, false)).keys));
         } catch (error) {
-          if (!(error instanceof joseErrors.JWKSNoMatchingKey)) throw error;
+          // A key the cached set lacks: named by an unknown kid, or, without a kid, a signature none of the keys checks.
+          const newKey = error instanceof joseErrors.JWKSNoMatchingKey || (error instanceof joseErrors.JWSSignatureVerificationFailed && !namesKid(assertion));
+          if (!newKey) throw error;
           ({ payload } = await this.verifyWith(client, assertion, (await this.remoteKeySet(client.jwksUri, true)).keys));
         }
       } else {
@@ -136,6 +138,14 @@ export class ClientAssertions {
     if (!(await this.options.replay.use(`client:${client.id}`, payload.jti, new Date((acceptedUntil + CLOCK_TOLERANCE_SECONDS) * 1000)))) {
       throw new AssertionRejected('the assertion has already been used');
     }
+  }
+}
+
+function namesKid(assertion: string): boolean {
+  try {
+    return decodeProtectedHeader(assertion).kid !== undefined;
+  } catch {
+    return true;
   }
 }
 

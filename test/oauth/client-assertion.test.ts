@@ -222,6 +222,34 @@ describeEachDatabase(
         expect(res.status, res.text).toBe(200);
       });
 
+      it('fetches the key set again for a kid-less assertion none of the cached keys checks (a rotation without kids)', async () => {
+        const { runtime, app } = context();
+        const server = await jwksServer();
+        try {
+          const [old, next] = [await signingKey('ES256'), await signingKey('ES256')];
+          const { kid: _old, ...oldKey } = old.publicJwk;
+          const { kid: _next, ...nextKey } = next.publicJwk;
+          server.body.value = { keys: [oldKey] };
+          const rotating = await buildClient(runtime, { tokenEndpointAuthMethod: 'private_key_jwt', jwksUri: server.url });
+          const kidless = async (signer: SigningKey) => {
+            const now = Math.floor(Date.now() / 1000);
+            return new SignJWT({ jti: randomUUID() }).setProtectedHeader({ alg: signer.alg }).setIssuer(rotating.id).setSubject(rotating.id)
+              .setAudience(TEST_ISSUER).setIssuedAt(now).setExpirationTime(now + 60).sign(signer.privateKey);
+          };
+          const introspect = async (signer: SigningKey) => request(app).post('/introspect').type('form').send({ token: 'x', ...withAssertion(await kidless(signer)) });
+          expect((await introspect(old)).status).toBe(200);
+          server.body.value = { keys: [nextKey] };
+          const res = await introspect(next);
+          expect(res.status, res.text).toBe(200);
+          // A stranger's kid-less assertion costs at most that one refetch within the cooldown.
+          const before = server.requests.count;
+          for (let i = 0; i < 3; i++) expect((await introspect(await signingKey('ES256'))).body.error).toBe('invalid_client');
+          expect(server.requests.count - before).toBeLessThanOrEqual(1);
+        } finally {
+          await server.close();
+        }
+      });
+
       it('fetches the key set once for a burst of concurrent assertions naming unknown keys (no amplification)', async () => {
         const { runtime, app } = context();
         const server = await jwksServer();
