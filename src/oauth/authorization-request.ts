@@ -11,7 +11,6 @@ import {
   RateLimited,
   RequestNotSupported,
   RequestUriNotSupported,
-  ServiceBusy,
   UnauthorizedClient,
   UnsupportedResponseType,
 } from './errors.js';
@@ -118,7 +117,8 @@ async function trustedClient(clients: ClientCache, params: Parameters, requester
     client = await clients.resolve(clientId, requesterIp);
   } catch (error) {
     if (error instanceof InvalidClientMetadata) throw new UntrustedAuthorizationRequest(`The application's client ID metadata document cannot be used: ${error.description}.`);
-    if (error instanceof RateLimited || error instanceof ServiceBusy) {
+    // Too many fetches from this address (429) or at once (503, ServiceBusy): a request that may work later.
+    if (error instanceof RateLimited) {
       throw new UntrustedAuthorizationRequest(`The application's client ID metadata document cannot be fetched now: ${error.description}.`, error.status, error.retryAfterSeconds);
     }
     throw error;

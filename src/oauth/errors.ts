@@ -227,7 +227,7 @@ export class InvalidClientMetadata extends OAuthError {
 /** Too many requests from one client IP (a per-IP limit such as the registration throttle): 429 with Retry-After. */
 export class RateLimited extends OAuthError {
   readonly code = 'temporarily_unavailable';
-  readonly status = 429;
+  readonly status: number = 429;
   constructor(
     description: string,
     readonly retryAfterSeconds: number,
@@ -238,16 +238,8 @@ export class RateLimited extends OAuthError {
 }
 
 /** The server holds back work it has too much of at once (a bounded pool of outbound fetches): 503 with Retry-After. */
-export class ServiceBusy extends OAuthError {
-  readonly code = 'temporarily_unavailable';
-  readonly status = 503;
-  constructor(
-    description: string,
-    readonly retryAfterSeconds: number,
-    options: OAuthErrorOptions = {},
-  ) {
-    super(description, options);
-  }
+export class ServiceBusy extends RateLimited {
+  override readonly status = 503;
 }
 
 /** The database is out of reach (down, restarting): the request may succeed shortly. 503 with Retry-After. */

@@ -4,7 +4,7 @@
  */
 import type { ErrorRequestHandler, Request, Response } from 'express';
 import type { Logger } from '../logger.js';
-import { DatabaseUnavailable, InvalidClient, InvalidHttpRequest, OAuthError, RateLimited, ServerError, ServiceBusy, UseDpopNonce } from './errors.js';
+import { DatabaseUnavailable, InvalidClient, InvalidHttpRequest, OAuthError, RateLimited, ServerError, UseDpopNonce } from './errors.js';
 import { DATABASE_UNAVAILABLE, isDatabaseUnavailable, isStatementTimeout } from '../db/errors.js';
 import { bodyReadError } from './params.js';
 
@@ -34,7 +34,7 @@ export function sendJsonError(res: Response, error: OAuthError): void {
     res.setHeader('WWW-Authenticate', 'Basic realm="fieldgate", charset="UTF-8"');
   }
   if (error instanceof UseDpopNonce) res.setHeader('DPoP-Nonce', error.nonce);
-  if (error instanceof RateLimited || error instanceof ServiceBusy || error instanceof DatabaseUnavailable) res.setHeader('Retry-After', String(error.retryAfterSeconds));
+  if (error instanceof RateLimited || error instanceof DatabaseUnavailable) res.setHeader('Retry-After', String(error.retryAfterSeconds));
   const body = error.expose ? error.toJSON() : { error: 'server_error', error_description: 'internal server error' };
   sendJson(res, error.status, body);
 }
