@@ -78,7 +78,8 @@ export class ClientAssertions {
       issuer: client.id,
       subject: client.id,
       audience: [issuer, `${issuer}/token`],
-      algorithms: [...ASSERTION_ALGORITHMS],
+      // OIDC Registration §2: a client that registered token_endpoint_auth_signing_alg is held to it.
+      algorithms: registeredAlgorithm(client) ?? [...ASSERTION_ALGORITHMS],
       requiredClaims: ['exp', 'jti'],
       clockTolerance: CLOCK_TOLERANCE_SECONDS,
     };
@@ -139,6 +140,11 @@ export class ClientAssertions {
       throw new AssertionRejected('the assertion has already been used');
     }
   }
+}
+
+function registeredAlgorithm(client: Client): string[] | undefined {
+  const alg = client.registrationMetadata?.token_endpoint_auth_signing_alg;
+  return typeof alg === 'string' ? [alg] : undefined;
 }
 
 function namesKid(assertion: string): boolean {

@@ -7,6 +7,7 @@ import { ALL_SCOPES, isSupportedScope, parseScope, SUPPORTED_SCOPES } from './sc
 import { isSigningAlg, SIGNING_ALGS, type SigningAlg } from '../tokens/signing-keys.js';
 import { isLoopbackHost } from './loopback.js';
 import { isSubjectType, sectorOf, type SubjectType } from './oidc/subject.js';
+import { ASSERTION_ALGORITHMS } from './client-assertion.js';
 
 export type RegisteredAuthMethod = 'none' | 'client_secret_basic' | 'client_secret_post' | 'private_key_jwt';
 
@@ -288,9 +289,14 @@ export function readClientMetadata(input: unknown, options: { defaultAuthMethod:
   if (scopes.some((s) => !isSupportedScope(s))) fail('scope', `may only contain ${SUPPORTED_SCOPES.join(' ')}`);
   if (scopes.length === 0) fail('scope', 'must name at least one scope');
 
+  refuseUnsupported(body);
   const contacts = stringArray(body, 'contacts', MAX_CONTACTS);
   const extra: Record<string, unknown> = {
     ...(contacts ? { contacts } : {}),
+    ...optionalEntry('application_type', applicationType(body)),
+    ...optionalEntry('token_endpoint_auth_signing_alg', assertionSigningAlg(body, method as RegisteredAuthMethod)),
+    // auth_time is in every ID Token whose sign-in time is known: a client may ask for it (OIDC Registration §2).
+    ...(flag(body, 'require_auth_time') ? { require_auth_time: true } : {}),
     ...optionalEntry('tos_uri', httpsUri(body, 'tos_uri')),
     ...optionalEntry('policy_uri', httpsUri(body, 'policy_uri')),
     ...optionalEntry('software_id', optionalString(body, 'software_id')),
@@ -317,6 +323,48 @@ export function readClientMetadata(input: unknown, options: { defaultAuthMethod:
     dpopBoundAccessTokens: flag(body, 'dpop_bound_access_tokens'),
     extra,
   };
+}
+
+/**
+ * Metadata that asks for something Fieldgate does not do, and that a client would rely on if it went unanswered: refused,
+ * not dropped (OIDC Registration §3.3). Fields whose absence shows by itself (request_uris: a request_uri is refused) are
+ * left to RFC 7591 §2's "ignore what you do not understand".
+ */
+const UNSUPPORTED_METADATA: Record<string, string> = {
+  sector_identifier_uri: 'a pairwise sub is derived from the one host of the redirect URIs',
+  id_token_encrypted_response_alg: 'ID Tokens are signed, not encrypted',
+  id_token_encrypted_response_enc: 'ID Tokens are signed, not encrypted',
+  userinfo_encrypted_response_alg: 'UserInfo answers are signed or plain JSON, not encrypted',
+  userinfo_encrypted_response_enc: 'UserInfo answers are signed or plain JSON, not encrypted',
+  request_object_encryption_alg: 'request objects are not supported',
+  request_object_encryption_enc: 'request objects are not supported',
+  authorization_encrypted_response_alg: 'authorization responses are not encrypted',
+  authorization_encrypted_response_enc: 'authorization responses are not encrypted',
+  default_max_age: 'send max_age with each authorization request instead',
+};
+
+function refuseUnsupported(body: Record<string, unknown>): void {
+  for (const [field, instead] of Object.entries(UNSUPPORTED_METADATA)) {
+    if (body[field] !== undefined && body[field] !== null) fail(field, `is not supported (${instead})`);
+  }
+}
+
+function applicationType(body: Record<string, unknown>): string | undefined {
+  const value = body.application_type;
+  if (value === undefined || value === null) return undefined;
+  if (value !== 'web' && value !== 'native') fail('application_type', 'must be web or native');
+  return value;
+}
+
+/** OIDC Registration §2: assertions of this client must then use this algorithm; it applies to private_key_jwt only here. */
+function assertionSigningAlg(body: Record<string, unknown>, method: RegisteredAuthMethod): string | undefined {
+  const value = body.token_endpoint_auth_signing_alg;
+  if (value === undefined || value === null) return undefined;
+  if (method !== 'private_key_jwt') fail('token_endpoint_auth_signing_alg', 'applies only to token_endpoint_auth_method private_key_jwt');
+  if (typeof value !== 'string' || !(ASSERTION_ALGORITHMS as readonly string[]).includes(value)) {
+    fail('token_endpoint_auth_signing_alg', `must be one of ${ASSERTION_ALGORITHMS.join(', ')}`);
+  }
+  return value;
 }
 
 /**

@@ -37,6 +37,12 @@ describeEachDatabase(
         .set('Content-Type', 'application/json')
         .send(JSON.stringify({ ...body, client_id: registered.body.client_id }));
 
+    it('keeps and echoes application_type and require_auth_time', async () => {
+      const res = await register({ ...NATIVE, application_type: 'native', require_auth_time: true });
+      expect(res.status, res.text).toBe(201);
+      expect(res.body).toMatchObject({ application_type: 'native', require_auth_time: true });
+    });
+
     it('registers a public native client (RFC 7591 §3.2.1) and advertises the endpoint (RFC 8414)', async () => {
       const res = await register({ ...NATIVE, scope: 'products:read', client_uri: 'https://agent.example', unknown_field: { x: 1 } });
       expect(res.status).toBe(201);
@@ -151,6 +157,15 @@ describeEachDatabase(
       ['a JSON string', 'hello', 'invalid_client_metadata'],
       ['JSON null', null, 'invalid_client_metadata'],
       ['a number', 42, 'invalid_client_metadata'],
+      // OIDC Registration §2 fields that promise what Fieldgate does not do: refused, never silently dropped.
+      ['sector_identifier_uri, though the redirect URIs share one host', { ...NATIVE, subject_type: 'pairwise', sector_identifier_uri: 'https://rp.example/sector.json' }, 'invalid_client_metadata'],
+      ['id_token_encrypted_response_alg', { ...NATIVE, id_token_encrypted_response_alg: 'RSA-OAEP' }, 'invalid_client_metadata'],
+      ['userinfo_encrypted_response_enc', { ...NATIVE, userinfo_encrypted_response_enc: 'A128CBC-HS256' }, 'invalid_client_metadata'],
+      ['default_max_age', { ...NATIVE, default_max_age: 300 }, 'invalid_client_metadata'],
+      ['an application_type other than web or native', { ...NATIVE, application_type: 'bogus' }, 'invalid_client_metadata'],
+      ['require_auth_time not a boolean', { ...NATIVE, require_auth_time: 'yes' }, 'invalid_client_metadata'],
+      ['token_endpoint_auth_signing_alg with a secret method', { ...NATIVE, token_endpoint_auth_method: 'client_secret_basic', token_endpoint_auth_signing_alg: 'HS256' }, 'invalid_client_metadata'],
+      ['token_endpoint_auth_signing_alg HS256 with private_key_jwt', { ...NATIVE, token_endpoint_auth_method: 'private_key_jwt', token_endpoint_auth_signing_alg: 'HS256', jwks: { keys: [{ kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo' }] } }, 'invalid_client_metadata'],
     ])('refuses %s with %s and stores nothing (RFC 7591 §3.2.2)', async (_label, body, error) => {
       const before = await clientCount(context);
       const res = await register(body);
@@ -745,6 +760,17 @@ describeEachDatabase(
         expect(otherKey.body).toMatchObject({ error: 'invalid_client', error_description: 'client authentication failed' });
         const asPublic = await request(context().app).post('/token').type('form').send({ grant_type: 'refresh_token', refresh_token: 'nope', client_id: id });
         expect(asPublic.body.error).toBe('invalid_client');
+      });
+
+      it('holds a client to the token_endpoint_auth_signing_alg it registered (OIDC Registration §2)', async () => {
+        const [ec, rsa] = [await signingKey('ES256'), await signingKey('RS256')];
+        const res = await register({ redirect_uris: ['https://app.example/cb'], token_endpoint_auth_method: 'private_key_jwt', token_endpoint_auth_signing_alg: 'ES256', jwks: { keys: [ec.publicJwk, rsa.publicJwk] } });
+        expect(res.status, res.text).toBe(201);
+        expect(res.body.token_endpoint_auth_signing_alg).toBe('ES256');
+        const id = res.body.client_id as string;
+        const signedWith = async (key: typeof ec) => request(context().app).post('/token').type('form').send({ ...refreshForm, client_assertion: await assertion(id, key) });
+        expect((await signedWith(ec)).body.error).toBe('unauthorized_client');
+        expect((await signedWith(rsa)).body.error).toBe('invalid_client');
       });
 
       it('rotates its keys with PUT: the old key stops working, and it cannot switch to a secret', async () => {
