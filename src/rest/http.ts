@@ -32,6 +32,8 @@ export interface RestRoute {
 export function authenticate(runtime: Runtime): RequestHandler {
   const resource = runtime.resources.rest.identifier;
   return function authenticateBearerToken(req, res, next) {
+    // A token in the query (RFC 6750 §2.3, which we do not take) is a client's mistake to name, not a missing token.
+    if (req.headers.authorization === undefined && queryOf(req).access_token !== undefined) return next(unknownQueryParameter('access_token', []));
     const request = { authorization: req.headers.authorization, dpop: req.headers.dpop, method: req.method, path: req.originalUrl, resource };
     const cached = authenticateFromCache(runtime, request);
     if (!cached) return authenticateFully(runtime, request, res, next);
@@ -151,6 +153,18 @@ function badlyEncodedParameter(url: string): string | undefined {
   return undefined;
 }
 
+const QUERY_TOKEN_HINT = 'send the access token in the Authorization header';
+
+function unknownQueryParameter(name: string, names: readonly string[]): RestInvalidArgument {
+  const shown = shownInMessage(name);
+  const hint = name === 'access_token' ? QUERY_TOKEN_HINT : `this route takes ${names.length ? names.join(', ') : 'no query parameters'}`;
+  return new RestInvalidArgument(`unknown query parameter '${shown}': ${hint}`, {
+    reason: 'UNKNOWN_QUERY_PARAMETER',
+    metadata: { parameter: shown },
+    fieldViolations: [{ field: shown, description: hint }],
+  });
+}
+
 /**
  * Refuses undocumented query parameters (a typo such as `field=id` would change the answer silently), repeats, and
  * more pairs than the parser reads (a `filter` after the 1000th `&` would be dropped, not applied).
@@ -167,17 +181,7 @@ export function onlyQueryParameters(names: readonly QueryParameter[]): RequestHa
       return next(invalidUrlEncoding(`the query parameter '${badlyEncoded}' is not valid percent-encoded UTF-8`, undefined, badlyEncoded));
     }
     for (const [name, value] of Object.entries(queryOf(req))) {
-      if (!known.has(name)) {
-        const shown = shownInMessage(name);
-        const hint = name === 'access_token' ? 'send the access token in the Authorization header' : `this route takes ${names.length ? names.join(', ') : 'no query parameters'}`;
-        return next(
-          new RestInvalidArgument(`unknown query parameter '${shown}': ${hint}`, {
-            reason: 'UNKNOWN_QUERY_PARAMETER',
-            metadata: { parameter: shown },
-            fieldViolations: [{ field: shown, description: hint }],
-          }),
-        );
-      }
+      if (!known.has(name)) return next(unknownQueryParameter(name, names));
       if (typeof value !== 'string') return next(repeatedParameter(name));
     }
     next();

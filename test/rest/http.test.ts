@@ -310,6 +310,15 @@ describeEachDatabase('REST requests', (context) => {
       expect(res.body.error.message).toContain(`unknown query parameter '${name}'`);
     });
 
+    // RFC 6750 §2.3's query token is not taken: a client that sends only that is told where the token goes, as README
+    // says, rather than that it sent none.
+    it.each(['/products?access_token=abc', '/orders/1?fields=id&access_token=abc'])('%s without an Authorization header is 400 naming access_token', async (path) => {
+      const res = await request(context().app).get(path);
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT' });
+      expect(res.body.error.message).toBe("unknown query parameter 'access_token': send the access token in the Authorization header");
+    });
+
     it('an unknown parameter is refused on writes too, and nothing changes', async () => {
       const patch = await send('patch', `/orders/${orderId}?update_mask=memo&updateMask=memo`).send({ memo: 'changed' });
       expect(patch.status).toBe(400);
