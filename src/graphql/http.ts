@@ -186,15 +186,15 @@ function corsHeaders(origins: readonly string[], origin: string | undefined): Re
 }
 
 /** Sends a refusal before yoga sees the request (see `refusalSender`). */
-type Refuse = (req: express.Request, res: express.Response, reason: RequestRejection, message: string, http: HttpExtension) => void;
+type Refuse = (req: express.Request, res: express.Response, reason: RequestRejection, message: string, http: HttpExtension, extensions?: Record<string, unknown>) => void;
 
 /**
  * How a refusal sent before yoga sees the request goes out: shaped as yoga sends ours (useRequestErrorShape), in the
  * JSON type the client prefers, with the CORS headers yoga would give it for these allowed `origins`.
  */
 function refusalSender(origins: readonly string[]): Refuse {
-  return function refuse(req, res, reason, message, http) {
-    const error = rejectRequest(reason, message, { http });
+  return function refuse(req, res, reason, message, http, extensions) {
+    const error = rejectRequest(reason, message, { http, ...(extensions && { extensions }) });
     const type = req.accepts(ANSWER_TYPES.slice(0, 2)) || 'application/json';
     res
       .status(http.status)
@@ -247,6 +247,26 @@ function refuseUnacceptableAnswer(refuse: Refuse, graphiql: boolean): express.Re
     }
     req.resume();
     refuse(req, res, 'NOT_ACCEPTABLE', `/graphql answers in ${ANSWER_TYPES.slice(0, 2).join(' or ')} (Accept: ${accept.slice(0, 64)})`, { status: 406 });
+  };
+}
+
+/** The GraphQL-over-HTTP request parameters a GET carries in its query string. */
+const GET_PARAMETERS = ['query', 'operationName', 'variables', 'extensions', 'documentId'];
+
+/**
+ * A GET naming a GraphQL parameter twice is no well-formed request (GraphQL over HTTP §GET: one
+ * URLSearchParams). Refused here, because yoga's adapter rebuilds the URL from Express's parsed
+ * `req.query`, where the values are an array it writes back joined by commas: two `query`
+ * values would run as one document made of both.
+ */
+function refuseRepeatedParameters(refuse: Refuse): express.RequestHandler {
+  return function refuseRepeatedParameters(req, res, next) {
+    if (req.method !== 'GET') return next();
+    const index = req.originalUrl.indexOf('?');
+    const search = new URLSearchParams(index < 0 ? '' : req.originalUrl.slice(index + 1));
+    const field = GET_PARAMETERS.find((name) => search.getAll(name).length > 1);
+    if (field === undefined) return next();
+    refuse(req, res, 'INVALID_PARAMETER', `the query string names the "${field}" parameter more than once`, { status: 400 }, { field });
   };
 }
 
@@ -356,6 +376,7 @@ export function createGraphQLRouter(runtime: Runtime, executor: Executor): expre
     GRAPHQL_PATH,
     refuseLongUrl(refuse),
     refuseUnacceptableAnswer(refuse, runtime.config.frontDoor),
+    refuseRepeatedParameters(refuse),
     refuseUnsupportedMediaType(refuse),
     refuseOversizedBody(refuse),
     readJsonBody(MAX_REQUEST_BODY_BYTES),

@@ -355,6 +355,35 @@ describeEachDatabase('request-level errors of /graphql', (context) => {
     expect(several.body.errors[0]).toMatchObject({ message: 'the document has several operations: give operationName', extensions: { reason: 'OPERATION_RESOLUTION_FAILURE' } });
   });
 
+  // GraphQL over HTTP §GET: the parameters are one URLSearchParams; a request naming one twice is not
+  // well-formed (400), where the values used to reach the executor joined by commas, as one document.
+  it('refuses a GET that repeats a GraphQL parameter, and runs neither value', async () => {
+    const twice: [string, string][] = [
+      ['query', `query=${encodeURIComponent('query A { a: __typename }')}&query=${encodeURIComponent('query B { b: __typename }')}&operationName=B`],
+      ['operationName', `query=${encodeURIComponent(twoOperations)}&operationName=A&operationName=B`],
+      ['variables', `query=${encodeURIComponent('query ($l: Int) { products(limit: $l) { id } }')}&variables=%7B%7D&variables=%7B%22l%22%3A1%7D`],
+      ['extensions', 'query=%7B__typename%7D&extensions=%7B%7D&extensions=%7B%7D'],
+      ['documentId', `documentId=sha256%3A${'0'.repeat(64)}&documentId=sha256%3A${'1'.repeat(64)}`],
+    ];
+    for (const [field, query] of twice) {
+      for (const accept of ['application/json', 'application/graphql-response+json']) {
+        const res = await send({ ...get(query), accept });
+        expect([field, accept, res.status, res.headers['content-type']]).toEqual([field, accept, 400, `${accept}; charset=utf-8`]);
+        expect(res.body).toEqual({
+          errors: [
+            {
+              message: `the query string names the "${field}" parameter more than once`,
+              extensions: { code: 'INVALID_ARGUMENT', reason: 'INVALID_PARAMETER', field, http: { status: 400 } },
+            },
+          ],
+        });
+      }
+    }
+    // Other names (a cache buster) are no GraphQL parameter and may repeat.
+    const busted = await send(get('query=%7B__typename%7D&_=1&_=2'));
+    expect([busted.status, busted.body]).toEqual([200, { data: { __typename: 'Query' } }]);
+  });
+
   it('answers a chunked body over the limit, found while reading it, as one announced too large', async () => {
     const answer = await rawPost(context().app, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked', Authorization: me.authorization }, (req) =>
       req.end(JSON.stringify({ query: '{ __typename }', variables: { padding: 'p'.repeat(300 * 1024) } })),
