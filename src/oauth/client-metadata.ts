@@ -51,6 +51,9 @@ export interface ClientMetadata {
   frontchannelLogoutSessionRequired: boolean;
   /** RFC 9449 §5.2: every token request must carry a DPoP proof. */
   dpopBoundAccessTokens: boolean;
+  /** Linked from the consent page (OIDC Registration §2: the OP SHOULD show them). */
+  policyUri: string | undefined;
+  tosUri: string | undefined;
   extra: Record<string, unknown>;
 }
 
@@ -290,6 +293,8 @@ export function readClientMetadata(input: unknown, options: { defaultAuthMethod:
   if (scopes.length === 0) fail('scope', 'must name at least one scope');
 
   refuseUnsupported(body);
+  const policyUri = httpsUri(body, 'policy_uri');
+  const tosUri = httpsUri(body, 'tos_uri');
   const contacts = stringArray(body, 'contacts', MAX_CONTACTS);
   const extra: Record<string, unknown> = {
     ...(contacts ? { contacts } : {}),
@@ -297,8 +302,8 @@ export function readClientMetadata(input: unknown, options: { defaultAuthMethod:
     ...optionalEntry('token_endpoint_auth_signing_alg', assertionSigningAlg(body, method as RegisteredAuthMethod)),
     // auth_time is in every ID Token whose sign-in time is known: a client may ask for it (OIDC Registration §2).
     ...(flag(body, 'require_auth_time') ? { require_auth_time: true } : {}),
-    ...optionalEntry('tos_uri', httpsUri(body, 'tos_uri')),
-    ...optionalEntry('policy_uri', httpsUri(body, 'policy_uri')),
+    ...optionalEntry('tos_uri', tosUri),
+    ...optionalEntry('policy_uri', policyUri),
     ...optionalEntry('software_id', optionalString(body, 'software_id')),
     ...optionalEntry('software_version', optionalString(body, 'software_version')),
   };
@@ -321,6 +326,8 @@ export function readClientMetadata(input: unknown, options: { defaultAuthMethod:
     frontchannelLogoutUri: frontchannelLogoutUri(body, redirectUris),
     frontchannelLogoutSessionRequired: flag(body, 'frontchannel_logout_session_required'),
     dpopBoundAccessTokens: flag(body, 'dpop_bound_access_tokens'),
+    policyUri,
+    tosUri,
     extra,
   };
 }

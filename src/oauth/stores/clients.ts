@@ -191,6 +191,8 @@ function metadataColumns(metadata: ClientMetadata, fallbackName: string) {
     jwksUri: metadata.keys && 'jwksUri' in metadata.keys ? metadata.keys.jwksUri : null,
     clientUri: metadata.clientUri ?? null,
     logoUri: metadata.logoUri ?? null,
+    policyUri: metadata.policyUri ?? null,
+    tosUri: metadata.tosUri ?? null,
     userinfoSignedResponseAlg: metadata.userinfoSignedResponseAlg ?? null,
     idTokenSignedResponseAlg: metadata.idTokenSignedResponseAlg ?? null,
     subjectType: metadata.subjectType,

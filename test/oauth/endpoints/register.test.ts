@@ -816,6 +816,25 @@ describeEachDatabase(
       expect(page.text).toContain('decision');
       expect(page.headers['content-security-policy']).toMatch(/form-action 'self' com\.example\.app:;/);
     });
+
+    // OIDC Registration §2: the OP SHOULD show policy_uri and tos_uri to the user; a PUT without them removes them.
+    it('links the registered policy_uri and tos_uri from the consent page, until a PUT leaves them out', async () => {
+      const body = { redirect_uris: ['https://links.example/cb'], token_endpoint_auth_method: 'none', client_name: 'Linked' };
+      const registered = await register({ ...body, policy_uri: 'https://links.example/privacy', tos_uri: 'https://links.example/terms' });
+      expect(registered.status).toBe(201);
+      const user = await buildUser(context().runtime);
+      const app = { id: registered.body.client_id, redirectUri: body.redirect_uris[0], redirectUris: body.redirect_uris, isPublic: true } as TestClient;
+      const consentPage = async () => {
+        const browser = new Browser(context().app);
+        const login = await browser.open(authorizePath(authorizeParams(app)));
+        return browser.open(pathOf((await browser.signIn(login, user.username, user.password)).headers.location!));
+      };
+      const page = await consentPage();
+      expect(page.text).toContain('href="https://links.example/privacy"');
+      expect(page.text).toContain('href="https://links.example/terms"');
+      expect((await reregister(registered, body)).status).toBe(200);
+      expect((await consentPage()).text).not.toContain('links.example/privacy');
+    });
   },
   // The back-channel receiver of the logout tests listens on 127.0.0.1.
   { REGISTRATION: 'open', REGISTRATION_RATE_LIMIT: '10000', BACKCHANNEL_LOGOUT_ALLOW_PRIVATE: 'true' },
