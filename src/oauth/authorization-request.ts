@@ -16,7 +16,7 @@ import {
 } from './errors.js';
 import type { Parameters } from './params.js';
 import { isValidCodeChallenge, type CodeChallengeMethod } from './pkce.js';
-import { isIdentityScope, isScope, isSupportedScope, parseScope } from './scopes.js';
+import { isIdentityScope, isScope, isSupportedScope, parseScope, withoutUnheldOpenIdScopes } from './scopes.js';
 import type { ClientCache } from './stores/client-cache.js';
 import type { Resources } from '../tokens/resources.js';
 
@@ -141,7 +141,7 @@ async function trustedClient(clients: ClientCache, params: Parameters, requester
 }
 
 function requestedScopes(client: Client, scope: string | undefined): string[] {
-  const requested = parseScope(scope);
+  const requested = withoutUnheldOpenIdScopes(parseScope(scope));
   if (requested.length === 0) {
     // RFC 6749 §3.3's default: the client's registered API scopes. OpenID Connect is asked for by name (Core §3.1.2.1),
     // so OpenID scopes a client registered never make a request without `scope` an OpenID request.

@@ -28,6 +28,17 @@ export function isIdentityScope(value: string): value is IdentityScope {
   return Object.hasOwn(IDENTITY_SCOPES, value);
 }
 
+/**
+ * OIDC Core §5.4's standard scopes this server holds no claims for. In an OpenID request they are dropped, as §3.1.2.1
+ * asks of scope values not understood ("SHOULD be ignored"): RPs that ask for every standard scope by default still
+ * sign in. Anything else unknown stays invalid_scope.
+ */
+const UNHELD_OPENID_SCOPES: ReadonlySet<string> = new Set(['address', 'phone']);
+
+export function withoutUnheldOpenIdScopes(requested: readonly string[]): string[] {
+  return requested.includes('openid') ? requested.filter((s) => !UNHELD_OPENID_SCOPES.has(s)) : [...requested];
+}
+
 /** A scope this server knows (`scopes_supported`): an API scope or an OpenID one. */
 export function isSupportedScope(value: string): value is Scope {
   return isScope(value) || isIdentityScope(value);

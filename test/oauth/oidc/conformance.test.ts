@@ -153,6 +153,18 @@ describeEachDatabase('OpenID Provider conformance', (context) => {
       expect(redirectParams(plain).get('code')).toBeTruthy();
     });
 
+    // §3.1.2.1: scope values not understood SHOULD be ignored; RPs asking for every §5.4 scope by default still sign in.
+    it('drops the standard address and phone scopes from an OpenID request, and grants the rest', async () => {
+      const res = await codeFlowTokens(context().app, new Browser(context().app), client, user, { scope: 'openid address products:read phone' });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.scope).toBe('openid products:read');
+      // Outside an OpenID request, and for any other unknown scope, the request is still refused.
+      for (const scope of ['address products:read', 'openid products:read admin']) {
+        const refused = await new Browser(context().app).authorize(authorizeParams(client, { scope }), user);
+        expect(redirectParams(refused).get('error'), scope).toBe('invalid_scope');
+      }
+    });
+
     it('ignores a claims parameter that is not JSON (claims_parameter_supported is false)', async () => {
       const res = await new Browser(context().app).authorize(authorizeParams(client, { scope: 'openid', claims: '{"userinfo":' }), user);
       expect(redirectParams(res).get('code')).toBeTruthy();
