@@ -3,7 +3,7 @@ import express, { type NextFunction, type Request, type RequestHandler, type Res
 import type { Runtime } from '../runtime.js';
 import type { Principal } from '../tokens/access-token.js';
 import { authenticateFromCache, authenticateRequest, type ResourceRequest } from '../tokens/bearer.js';
-import { OAuthError } from '../oauth/errors.js';
+import { InvalidToken, OAuthError } from '../oauth/errors.js';
 import type { Scope } from '../oauth/scopes.js';
 import { fromOAuthError, invalidUrlEncoding, RestInvalidArgument, shownInMessage } from './errors.js';
 
@@ -32,8 +32,11 @@ export interface RestRoute {
 export function authenticate(runtime: Runtime): RequestHandler {
   const resource = runtime.resources.rest.identifier;
   return function authenticateBearerToken(req, res, next) {
-    // A token in the query (RFC 6750 §2.3, which we do not take) is a client's mistake to name, not a missing token.
-    if (req.headers.authorization === undefined && queryOf(req).access_token !== undefined) return next(unknownQueryParameter('access_token', []));
+    // A token only in the query (RFC 6750 §2.3, which is not read: RFC 9700 §4.3.2) is still no token; the answer says
+    // where it goes.
+    if (req.headers.authorization === undefined && queryOf(req).access_token !== undefined) {
+      return next(fromOAuthError(new InvalidToken(`an access token is required: ${QUERY_TOKEN_HINT}, not the access_token query parameter`, { missing: true })));
+    }
     const request = { authorization: req.headers.authorization, dpop: req.headers.dpop, method: req.method, path: req.originalUrl, resource };
     const cached = authenticateFromCache(runtime, request);
     if (!cached) return authenticateFully(runtime, request, res, next);

@@ -310,13 +310,15 @@ describeEachDatabase('REST requests', (context) => {
       expect(res.body.error.message).toContain(`unknown query parameter '${name}'`);
     });
 
-    // RFC 6750 §2.3's query token is not taken: a client that sends only that is told where the token goes, as README
-    // says, rather than that it sent none.
-    it.each(['/products?access_token=abc', '/orders/1?fields=id&access_token=abc'])('%s without an Authorization header is 400 naming access_token', async (path) => {
+    // RFC 6750 §2.3's query token is not read (RFC 9700 §4.3.2): a request with only that has no token, and the answer
+    // says where the token goes.
+    it.each(['/products?access_token=abc', '/orders/1?fields=id&access_token=abc'])('%s without an Authorization header is 401 saying where the token goes', async (path) => {
       const res = await request(context().app).get(path);
-      expect(res.status).toBe(400);
-      expect(res.body.error).toMatchObject({ code: 400, status: 'INVALID_ARGUMENT' });
-      expect(res.body.error.message).toBe("unknown query parameter 'access_token': send the access token in the Authorization header");
+      expect(res.status).toBe(401);
+      expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="fieldgate", resource_metadata=/);
+      expect(res.body.error).toMatchObject({ code: 401, status: 'UNAUTHENTICATED' });
+      expect(res.body.error.details[0]).toMatchObject({ reason: 'MISSING_TOKEN' });
+      expect(res.body.error.message).toBe('an access token is required: send the access token in the Authorization header, not the access_token query parameter');
     });
 
     it('an unknown parameter is refused on writes too, and nothing changes', async () => {
