@@ -4,8 +4,10 @@ import { bearerCors } from '../http/cors.js';
 
 export function oauthCors(origins: readonly string[]): RequestHandler {
   return bearerCors(origins, {
-    methods: ['GET', 'POST'],
+    // PUT and DELETE are the client configuration endpoint's (/register/:client_id, RFC 7592 §2.2, §2.3).
+    methods: ['GET', 'POST', 'PUT', 'DELETE'],
     allowedHeaders: ['Authorization', 'Content-Type', 'DPoP'],
-    exposedHeaders: ['DPoP-Nonce', 'WWW-Authenticate'],
+    // Retry-After rides on 429 and 503 `temporarily_unavailable`; it is not a CORS-safelisted response header.
+    exposedHeaders: ['DPoP-Nonce', 'WWW-Authenticate', 'Retry-After'],
   });
 }
