@@ -64,6 +64,14 @@ describeEachDatabase('POST /graphql at the HTTP edge', (context) => {
     });
   });
 
+  it('lets a cross-origin page read Allow on a 405 and Retry-After on a 503, which are not CORS-safelisted', async () => {
+    const refused = await request(context().app).put('/graphql').set('Origin', 'https://shop.example').send('');
+    expect(refused.status).toBe(405);
+    expect(refused.headers['allow']).toBe('GET, POST');
+    const exposed = refused.headers['access-control-expose-headers']?.split(', ');
+    expect(exposed).toEqual(expect.arrayContaining(['Allow', 'Retry-After']));
+  });
+
   it('lets a cross-origin page read the refusals sent before yoga, with the CORS headers yoga gives its own answers', async () => {
     const origin = 'https://shop.example';
     const answered = await request(context().app)
@@ -73,7 +81,7 @@ describeEachDatabase('POST /graphql at the HTTP edge', (context) => {
       .set('Content-Type', 'application/json')
       .send(JSON.stringify({ query: '{ __typename }' }));
     expect(answered.status).toBe(200);
-    expect(cors(answered)).toMatchObject({ 'access-control-allow-origin': origin, 'access-control-expose-headers': 'WWW-Authenticate, DPoP-Nonce' });
+    expect(cors(answered)).toMatchObject({ 'access-control-allow-origin': origin, 'access-control-expose-headers': 'WWW-Authenticate, DPoP-Nonce, Allow, Retry-After' });
     const refusals = [
       request(context().app).post('/graphql').set('Origin', origin).set('Content-Type', 'text/plain').send('{ __typename }'),
       request(context().app).post('/graphql').set('Origin', origin).set('Accept', 'text/plain').set('Content-Type', 'application/json').send('{"query":"{ __typename }"}'),
