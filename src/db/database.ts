@@ -123,14 +123,18 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       import('drizzle-orm/postgres-js/migrator'),
     ]);
     const ipv6 = ipv6Host(databaseUrl);
+    const preparedStatements = options.preparedStatements ?? DEFAULT_PREPARED_STATEMENTS;
     const client = postgres(databaseUrl, {
       ...ipv6,
       max: options.poolSize ?? 10,
+      // 0 means none at all (a pooler in transaction mode): the driver's own statements (COMMIT) and Drizzle's named
+      // queries would otherwise still be prepared, and a COMMIT retried on another server connection reads as ROLLBACK.
+      ...(preparedStatements === 0 ? { prepare: false } : {}),
       onnotice: () => {},
       connection: { application_name: 'fieldgate', ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}) },
     });
     let healthClient: Sql | undefined;
-    const preparing = withPreparedStatements(client, new PreparedStatementPolicy(options.preparedStatements ?? DEFAULT_PREPARED_STATEMENTS));
+    const preparing = withPreparedStatements(client, new PreparedStatementPolicy(preparedStatements));
     const db = drizzlePostgres({ client: preparing, relations, logger });
     const url = new URL(databaseUrl);
     url.password = '';
@@ -138,7 +142,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     for (const [name] of url.searchParams) if (/pass|secret|key/i.test(name)) url.searchParams.set(name, '***');
     /** Runs `fn` on a connection of its own that holds the advisory lock serializing migrations across instances. */
     const underMigrationLock = async <T>(applicationName: string, fn: (lockClient: Sql) => Promise<T>): Promise<T> => {
-      const lockClient = postgres(databaseUrl, { ...ipv6, max: 1, onnotice: () => {}, connection: { application_name: applicationName } });
+      // Unprepared, as the health check's: a few statements, and nothing left behind for a pooler to misroute.
+      const lockClient = postgres(databaseUrl, { ...ipv6, max: 1, prepare: false, onnotice: () => {}, connection: { application_name: applicationName } });
       try {
         // The first statement of every process: where an unreachable server or a wrong URL shows. It cannot fail on
         // its own, so any answer the server gives to it (an unknown parameter in the URL's query) is the URL's fault.
@@ -170,7 +175,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       // Readiness asks whether PostgreSQL answers, not whether the pool has a connection free: asked on the pool, a burst
       // of slow requests would take every instance out of its load balancer at once. So it has a connection of its own.
       async ping() {
-        healthClient ??= postgres(databaseUrl, { ...ipv6, max: 1, onnotice: () => {}, connection: { application_name: 'fieldgate-health' } });
+        healthClient ??= postgres(databaseUrl, { ...ipv6, max: 1, prepare: false, onnotice: () => {}, connection: { application_name: 'fieldgate-health' } });
         await healthClient`select 1`;
       },
       async close() {

@@ -88,6 +88,21 @@ describe.runIf(TEST_DATABASE_URL)('prepared statements on PostgreSQL', () => {
     expect(await preparedOnProducts(database)).toBe(0);
   });
 
+  // Behind a pooler in transaction mode a named statement lands on another server connection; a COMMIT that then fails
+  // there and is retried reads as a ROLLBACK, and the write is lost without an error. So 0 must mean none at all: not
+  // the driver's own COMMIT, nor Drizzle's named relational queries.
+  it('leaves no named statement on the connection when turned off, COMMITs and named relational queries included', async () => {
+    const database = await open(0);
+    for (let i = 0; i < 3; i++) {
+      await database.db.transaction(async (tx) => {
+        await tx.select({ name: products.name }).from(products).where(eq(products.id, 3));
+      });
+      await database.db.query.products.findFirst({ where: { id: 3 }, columns: { name: true } }).prepare(`named_${i}`).execute();
+    }
+    const result = await database.db.execute(sql`select count(*)::int as n from pg_prepared_statements`);
+    expect((result as unknown as { n: number }[])[0]!.n).toBe(0);
+  });
+
   it('keeps at most its capacity of statements on a connection', async () => {
     const database = await open(2);
     // Four distinct texts, each used three times.
