@@ -5,7 +5,7 @@ import { instanceSecret } from './db/instance-secrets.js';
 import type { Logger } from './logger.js';
 import { AccessTokens } from './tokens/access-token.js';
 import { ClientStore } from './oauth/stores/clients.js';
-import { ensureSigningKey, KeyStore } from './tokens/signing-keys.js';
+import { ensureSigningKey, hasSigningKeys, KeyStore } from './tokens/signing-keys.js';
 import { Revocations } from './tokens/revocation.js';
 import { GrantOwners } from './tokens/grant-owners.js';
 import { UserStore } from './oauth/stores/users.js';
@@ -44,7 +44,7 @@ export async function openRuntime(config: Config, logger: Logger, database?: Dat
     statementTimeoutMs: config.databaseStatementTimeoutMs,
   });
   try {
-    await database.migrate(ensureSigningKey);
+    await database.migrate(ensureSigningKey, hasSigningKeys);
     return await wireRuntime(config, logger, database);
   } catch (error) {
     await database.close().catch(() => {});

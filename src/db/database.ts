@@ -4,7 +4,8 @@
  * schema and relations, so nothing outside this file knows which one it talks to.
  */
 import { fileURLToPath } from 'node:url';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
 import type { Sql } from 'postgres';
 import { sql } from 'drizzle-orm';
@@ -21,6 +22,30 @@ import { DatabaseUnavailableError, sqlState } from './errors.js';
 export type Db = PgAsyncDatabase<any, Relations>;
 
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
+
+/** The migrations this version brings, by name, as Drizzle's migrator records them. */
+function localMigrations(): string[] {
+  return readdirSync(MIGRATIONS_FOLDER, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && existsSync(join(MIGRATIONS_FOLDER, entry.name, 'migration.sql')))
+    .map((entry) => entry.name);
+}
+
+/** postgres.js answers an array of rows, PGlite an object holding them. */
+function rowsOf<T>(result: unknown): T[] {
+  return ((result as { rows?: T[] }).rows ?? result) as T[];
+}
+
+/** Whether every migration of this version is recorded as applied; false on any doubt, so the locked path decides. */
+async function isMigrated(db: Db): Promise<boolean> {
+  try {
+    const [table] = rowsOf<{ present: boolean }>(await db.execute(sql`select to_regclass('drizzle.__drizzle_migrations') is not null as present`));
+    if (!table?.present) return false;
+    const applied = new Set(rowsOf<{ name: string | null }>(await db.execute(sql`select name from drizzle.__drizzle_migrations`)).map((row) => row.name));
+    return localMigrations().every((name) => applied.has(name));
+  } catch {
+    return false;
+  }
+}
 
 /** Fixed key of the PostgreSQL advisory lock that serializes migrations across instances. */
 const MIGRATION_LOCK_KEY = 0x6669656c; // "fiel"
@@ -46,9 +71,10 @@ export interface Database {
   readonly location: string;
   /**
    * Applies pending migrations, then runs `bootstrap` (one-time data such as the first signing
-   * key). On PostgreSQL both run under an advisory lock, so instances starting together do this once.
+   * key). On PostgreSQL both run under an advisory lock, so instances starting together do this once; a start that
+   * finds every migration applied and `bootstrapped` true takes no lock and changes nothing.
    */
-  migrate(bootstrap?: (db: Db) => Promise<void>): Promise<void>;
+  migrate(bootstrap?: (db: Db) => Promise<void>, bootstrapped?: (db: Db) => Promise<boolean>): Promise<void>;
   /**
    * Runs `fn` while holding the lock the migrations run under, so one-time work that checks before it writes (the demo
    * seed) runs in one instance at a time; `fn` uses `db` as usual. The embedded database has one process anyway.
@@ -161,7 +187,11 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       kind: 'postgres',
       location: url.href,
       onQuery,
-      async migrate(bootstrap) {
+      async migrate(bootstrap, bootstrapped) {
+        // Most starts find nothing to do. They then take no lock and run no DDL, so a role with no CREATE right can run
+        // the server, and a pooler in transaction mode, where a session's advisory lock cannot be held, is not involved
+        // (upgrades there migrate with `fieldgate migrate` on a direct connection: docs/DEPLOYMENT.md).
+        if ((await isMigrated(db as unknown as Db)) && (bootstrap === undefined || (await bootstrapped?.(db as unknown as Db)) === true)) return;
         // The connection that holds the session-level lock also runs the migrations and the bootstrap, so they neither
         // wait for a pooled connection (a pool of one would deadlock) nor leave prepared statements of a schema that is
         // about to change on the pool.

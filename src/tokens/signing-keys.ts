@@ -81,6 +81,12 @@ async function newKeyRow(alg: SigningAlg) {
 const BEFORE_ES256 = sql`now() - interval '1 millisecond'`;
 
 /** Creates the current key of each algorithm that has none (run under the migration lock). */
+/** Whether each algorithm has a current key, so `ensureSigningKey` has nothing to do. */
+export async function hasSigningKeys(db: Db): Promise<boolean> {
+  const current = await db.select({ alg: signingKeys.alg }).from(signingKeys).where(isNull(signingKeys.retiredAt));
+  return SIGNING_ALGS.every((alg) => current.some((key) => key.alg === alg));
+}
+
 export async function ensureSigningKey(db: Db): Promise<void> {
   const current = await db.select({ alg: signingKeys.alg, createdAt: signingKeys.createdAt }).from(signingKeys).where(isNull(signingKeys.retiredAt));
   const missing = SIGNING_ALGS.filter((alg) => !current.some((key) => key.alg === alg));

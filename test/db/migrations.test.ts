@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { openDatabase, type Database } from '../../src/db/database.js';
-import { ensureSigningKey } from '../../src/tokens/signing-keys.js';
+import { ensureSigningKey, hasSigningKeys } from '../../src/tokens/signing-keys.js';
+import postgres from 'postgres';
 import { createTestDatabase, DATABASE_KINDS, TEST_DATABASE_URL } from '../support/databases.js';
 
 const EXPECTED_TABLES = [
@@ -96,4 +97,53 @@ describe.runIf(TEST_DATABASE_URL)('migrations from several instances at once [po
       await testDatabase.drop();
     }
   });
+});
+
+// A restart on a current schema needs neither DDL rights nor the session-level advisory lock, which a pooler in
+// transaction mode cannot hold: it must not wait for that lock, held here by another session (an instance migrating,
+// or a lock leaked through such a pooler).
+describe.runIf(TEST_DATABASE_URL)('a start on a migrated database [postgres]', () => {
+  it('takes no migration lock and changes nothing when every migration is applied and the bootstrap is done', async () => {
+    const testDatabase = await createTestDatabase('postgres');
+    const first = await openDatabase({ databaseUrl: testDatabase.url, poolSize: 1 });
+    const holder = postgres(testDatabase.url!, { max: 1, onnotice: () => {} });
+    let second: Database | undefined;
+    try {
+      await first.migrate(ensureSigningKey, hasSigningKeys);
+      await holder`select pg_advisory_lock(${0x6669656c})`;
+      second = await openDatabase({ databaseUrl: testDatabase.url, poolSize: 1 });
+      let waited = false;
+      const fallback = setTimeout(() => {
+        waited = true;
+        holder`select pg_advisory_unlock(${0x6669656c})`.then(() => {}, () => {}); // postgres.js runs a query once awaited
+      }, 20_000);
+      await second.migrate(ensureSigningKey, hasSigningKeys);
+      clearTimeout(fallback);
+      expect(waited, 'the start waited for the migration lock').toBe(false);
+      expect(await appliedMigrations(second)).toBe(await appliedMigrations(first));
+    } finally {
+      await holder.end();
+      await second?.close();
+      await first.close();
+      await testDatabase.drop();
+    }
+  }, 60_000);
+
+  it('still migrates under the lock when a migration is missing', async () => {
+    const testDatabase = await createTestDatabase('postgres');
+    const first = await openDatabase({ databaseUrl: testDatabase.url, poolSize: 1 });
+    try {
+      await first.migrate(ensureSigningKey, hasSigningKeys);
+      const latest = rows<{ name: string }>(await first.db.execute(sql`select name from drizzle.__drizzle_migrations order by id desc limit 1`))[0]!.name;
+      // Forget the latest migration and what it made: the next start must apply it again.
+      await first.db.execute(sql`delete from drizzle.__drizzle_migrations where name = ${latest}`);
+      const before = await appliedMigrations(first);
+      await first.db.execute(sql`alter table clients drop column id_token_signed_response_alg`);
+      await first.migrate(ensureSigningKey, hasSigningKeys);
+      expect(await appliedMigrations(first)).toBe(before + 1);
+    } finally {
+      await first.close();
+      await testDatabase.drop();
+    }
+  }, 60_000);
 });
