@@ -140,7 +140,9 @@ export async function main(argv: string[], io: Io): Promise<number> {
       return 2;
     }
     const known = await isExpected(error);
-    io.stderr.write(`fieldgate: ${known ? (error as Error).message : `unexpected error: ${(error as Error)?.stack ?? error}`}\n`);
+    // A statement PostgreSQL refused (no right to create a schema, a read-only server): its reason, not a stack trace.
+    const refusal = known ? undefined : (await import('./db/errors.js')).databaseRefusal(error);
+    io.stderr.write(`fieldgate: ${known ? (error as Error).message : refusal ? `the database refused a statement: ${refusal}` : `unexpected error: ${(error as Error)?.stack ?? error}`}\n`);
     return 1;
   }
 }

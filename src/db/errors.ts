@@ -18,6 +18,17 @@ export function sqlState(error: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * PostgreSQL's own words for an error it answered (`permission denied for database app (SQLSTATE 42501)`), found in the
+ * cause chain; undefined for anything else. What an operator needs at start-up, where the wrapper shows only the query.
+ */
+export function databaseRefusal(error: unknown): string | undefined {
+  for (const { code, message } of causeChain(error)) {
+    if (typeof code === 'string' && SQLSTATE.test(code) && typeof message === 'string') return `${message} (SQLSTATE ${code})`;
+  }
+  return undefined;
+}
+
 /** A row referred to a row that does not exist (any more): e.g. its user was deleted meanwhile. */
 export function isForeignKeyViolation(error: unknown): boolean {
   return sqlState(error) === FOREIGN_KEY_VIOLATION;

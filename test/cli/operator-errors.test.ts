@@ -10,7 +10,9 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, wri
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { childEnv, FIELDGATE_BIN, freePort, type CliResult } from '../support/processes.js';
-import { TEST_DATABASE_URL } from '../support/databases.js';
+import { createPostgresDatabase, TEST_DATABASE_URL } from '../support/databases.js';
+import { randomBytes } from 'node:crypto';
+import postgres from 'postgres';
 
 /** Runs the CLI, killing it after `timeoutMs` (then `code` is null): a process that never exits is the failure. */
 function runCliBounded(args: string[], env: Record<string, string | undefined>, timeoutMs = 30_000): Promise<CliResult> {
@@ -69,6 +71,25 @@ describe('fieldgate with a database it cannot open', () => {
     const url = new URL(TEST_DATABASE_URL!);
     url.searchParams.set('no_such_setting', '1');
     expectOneLineFailure(await runCliBounded(['client', 'list'], { DATABASE_URL: url.href }), /: unrecognized configuration parameter "no_such_setting"$/);
+  });
+
+  // The first migration creates a schema: a role without CREATE on the database is refused by PostgreSQL, and the
+  // operator must read PostgreSQL's reason, not the query wrapper's stack.
+  it.skipIf(!TEST_DATABASE_URL)('gives PostgreSQL\'s reason in one line when it refuses a statement at start-up', async () => {
+    const database = await createPostgresDatabase();
+    const role = `fieldgate_no_create_${randomBytes(4).toString('hex')}`;
+    const admin = postgres(TEST_DATABASE_URL!, { max: 1, onnotice: () => {} });
+    try {
+      await admin.unsafe(`create role "${role}" login`);
+      const url = new URL(database.url);
+      url.username = role;
+      const result = await runCliBounded(['migrate'], { DATABASE_URL: url.href });
+      expectOneLineFailure(result, /^fieldgate: the database refused a statement: permission denied for database \S+ \(SQLSTATE 42501\)$/);
+    } finally {
+      await database.drop();
+      await admin.unsafe(`drop role if exists "${role}"`);
+      await admin.end();
+    }
   });
 
   it('names a host that does not resolve', async () => {
