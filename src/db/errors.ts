@@ -109,8 +109,12 @@ export const DATABASE_UNAVAILABLE = 'the service is unavailable for a moment; tr
 /** Driver codes of a statement that failed because the connection to the server failed, not because of the statement. */
 const LOST_CONNECTION = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'CONNECT_TIMEOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED']);
 
-/** SQLSTATEs of a server that is away or refusing sessions: 08 connection, 28 authorization, 3D no such database, 53300 too many connections, 57P01–57P03 shutting down or starting. */
-const SERVER_AWAY = /^(08|28|3D|53300|57P0[123])/;
+/**
+ * SQLSTATEs of a server that is away or refusing sessions: 08 connection, 28 authorization, 3D no such database, 53300
+ * too many connections, 57P01–57P03 shutting down or starting; and 25006, a server taking no writes (a standby after a
+ * failover, default_transaction_read_only), which the primary's return puts right.
+ */
+const SERVER_AWAY = /^(08|28|3D|53300|57P0[123]|25006)/;
 
 /**
  * Whether a statement failed because the database is out of reach (down, restarting, unreachable, the embedded one

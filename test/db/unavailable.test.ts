@@ -60,6 +60,23 @@ describe('telling an unavailable database from a failed statement', () => {
     expect(isDatabaseUnavailable(closed)).toBe(true);
   });
 
+  // A standby after a failover, or a role set to default_transaction_read_only: writes may work again once the
+  // primary is back, so they are a 503 with Retry-After, not a 500.
+  it.runIf(TEST_DATABASE_URL)('recognises a server that takes no writes (read-only transactions)', async () => {
+    const created = await createPostgresDatabase();
+    const database = await openDatabase({ databaseUrl: created.url, poolSize: 1 });
+    try {
+      await database.migrate();
+      const readOnly = await failure(
+        database.db.transaction(async (tx) => tx.execute(sql`insert into instance_secrets (name, value) values ('probe', 'x')`), { accessMode: 'read only' }),
+      );
+      expect(isDatabaseUnavailable(readOnly)).toBe(true);
+    } finally {
+      await database.close();
+      await created.drop();
+    }
+  });
+
   it.runIf(TEST_DATABASE_URL)('recognises a PostgreSQL server that went away, and not a constraint violation', async () => {
     const created = await createPostgresDatabase();
     const target = new URL(created.url);
