@@ -80,16 +80,23 @@ async function newKeyRow(alg: SigningAlg) {
  */
 const BEFORE_ES256 = sql`now() - interval '1 millisecond'`;
 
-/** Creates the current key of each algorithm that has none (run under the migration lock). */
-/** Whether each algorithm has a current key, so `ensureSigningKey` has nothing to do. */
-export async function hasSigningKeys(db: Db): Promise<boolean> {
-  const current = await db.select({ alg: signingKeys.alg }).from(signingKeys).where(isNull(signingKeys.retiredAt));
-  return SIGNING_ALGS.every((alg) => current.some((key) => key.alg === alg));
+function currentKeys(db: Db) {
+  return db.select({ alg: signingKeys.alg, createdAt: signingKeys.createdAt }).from(signingKeys).where(isNull(signingKeys.retiredAt));
 }
 
+function algorithmsWithoutKey(current: readonly { alg: string }[]): SigningAlg[] {
+  return SIGNING_ALGS.filter((alg) => !current.some((key) => key.alg === alg));
+}
+
+/** Whether each algorithm has a current key, so `ensureSigningKey` has nothing to do. */
+export async function hasSigningKeys(db: Db): Promise<boolean> {
+  return algorithmsWithoutKey(await currentKeys(db)).length === 0;
+}
+
+/** Creates the current key of each algorithm that has none (run under the migration lock). */
 export async function ensureSigningKey(db: Db): Promise<void> {
-  const current = await db.select({ alg: signingKeys.alg, createdAt: signingKeys.createdAt }).from(signingKeys).where(isNull(signingKeys.retiredAt));
-  const missing = SIGNING_ALGS.filter((alg) => !current.some((key) => key.alg === alg));
+  const current = await currentKeys(db);
+  const missing = algorithmsWithoutKey(current);
   if (!missing.length) return;
   const es256 = current.find((key) => key.alg === SIGNING_ALG)?.createdAt;
   const rows = await Promise.all(missing.map(newKeyRow));
