@@ -10,10 +10,9 @@ export function issuerPath(issuer: string): string {
   return new URL(issuer).pathname.replace(/\/+$/, '');
 }
 
-/** Inserts a well-known suffix between host and path (RFC 8414 §3.1, RFC 9728 §3.1): `https://h/.well-known/x/auth`. */
+/** The path of a well-known document inserted between host and path (RFC 8414 §3.1, RFC 9728 §3.1): `/.well-known/x/auth`. */
 export function pathInsertedWellKnown(identifier: string, wellKnownPath: string): string {
-  const url = new URL(identifier);
-  return `${url.origin}${wellKnownPath}${url.pathname.replace(/\/+$/, '')}`;
+  return `${wellKnownPath}${issuerPath(identifier)}`;
 }
 
 export function stripIssuerPath(prefix: string): RequestHandler {

@@ -17,7 +17,7 @@ import { SUBJECT_TYPES } from '../oidc/subject.js';
 import { SIGNING_ALGS } from '../../tokens/signing-keys.js';
 import { END_SESSION_PATH, USERINFO_PATH } from '../oidc/paths.js';
 import { DEVICE_AUTHORIZATION_PATH } from './device-authorization.js';
-import { issuerPath } from '../../http/issuer-path.js';
+import { issuerPath, pathInsertedWellKnown } from '../../http/issuer-path.js';
 
 export const METADATA_PATH = '/.well-known/oauth-authorization-server';
 export const JWKS_PATH = '/.well-known/jwks.json';
@@ -81,8 +81,7 @@ export function addMetadataEndpoint(router: express.Router, oauth: OAuthContext,
   );
   // RFC 8414 §3.1: an issuer with a path has its metadata at the host's root with the path appended; served here too, for
   // a proxy that forwards it (the other addresses are reached through the issuer's path).
-  const prefix = issuerPath(oauth.issuer);
-  const paths = [METADATA_PATH, OPENID_CONFIGURATION_PATH, ...(prefix ? [`${METADATA_PATH}${prefix}`] : [])];
+  const paths = [METADATA_PATH, OPENID_CONFIGURATION_PATH, ...(issuerPath(oauth.issuer) ? [pathInsertedWellKnown(oauth.issuer, METADATA_PATH)] : [])];
   router.get(paths, cors, function serveMetadata(_req, res) {
     res.setHeader('Cache-Control', `public, max-age=${POLICY.metadataMaxAgeSeconds.value}`);
     res.setHeader('Content-Type', 'application/json;charset=UTF-8');

@@ -36,7 +36,7 @@ export function addResourceMetadataEndpoints(router: express.Router, oauth: OAut
   // resource's path appended), for a proxy that forwards it.
   if (issuerPath(oauth.issuer)) {
     for (const [resource, body] of [[rest, restBody], [graphql, graphqlBody]] as const) {
-      documents.push([new URL(pathInsertedWellKnown(resource.identifier, PROTECTED_RESOURCE_METADATA_PATH)).pathname, body]);
+      documents.push([pathInsertedWellKnown(resource.identifier, PROTECTED_RESOURCE_METADATA_PATH), body]);
     }
   }
   for (const [path, body] of documents) {
