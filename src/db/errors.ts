@@ -13,9 +13,14 @@ function* causeChain(error: unknown): Generator<{ code?: unknown; message?: unkn
   }
 }
 
-export function sqlState(error: unknown): string | undefined {
-  for (const { code } of causeChain(error)) if (typeof code === 'string' && SQLSTATE.test(code)) return code;
+/** The first error in the cause chain that carries a SQLSTATE: what the database itself answered. */
+function databaseError(error: unknown): { code: string; message?: unknown } | undefined {
+  for (const link of causeChain(error)) if (typeof link.code === 'string' && SQLSTATE.test(link.code)) return link as { code: string; message?: unknown };
   return undefined;
+}
+
+export function sqlState(error: unknown): string | undefined {
+  return databaseError(error)?.code;
 }
 
 /**
@@ -23,10 +28,8 @@ export function sqlState(error: unknown): string | undefined {
  * cause chain; undefined for anything else. What an operator needs at start-up, where the wrapper shows only the query.
  */
 export function databaseRefusal(error: unknown): string | undefined {
-  for (const { code, message } of causeChain(error)) {
-    if (typeof code === 'string' && SQLSTATE.test(code) && typeof message === 'string') return `${message} (SQLSTATE ${code})`;
-  }
-  return undefined;
+  const answered = databaseError(error);
+  return typeof answered?.message === 'string' ? `${answered.message} (SQLSTATE ${answered.code})` : undefined;
 }
 
 /** A row referred to a row that does not exist (any more): e.g. its user was deleted meanwhile. */
