@@ -130,6 +130,15 @@ async function isExpected(error: unknown): Promise<boolean> {
   );
 }
 
+/** What a failed command prints: the message of an expected error, PostgreSQL's reason, or the stack of a bug. */
+async function failureLine(error: unknown): Promise<string> {
+  if (await isExpected(error)) return (error as Error).message;
+  // A statement PostgreSQL refused (no right to create a schema, a read-only server): its reason, not a stack trace.
+  const refusal = (await import('./db/errors.js')).databaseRefusal(error);
+  if (refusal) return `the database refused a statement: ${refusal}`;
+  return `unexpected error: ${(error as Error)?.stack ?? error}`;
+}
+
 export async function main(argv: string[], io: Io): Promise<number> {
   try {
     await run(argv, io);
@@ -139,10 +148,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
       io.stderr.write(`fieldgate: ${error.message}\n`);
       return 2;
     }
-    const known = await isExpected(error);
-    // A statement PostgreSQL refused (no right to create a schema, a read-only server): its reason, not a stack trace.
-    const refusal = known ? undefined : (await import('./db/errors.js')).databaseRefusal(error);
-    io.stderr.write(`fieldgate: ${known ? (error as Error).message : refusal ? `the database refused a statement: ${refusal}` : `unexpected error: ${(error as Error)?.stack ?? error}`}\n`);
+    io.stderr.write(`fieldgate: ${await failureLine(error)}\n`);
     return 1;
   }
 }
