@@ -162,6 +162,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     let healthClient: Sql | undefined;
     const preparing = withPreparedStatements(client, new PreparedStatementPolicy(preparedStatements));
     const db = drizzlePostgres({ client: preparing, relations, logger });
+    const appDb = db as unknown as Db;
     const url = new URL(databaseUrl);
     url.password = '';
     // The location is printed (banner, errors): no password, in the userinfo or in a query parameter.
@@ -183,7 +184,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       }
     };
     return {
-      db: db as unknown as Db,
+      db: appDb,
       kind: 'postgres',
       location: url.href,
       onQuery,
@@ -191,7 +192,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         // Most starts find nothing to do. They then take no lock and run no DDL, so a role with no CREATE right can run
         // the server, and a pooler in transaction mode, where a session's advisory lock cannot be held, is not involved
         // (upgrades there migrate with `fieldgate migrate` on a direct connection: docs/DEPLOYMENT.md).
-        if ((await isMigrated(db as unknown as Db)) && (bootstrap === undefined || (await bootstrapped?.(db as unknown as Db)) === true)) return;
+        if ((await isMigrated(appDb)) && (bootstrap === undefined || (await bootstrapped?.(appDb)) === true)) return;
         // The connection that holds the session-level lock also runs the migrations and the bootstrap, so they neither
         // wait for a pooled connection (a pool of one would deadlock) nor leave prepared statements of a schema that is
         // about to change on the pool.
