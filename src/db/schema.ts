@@ -186,6 +186,8 @@ export const deviceCodes = pgTable(
     userCodeHash: text('user_code_hash').notNull().unique(),
     clientId: text('client_id').notNull().references(() => clients.id, { onDelete: 'cascade' }),
     scope: text('scope').notNull(),
+    /** RFC 8707 resources of the device authorization request, given to the grant it is redeemed for; empty: the default. */
+    resources: text('resources').array().notNull().default(sql`'{}'::text[]`),
     status: text('status', { enum: deviceCodeStatus }).notNull().default('pending'),
     /** The user who approved or denied it. */
     userId: integer('user_id').references(() => users.id, { onDelete: 'cascade' }),

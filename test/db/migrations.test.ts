@@ -138,7 +138,7 @@ describe.runIf(TEST_DATABASE_URL)('a start on a migrated database [postgres]', (
       // Forget the latest migration and what it made: the next start must apply it again.
       await first.db.execute(sql`delete from drizzle.__drizzle_migrations where name = ${latest}`);
       const before = await appliedMigrations(first);
-      await first.db.execute(sql`alter table clients drop column id_token_signed_response_alg`);
+      await first.db.execute(sql`alter table device_codes drop column resources`);
       await first.migrate(ensureSigningKey, hasSigningKeys);
       expect(await appliedMigrations(first)).toBe(before + 1);
     } finally {

@@ -1,6 +1,7 @@
 /**
  * `POST /device_authorization` (RFC 8628 §3.1, §3.2): a client registered for the device grant, authenticated as at
- * /token, gets a device code and a user code for its user to enter at `verification_uri`.
+ * /token, gets a device code and a user code for its user to enter at `verification_uri`; `resource` (RFC 8707) is
+ * honoured as at /authorize.
  */
 import type express from 'express';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
@@ -20,6 +21,7 @@ import { DEVICE_PATH } from '../browser/device.js';
 export const DEVICE_AUTHORIZATION_PATH = '/device_authorization';
 
 const PARAMETERS = ['scope'] as const;
+// `resource` may repeat (RFC 8707 §2), so it is not listed for the repetition check.
 
 function requestedScope(client: Client, scope: string | undefined): string {
   const requested = parseScope(scope);
@@ -52,7 +54,9 @@ function deviceAuthorizationHandler(oauth: OAuthContext): RequestHandler {
       throw new UnauthorizedClient('this client is not registered for the device authorization grant');
     }
     const scope = requestedScope(client, params.get('scope'));
-    const issued = await oauth.deviceCodes.issue(client.id, scope).catch((error: unknown) => {
+    // RFC 8707 as at /authorize: an unknown resource is invalid_target here; the known ones go to the grant.
+    const resources = oauth.resources.resolve(params.getAll('resource'));
+    const issued = await oauth.deviceCodes.issue(client.id, scope, resources).catch((error: unknown) => {
       // The client was deleted after authenticating (the client cache is a few seconds behind): its authentication fails.
       if (isForeignKeyViolation(error)) throw new InvalidClient('client authentication failed', { viaAuthorizationHeader: req.headers.authorization !== undefined });
       throw error;

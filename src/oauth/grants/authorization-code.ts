@@ -1,13 +1,14 @@
 /**
  * RFC 6749 §4.1.3, RFC 7636 §4.6. The redirect URI and PKCE verifier are checked after the atomic redemption, so a
- * failed attempt still uses the code up. A code presented again by its own client revokes its whole grant (§4.1.2).
+ * failed attempt still uses the code up; a `resource` (RFC 8707) is checked before it, as it may be a mere mistake that
+ * a retry corrects. A code presented again by its own client revokes its whole grant (§4.1.2).
  */
 import { InvalidGrant } from '../errors.js';
 import { verifyCodeVerifier } from '../pkce.js';
 import { refreshTokenAllowed, type NewRefreshToken, type RedeemedCode } from '../stores/codes.js';
 import { parseScope } from '../scopes.js';
 import { redirectUriMatches, type Client } from '../stores/clients.js';
-import { issuesRefreshTokens, refreshTokenJkt, requestedAudience, tokenResponse, type GrantRequest, type TokenResponse } from './grant.js';
+import { issuesRefreshTokens, refreshTokenJkt, refuseResourcesOutsideGrant, requestedAudience, tokenResponse, type GrantRequest, type TokenResponse } from './grant.js';
 import type { DpopProof } from '../../tokens/dpop.js';
 
 export const grantType = 'authorization_code';
@@ -68,18 +69,18 @@ function checkDpopBinding(redeemed: RedeemedCode, dpop: DpopProof | undefined): 
 
 export async function handler(request: GrantRequest): Promise<TokenResponse> {
   const { oauth, client, params, req, dpop } = request;
-  // RFC 8707: a resource this server does not know is refused before redeeming, so the corrected retry still has its
-  // code (and is not taken for a replay); narrowing to what the grant allows needs the code's grant, so it comes after.
-  oauth.resources.resolve(params.getAll('resource'));
+  const code = params.require('code');
+  await refuseResourcesOutsideGrant(oauth, params, () => oauth.codes.grantedResources(code, client.id));
   // The refresh token is stored by the redeeming statement itself; it is handed out only if the
   // checks below pass, and deleted otherwise.
   const refreshToken = issuesRefreshTokens(client) ? oauth.refreshTokens.mint(refreshTokenJkt(client, dpop)) : undefined;
-  const redeemed = await redeem(request, params.require('code'), refreshToken);
+  const redeemed = await redeem(request, code, refreshToken);
   let audience: string[];
   try {
     checkRedirectUri(client, redeemed, params.get('redirect_uri'));
     checkPkce(client, redeemed, params.get('code_verifier'));
     checkDpopBinding(redeemed, dpop);
+    // Already checked before redeeming; the grant's resources do not change, so this only computes the audience.
     audience = requestedAudience(oauth, params, redeemed.resources);
   } catch (error) {
     if (refreshToken) await oauth.refreshTokens.discard(refreshToken.token);

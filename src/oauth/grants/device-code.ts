@@ -4,7 +4,7 @@
  */
 import { AuthorizationPending, DeviceAccessDenied, ExpiredToken, InvalidGrant, SlowDown } from '../errors.js';
 import { DEVICE_CODE_GRANT_TYPE } from '../stores/clients.js';
-import { issuesRefreshTokens, refreshTokenJkt, requestedAudience, tokenResponse, type GrantRequest, type TokenResponse } from './grant.js';
+import { issuesRefreshTokens, refreshTokenJkt, refuseResourcesOutsideGrant, requestedAudience, tokenResponse, type GrantRequest, type TokenResponse } from './grant.js';
 
 export const grantType = DEVICE_CODE_GRANT_TYPE;
 
@@ -37,13 +37,14 @@ async function refuse({ oauth, client, req }: GrantRequest, deviceCode: string):
 export async function handler(request: GrantRequest): Promise<TokenResponse> {
   const { oauth, client, params, req, dpop } = request;
   const deviceCode = params.require('device_code');
-  // RFC 8707: the device authorization request names no resource, so the token may narrow to one of the defaults;
-  // checked before redeeming, so a refused resource leaves the code for the retry.
-  const audience = requestedAudience(oauth, params, []);
+  // RFC 8707: within the resources of the device authorization request, as the code grant is within its grant's.
+  await refuseResourcesOutsideGrant(oauth, params, () => oauth.deviceCodes.requestedResources(deviceCode, client.id));
   // RFC 9449 §5: a public client's refresh token is bound to the key of the proof it was issued with, as at the code grant.
   const refreshToken = issuesRefreshTokens(client) ? oauth.refreshTokens.mint(refreshTokenJkt(client, dpop)) : undefined;
   const redeemed = await oauth.deviceCodes.redeem(deviceCode, client.id, refreshToken);
   if (!redeemed) return refuse(request, deviceCode);
+  // Already checked before redeeming (a device code's resources do not change), so this only computes the audience.
+  const audience = requestedAudience(oauth, params, redeemed.resources);
   const grant = { grantId: redeemed.grantId, userId: redeemed.userId, scope: redeemed.scope, audience };
   oauth.events(req, 'device_code_redeemed', { clientId: client.id, userId: redeemed.userId, grantId: redeemed.grantId });
   return tokenResponse(oauth, client, grant, refreshToken?.token, dpop);

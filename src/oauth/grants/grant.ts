@@ -83,6 +83,24 @@ export function requestedAudience(oauth: OAuthContext, params: Parameters, grant
   return oauth.resources.narrow(grantResources, params.getAll('resource'));
 }
 
+/**
+ * RFC 8707 §2.2: a `resource` the server does not know, or one the authorization did not cover, is invalid_target —
+ * refused before redeeming, so the corrected retry still has its code and is not taken for a replay. `granted` reads
+ * what a code that may still be redeemed was authorized for; undefined (no such code) leaves the answer to the
+ * redemption, so a replay is still detected whatever resource it names.
+ */
+export async function refuseResourcesOutsideGrant(
+  oauth: OAuthContext,
+  params: Parameters,
+  granted: () => Promise<readonly string[] | undefined>,
+): Promise<void> {
+  const requested = params.getAll('resource');
+  if (requested.length === 0) return;
+  oauth.resources.resolve(requested);
+  const resources = await granted();
+  if (resources !== undefined) oauth.resources.narrow(resources, requested);
+}
+
 export function issuesRefreshTokens(client: Client): boolean {
   return client.grantTypes.includes('refresh_token');
 }

@@ -238,6 +238,21 @@ export class AuthorizationCodeStore {
     };
   }
 
+  /**
+   * The resources of the grant behind a code this client may still redeem, read before redeeming it (RFC 8707 §2.2);
+   * undefined for any other code, which the redemption then refuses for what it is. A grant's resources never change.
+   */
+  async grantedResources(code: string, clientId: string): Promise<string[] | undefined> {
+    const [row] = await queryRows<{ resources: string[] | null }>(
+      this.db,
+      sql`select g.resources
+          from ${authorizationCodes} c join ${grants} g on g.id = c.grant_id
+          where c.code_hash = ${sha256(code)} and c.client_id = ${clientId}
+            and c.consumed_at is null and c.expires_at > now() and g.revoked_at is null`,
+    );
+    return row && (row.resources ?? []);
+  }
+
   async diagnose(code: string, clientId: string): Promise<CodeRejection> {
     const [row] = await queryRows<{
       grant_id: string;

@@ -3,7 +3,7 @@
  * tokens; a poll records itself under a row lock, so concurrent too-fast polls each see the one before them.
  */
 import { randomInt } from 'node:crypto';
-import { and, eq, gt, sql, type SQL } from 'drizzle-orm';
+import { and, eq, gt, inArray, sql, type SQL } from 'drizzle-orm';
 import type { Db } from '../../db/database.js';
 import { deviceCodes, grants } from '../../db/schema.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
@@ -70,6 +70,8 @@ export interface RedeemedDeviceCode {
   grantId: string;
   userId: number;
   scope: string;
+  /** RFC 8707 resources of the device authorization request, now the grant's; empty: the default audience. */
+  resources: string[];
 }
 
 export interface DevicePoll {
@@ -88,7 +90,8 @@ export class DeviceCodeStore {
     private readonly ttlSeconds: number,
   ) {}
 
-  async issue(clientId: string, scope: string): Promise<IssuedDeviceCode> {
+  /** `resources`: the RFC 8707 resources of the request, already resolved; empty for the default audience. */
+  async issue(clientId: string, scope: string, resources: readonly string[] = []): Promise<IssuedDeviceCode> {
     const deviceCode = randomToken(32);
     for (let attempt = 0; attempt < USER_CODE_ATTEMPTS; attempt++) {
       const userCode = generateUserCode();
@@ -99,6 +102,7 @@ export class DeviceCodeStore {
           userCodeHash: sha256(userCode),
           clientId,
           scope,
+          resources: [...resources],
           intervalSeconds: POLLING_INTERVAL_SECONDS,
           expiresAt: sql`now() + make_interval(secs => ${this.ttlSeconds})`,
         })
@@ -138,25 +142,44 @@ export class DeviceCodeStore {
     }
   }
 
+  /**
+   * The resources of a device code this client may still redeem (pending or approved, not expired), read before
+   * redeeming it (RFC 8707 §2.2); undefined for any other code, which the poll then answers for what it is.
+   */
+  async requestedResources(deviceCode: string, clientId: string): Promise<string[] | undefined> {
+    const [row] = await this.db
+      .select({ resources: deviceCodes.resources })
+      .from(deviceCodes)
+      .where(
+        and(
+          eq(deviceCodes.deviceCodeHash, sha256(deviceCode)),
+          eq(deviceCodes.clientId, clientId),
+          inArray(deviceCodes.status, ['pending', 'approved']),
+          gt(deviceCodes.expiresAt, sql`now()`),
+        ),
+      );
+    return row?.resources;
+  }
+
   async redeem(deviceCode: string, clientId: string, refreshToken?: NewRefreshToken): Promise<RedeemedDeviceCode | undefined> {
     const grantId = randomToken(16);
     try {
-      const [row] = await queryRows<{ grant_id: string; user_id: number; scope: string }>(
+      const [row] = await queryRows<{ grant_id: string; user_id: number; scope: string; resources: string[] | null }>(
         this.db,
         sql`
           with redeemed as (
             update ${deviceCodes} set status = 'consumed'
             where device_code_hash = ${sha256(deviceCode)} and client_id = ${clientId}
               and status = 'approved' and expires_at > now()
-            returning client_id, user_id, scope
+            returning client_id, user_id, scope, resources
           ), new_grant as (
-            insert into ${grants} (id, client_id, user_id, scope)
-            select ${grantId}, client_id, user_id, scope from redeemed
-            returning id as grant_id, client_id, user_id, scope
+            insert into ${grants} (id, client_id, user_id, scope, resources)
+            select ${grantId}, client_id, user_id, scope, resources from redeemed
+            returning id as grant_id, client_id, user_id, scope, resources
           )${refreshToken ? sql`, issued as (${insertRefreshTokenFrom(sql`new_grant`, refreshToken)})` : sql``}
-          select grant_id, user_id, scope from new_grant`,
+          select grant_id, user_id, scope, resources from new_grant`,
       );
-      return row && { grantId: row.grant_id, userId: row.user_id, scope: row.scope };
+      return row && { grantId: row.grant_id, userId: row.user_id, scope: row.scope, resources: row.resources ?? [] };
     } catch (error) {
       if (isForeignKeyViolation(error)) return undefined;
       throw error;

@@ -1,0 +1,1 @@
+ALTER TABLE "device_codes" ADD COLUMN "resources" text[] DEFAULT '{}'::text[] NOT NULL;
