@@ -80,6 +80,7 @@ export interface Config {
   databasePoolSize: number;
   databasePreparedStatements: number;
   databaseStatementTimeoutMs: number;
+  databasePoolWaitMs: number;
   /** Directory of the embedded database, or `memory://` for a throwaway in-memory one. */
   dataDir: string;
   accessTokenTtl: number;
@@ -349,6 +350,7 @@ export function loadConfig(env: Env = process.env): Config {
     databasePoolSize: setting(env, POLICY.databasePoolSize),
     databasePreparedStatements: setting(env, POLICY.databasePreparedStatements),
     databaseStatementTimeoutMs: setting(env, POLICY.databaseStatementTimeoutMs),
+    databasePoolWaitMs: setting(env, POLICY.databasePoolWaitMs),
     dataDir,
     accessTokenTtl: setting(env, POLICY.accessTokenTtl),
     refreshTokenTtl: setting(env, POLICY.refreshTokenTtl),

@@ -225,6 +225,14 @@ export const POLICY = {
     min: 0,
     max: 3_600_000,
   },
+  databasePoolWaitMs: {
+    description:
+      'Milliseconds a PostgreSQL statement may wait for a pooled connection before the request is refused with 503 and Retry-After (0: no limit): a burst of slow requests cannot hold cheap ones for long.',
+    default: 5_000,
+    env: 'DATABASE_POOL_WAIT_MS',
+    min: 0,
+    max: 3_600_000,
+  },
   databasePreparedStatements: {
     description: 'Most distinct SQL texts run as named prepared statements per PostgreSQL connection or embedded PGlite (0: none, e.g. behind a transaction-mode pooler).',
     default: 256,

@@ -42,6 +42,7 @@ export async function openRuntime(config: Config, logger: Logger, database?: Dat
     poolSize: config.databasePoolSize,
     preparedStatements: config.databasePreparedStatements,
     statementTimeoutMs: config.databaseStatementTimeoutMs,
+    poolWaitMs: config.databasePoolWaitMs,
   });
   try {
     await database.migrate(ensureSigningKey, hasSigningKeys);

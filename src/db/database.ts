@@ -17,6 +17,7 @@ import { GENERIC_PLAN_START_PARAMS, withPgliteStatements } from './performance/p
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.js';
 import { clusterDirectory, hasCluster } from './embedded-cluster.js';
 import { DatabaseUnavailableError, sqlState } from './errors.js';
+import { PoolAdmission, withPoolAdmission } from './pool-admission.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Db = PgAsyncDatabase<any, Relations>;
@@ -62,6 +63,8 @@ export interface DatabaseOptions {
   preparedStatements?: number;
   /** PostgreSQL's statement_timeout on the pool's connections (0 or absent: none); migrations run on a connection of their own, without it. */
   statementTimeoutMs?: number;
+  /** Milliseconds a statement may wait for one of the pool's connections before it is refused (0 or absent: no limit). */
+  poolWaitMs?: number;
 }
 
 export interface Database {
@@ -150,9 +153,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     ]);
     const ipv6 = ipv6Host(databaseUrl);
     const preparedStatements = options.preparedStatements ?? DEFAULT_PREPARED_STATEMENTS;
+    const poolSize = options.poolSize ?? 10;
     const client = postgres(databaseUrl, {
       ...ipv6,
-      max: options.poolSize ?? 10,
+      max: poolSize,
       // 0 means none at all (a pooler in transaction mode): the driver's own statements (COMMIT) and Drizzle's named
       // queries would otherwise still be prepared, and a COMMIT retried on another server connection reads as ROLLBACK.
       ...(preparedStatements === 0 ? { prepare: false } : {}),
@@ -161,7 +165,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     });
     let healthClient: Sql | undefined;
     const preparing = withPreparedStatements(client, new PreparedStatementPolicy(preparedStatements));
-    const db = drizzlePostgres({ client: preparing, relations, logger });
+    const admitted = withPoolAdmission(preparing, new PoolAdmission(poolSize, options.poolWaitMs ?? 0));
+    const db = drizzlePostgres({ client: admitted, relations, logger });
     const appDb = db as unknown as Db;
     const url = new URL(databaseUrl);
     url.password = '';

@@ -2,6 +2,8 @@
  * Recognising PostgreSQL errors the same way for both drivers: postgres.js and PGlite both set
  * the SQLSTATE on `code`, and Drizzle may wrap either in an error whose `cause` holds it.
  */
+import { POOL_WAIT_TIMEOUT } from './pool-admission.js';
+
 const FOREIGN_KEY_VIOLATION = '23503';
 
 const SQLSTATE = /^[0-9A-Z]{5}$/;
@@ -121,13 +123,13 @@ const SERVER_AWAY = /^(08|28|3D|53300|57P0[123]|25006)/;
 
 /**
  * Whether a statement failed because the database is out of reach (down, restarting, unreachable, the embedded one
- * closed) rather than because of what it asked: the request may succeed later, so it deserves a 503 in its protocol's
+ * closed, every pooled connection busy past DATABASE_POOL_WAIT_MS) rather than because of what it asked: the request may succeed later, so it deserves a 503 in its protocol's
  * format (OAuth `temporarily_unavailable`, REST `UNAVAILABLE`, GraphQL `UNAVAILABLE`) with `Retry-After`, not a 500.
  */
 export function isDatabaseUnavailable(error: unknown): boolean {
   for (const { code, message } of causeChain(error)) {
     if (typeof code === 'string' && (LOST_CONNECTION.has(code) || (SQLSTATE.test(code) && SERVER_AWAY.test(code)))) return true;
-    if (message === 'PGlite is closed') return true;
+    if (message === 'PGlite is closed' || code === POOL_WAIT_TIMEOUT) return true;
   }
   return false;
 }

@@ -1,0 +1,209 @@
+/**
+ * A burst of slow statements must not hold cheap ones for long: statements wait for a pooled PostgreSQL connection in
+ * Fieldgate's own queue, take the next connection that comes free (not the one behind a slow filter), and give up
+ * after DATABASE_POOL_WAIT_MS with a 503 in each face's format — before anything was sent, so a retry is safe.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import request from 'supertest';
+import { sql } from 'drizzle-orm';
+import { createApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { openDatabase, type Database } from '../../src/db/database.js';
+import { isDatabaseUnavailable } from '../../src/db/errors.js';
+import { PoolAdmission, PoolWaitTimeout } from '../../src/db/pool-admission.js';
+import { createLogger } from '../../src/logger.js';
+import { openRuntime, type Runtime } from '../../src/runtime.js';
+import { createTestDatabase, TEST_DATABASE_URL, type TestDatabase } from '../support/databases.js';
+import { TEST_ISSUER } from '../support/runtime.js';
+import { issueTestToken } from '../support/tokens.js';
+import { postGraphQL } from '../support/graphql.js';
+
+const failure = (promise: PromiseLike<unknown>) => Promise.resolve(promise).then(() => undefined, (error: unknown) => error);
+
+/** Starts a Drizzle query, which runs only when awaited, and runs again each time. */
+const started = <T>(query: PromiseLike<T>): Promise<T> => Promise.resolve(query);
+
+/** A promise settled from outside, standing in for a statement in flight. */
+function deferred<T = void>() {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => ((resolve = res), (reject = rej)));
+  return { promise, resolve, reject };
+}
+
+describe('PoolAdmission', () => {
+  it('runs at most one statement per slot and admits the waiting ones oldest first', async () => {
+    const admission = new PoolAdmission(2, 0);
+    const statements = [deferred(), deferred(), deferred(), deferred()];
+    const started: number[] = [];
+    const finished = statements.map((statement, i) =>
+      admission.run(() => {
+        started.push(i);
+        return statement.promise;
+      }),
+    );
+    expect(started).toEqual([0, 1]);
+    expect(admission.load).toEqual({ running: 2, waiting: 2 });
+    statements[1]!.resolve();
+    await finished[1];
+    expect(started).toEqual([0, 1, 2]);
+    statements[0]!.reject(new Error('the statement failed'));
+    expect(await failure(finished[0]!)).toMatchObject({ message: 'the statement failed' });
+    expect(started).toEqual([0, 1, 2, 3]);
+    statements[2]!.resolve();
+    statements[3]!.resolve();
+    await Promise.all([finished[2], finished[3]]);
+    expect(admission.load).toEqual({ running: 0, waiting: 0 });
+  });
+
+  it('gives a slot back when starting the statement throws', async () => {
+    const admission = new PoolAdmission(1, 0);
+    expect(
+      await failure(
+        admission.run(() => {
+          throw new Error('could not start');
+        }),
+      ),
+    ).toMatchObject({ message: 'could not start' });
+    expect(await admission.run(async () => 'next')).toBe('next');
+  });
+
+  it('refuses a statement that waited past the limit without running it, and passes its slot on to the next', async () => {
+    const admission = new PoolAdmission(1, 30);
+    const slow = deferred();
+    const running = admission.run(() => slow.promise);
+    let ranLate = false;
+    const late = admission.run(async () => {
+      ranLate = true;
+    });
+    const refused = await failure(late);
+    expect(refused).toBeInstanceOf(PoolWaitTimeout);
+    expect(isDatabaseUnavailable(refused)).toBe(true);
+    const next = admission.run(async () => 'ran');
+    slow.resolve();
+    await running;
+    expect(await next).toBe('ran');
+    expect(ranLate).toBe(false);
+    expect(admission.load).toEqual({ running: 0, waiting: 0 });
+  });
+});
+
+describe.skipIf(!TEST_DATABASE_URL)('waiting for a pooled PostgreSQL connection [postgres]', () => {
+  let testDatabase: TestDatabase;
+
+  beforeAll(async () => {
+    testDatabase = await createTestDatabase('postgres');
+  });
+  afterAll(async () => {
+    await testDatabase?.drop();
+  });
+
+  async function withPool<T>(options: { poolSize: number; poolWaitMs: number }, fn: (database: Database) => Promise<T>): Promise<T> {
+    const database = await openDatabase({ databaseUrl: testDatabase.url!, ...options });
+    try {
+      return await fn(database);
+    } finally {
+      await database.close();
+    }
+  }
+
+  it('refuses a cheap statement that finds every connection held by slow ones past DATABASE_POOL_WAIT_MS', async () => {
+    await withPool({ poolSize: 2, poolWaitMs: 200 }, async ({ db }) => {
+      // Drizzle runs a query each time it is awaited: started once here.
+      const slow = [started(db.execute(sql`select pg_sleep(1.5)`)), started(db.execute(sql`select pg_sleep(1.5)`))];
+      let slowDone = false;
+      void Promise.all(slow).then(() => (slowDone = true));
+      const refused = await failure(db.execute(sql`select 1`));
+      expect(slowDone, 'the cheap statement was answered only after the slow ones').toBe(false);
+      expect(refused).toBeInstanceOf(Error);
+      expect(isDatabaseUnavailable(refused)).toBe(true);
+      await Promise.all(slow);
+      // The pool goes on.
+      expect(await db.execute(sql`select 1 as one`)).toEqual([{ one: 1 }]);
+    });
+  });
+
+  it('runs cheap statements on the connection that comes free, not behind a slow one', async () => {
+    await withPool({ poolSize: 2, poolWaitMs: 0 }, async ({ db }) => {
+      // Both connections open and idle, as in a pool that has been serving.
+      await Promise.all([db.execute(sql`select 1`), db.execute(sql`select 2`)]);
+      const order: string[] = [];
+      const slow = db.execute(sql`select pg_sleep(1.5)`).then(() => order.push('slow'));
+      const cheap = Array.from({ length: 20 }, (_, i) => db.execute(sql`select ${i}::int as i`).then(() => order.push('cheap')));
+      await Promise.all([slow, ...cheap]);
+      expect(order.at(-1)).toBe('slow');
+    });
+  });
+
+  it('holds a connection for a whole transaction, whose own statements are not admitted again', async () => {
+    await withPool({ poolSize: 1, poolWaitMs: 300 }, async ({ db }) => {
+      const release = deferred();
+      const transaction = db.transaction(async (tx) => {
+        await tx.execute(sql`select 1`);
+        await release.promise;
+        await tx.execute(sql`select 2`);
+        return 'committed';
+      });
+      const outside = failure(db.execute(sql`select 3`));
+      // Were it admitted, it would run once the transaction ends.
+      setTimeout(release.resolve, 1000);
+      expect(isDatabaseUnavailable(await outside)).toBe(true);
+      expect(await transaction).toBe('committed');
+    });
+  });
+});
+
+describe.skipIf(!TEST_DATABASE_URL)('a request whose statement waits past DATABASE_POOL_WAIT_MS [postgres]', () => {
+  let testDatabase: TestDatabase;
+  let runtime: Runtime;
+  let app: ReturnType<typeof createApp>;
+  let token: string;
+
+  beforeAll(async () => {
+    testDatabase = await createTestDatabase('postgres');
+    const env = { ISSUER: TEST_ISSUER, DATA_DIR: 'memory://', LOG_LEVEL: 'fatal', DEMO: 'false', DATABASE_URL: testDatabase.url!, DATABASE_POOL_SIZE: '1', DATABASE_POOL_WAIT_MS: '200' };
+    runtime = await openRuntime(loadConfig(env), createLogger('fatal'));
+    app = createApp(runtime);
+    ({ token } = await issueTestToken(runtime));
+  }, 60_000);
+
+  afterAll(async () => {
+    await runtime?.close();
+    await testDatabase?.drop();
+  });
+
+  /** Occupies the only pooled connection for a while, as a slow filter would. */
+  async function whileThePoolIsBusy(fn: () => Promise<void>) {
+    const busy = started(runtime.db.execute(sql`select pg_sleep(1)`));
+    try {
+      await fn();
+    } finally {
+      await busy;
+    }
+  }
+
+  it('answers REST 503 UNAVAILABLE with Retry-After', async () => {
+    await whileThePoolIsBusy(async () => {
+      const res = await request(app).get('/products/1').query({ fields: 'id,name' }).set('Authorization', `Bearer ${token}`);
+      expect(res.status, res.text).toBe(503);
+      expect(res.headers['retry-after']).toMatch(/^\d+$/);
+      expect(res.body.error).toMatchObject({ code: 503, status: 'UNAVAILABLE' });
+    });
+  });
+
+  it('answers GraphQL with UNAVAILABLE', async () => {
+    await whileThePoolIsBusy(async () => {
+      const res = await postGraphQL(app, token, '{ product(id: 1) { id name } }');
+      expect(res.body.errors?.map((error) => error.extensions?.code)).toEqual(['UNAVAILABLE']);
+    });
+  });
+
+  it('answers the token endpoint 503 temporarily_unavailable', async () => {
+    await whileThePoolIsBusy(async () => {
+      const res = await request(app).post('/token').type('form').send({ grant_type: 'refresh_token', refresh_token: 'x', client_id: 'no-such-client' });
+      expect(res.status, res.text).toBe(503);
+      expect(res.body.error).toBe('temporarily_unavailable');
+      expect(res.headers['retry-after']).toMatch(/^\d+$/);
+    });
+  });
+});
