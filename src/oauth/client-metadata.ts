@@ -5,7 +5,7 @@
 import { InvalidClientMetadata, InvalidRedirectUri } from './errors.js';
 import { ALL_SCOPES, isSupportedScope, parseScope, SUPPORTED_SCOPES } from './scopes.js';
 import { isSigningAlg, SIGNING_ALGS, type SigningAlg } from '../tokens/signing-keys.js';
-import { isLoopbackHost } from './loopback.js';
+import { isCanonicalLoopbackIpUri, isLoopbackHost, isLoopbackIp } from './loopback.js';
 import { isSubjectType, sectorOf, type SubjectType } from './oidc/subject.js';
 import { ASSERTION_ALGORITHMS } from './client-assertion.js';
 
@@ -123,7 +123,7 @@ function httpsUri(body: Record<string, unknown>, field: string): string | undefi
   } catch {
     fail(field, 'must be an absolute https URL');
   }
-  if (url.protocol !== 'https:' || url.username || url.password) fail(field, 'must be an https URL without credentials');
+  if (url.protocol !== 'https:' || hasUserinfo(value, url)) fail(field, 'must be an https URL without credentials');
   return value;
 }
 
@@ -136,6 +136,17 @@ export function uriCharactersProblem(raw: string): string | undefined {
   if (/[\u0000-\u0020\u007f]/.test(raw)) return 'must not contain spaces or control characters';
   if (/[^\u0000-\u007f]/.test(raw)) return 'must be ASCII: a host in its xn-- (punycode) form, other characters percent-encoded (RFC 3986)';
   return undefined;
+}
+
+/**
+ * Whether the URI carries userinfo. The parser leaves username and password empty for an empty one (`https://@host`,
+ * `https://:@host`), which is userinfo all the same; http(s) takes any number of slashes, as the parser does.
+ */
+export function hasUserinfo(raw: string, url: URL): boolean {
+  if (url.username || url.password) return true;
+  const special = url.protocol === 'http:' || url.protocol === 'https:';
+  const authority = (special ? /^[^:]*:[/\\]*([^/\\?#]*)/ : /^[^:]*:\/\/([^/?#]*)/).exec(raw)?.[1];
+  return authority?.includes('@') ?? false;
 }
 
 /**
@@ -153,7 +164,7 @@ export function webUriProblem(raw: string): string | undefined {
     return 'is not an absolute URI';
   }
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHost(url.hostname))) return 'must use https (or http on a loopback host)';
-  if (url.username || url.password || raw.includes('#')) return 'must not contain credentials or a fragment';
+  if (hasUserinfo(raw, url) || raw.includes('#')) return 'must not contain credentials or a fragment';
   return undefined;
 }
 
@@ -215,12 +226,16 @@ export function checkRedirectUri(raw: string): string {
     return refuse('must be an absolute URI');
   }
   if (FORBIDDEN_SCHEMES.has(url.protocol)) refuse(`must not use the ${url.protocol} scheme`);
-  if (url.username || url.password) refuse('must not contain credentials');
+  if (hasUserinfo(raw, url)) refuse('must not contain credentials');
   // As the CLI refuses it (stores/clients.ts): nothing listens on port 0, however it is written.
   if (url.port === '0') refuse('must not use port 0');
   if (url.protocol === 'https:') return raw;
   if (url.protocol === 'http:') {
     if (!isLoopbackHost(url.hostname)) refuse('must use https (http only on localhost, 127.0.0.0/8 or [::1])');
+    // Any port is accepted at /authorize only for the literal written so (RFC 8252 §7.3): refused now, not on first use.
+    if (isLoopbackIp(url.hostname) && !isCanonicalLoopbackIpUri(raw, url.hostname)) {
+      refuse(`on a loopback IP must be written http://${url.hostname}[:port]/path (RFC 8252 §7.3, as 127.0.0.1 or [::1] are written)`);
+    }
     return raw;
   }
   // RFC 8252 §7.1: a private-use scheme is a reverse domain name, so it holds a dot.
@@ -382,8 +397,14 @@ function subjectType(body: Record<string, unknown>, redirectUris: readonly strin
   const value = body.subject_type;
   if (value === undefined || value === null) return 'public';
   if (typeof value !== 'string' || !isSubjectType(value)) fail('subject_type', 'must be public or pairwise');
-  if (value === 'pairwise' && sectorOf(redirectUris) === undefined) {
-    fail('subject_type', 'pairwise needs every redirect URI on one host (sector_identifier_uri is not supported)');
+  if (value === 'pairwise') {
+    const sector = sectorOf(redirectUris);
+    if (sector === undefined) fail('subject_type', 'pairwise needs every redirect URI on one host (sector_identifier_uri is not supported)');
+    // A private-use scheme has no host, and every native app shares the loopback one: any app could claim the sector,
+    // and with it the same pairwise sub for a user, the correlation pairwise exists to prevent.
+    if (sector === '' || isLoopbackHost(sector)) {
+      fail('subject_type', 'pairwise needs redirect URIs on a host of the client’s own, not a private-use scheme or a loopback host, which any app can claim');
+    }
   }
   return value;
 }
