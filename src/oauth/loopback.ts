@@ -13,7 +13,7 @@ export function isLoopbackHost(hostname: string): boolean {
 }
 
 /** The start of a loopback redirect URI as RFC 8252 §7.3 writes it, the only form whose port /authorize relaxes. */
-const LOOPBACK_IP_ORIGIN = /^http:\/\/(\[::1\]|127\.\d{1,3}\.\d{1,3}\.\d{1,3})(?::\d{1,5})?(?=[/?]|$)/;
+export const LOOPBACK_IP_ORIGIN = /^http:\/\/(\[::1\]|127\.\d{1,3}\.\d{1,3}\.\d{1,3})(?::\d{1,5})?(?=[/?]|$)/;
 
 /**
  * Whether `raw`, an http URI the parser read as host `hostname`, spells that loopback IP literal as the parser writes it

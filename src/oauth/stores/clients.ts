@@ -5,9 +5,9 @@ import { clients } from '../../db/schema.js';
 import { ALL_SCOPES, isSupportedScope, parseScope, SUPPORTED_SCOPES } from '../scopes.js';
 import { constantTimeEqual, hmacSha256, randomIdentifier, randomToken } from '../../crypto/secrets.js';
 import { isSubjectType, sectorOf, type SubjectType } from '../oidc/subject.js';
-import { frontchannelOriginProblem, publicJwkSetProblem, textProblem, uriCharactersProblem, webUriProblem, type ClientMetadata } from '../client-metadata.js';
+import { frontchannelOriginProblem, hasUserinfo, publicJwkSetProblem, textProblem, uriCharactersProblem, webUriProblem, type ClientMetadata } from '../client-metadata.js';
 import { isSigningAlg, SIGNING_ALGS } from '../../tokens/signing-keys.js';
-import { isLoopbackHost, isLoopbackIp } from '../loopback.js';
+import { isCanonicalLoopbackIpUri, isLoopbackHost, isLoopbackIp, LOOPBACK_IP_ORIGIN } from '../loopback.js';
 
 export type Client = typeof clients.$inferSelect;
 
@@ -147,12 +147,13 @@ export function validateRedirectUri(raw: string): string {
   if (uri.protocol !== 'https:' && uri.protocol !== 'http:') {
     throw new ClientRegistrationError(`redirect URI "${raw}" must use https (or http on a loopback host)`);
   }
-  if (uri.username || uri.password) throw new ClientRegistrationError(`redirect URI "${raw}" must not contain credentials`);
+  if (hasUserinfo(raw, uri)) throw new ClientRegistrationError(`redirect URI "${raw}" must not contain credentials`);
+  if (isLoopbackIp(uri.hostname) && !isCanonicalLoopbackIpUri(raw, uri.hostname)) {
+    throw new ClientRegistrationError(`redirect URI "${raw}" on a loopback IP must be written http://${uri.hostname}[:port]/path (RFC 8252 §7.3)`);
+  }
   if (uri.port === '0') throw new ClientRegistrationError(`redirect URI "${raw}" must not use port 0, where nothing listens`);
   return raw;
 }
-
-const LOOPBACK_IP_ORIGIN = /^http:\/\/(\[::1\]|127\.\d{1,3}\.\d{1,3}\.\d{1,3})(?::\d{1,5})?(?=[/?]|$)/;
 
 /**
  * RFC 9700 §4.1.3 simple string comparison, except that an http loopback IP literal's port (not port 0) is ignored, since a native

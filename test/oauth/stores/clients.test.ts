@@ -38,6 +38,14 @@ describe('redirect URI registration', () => {
     ['an internationalized host not in its xn-- form', 'https://пример.example/cb', /must be ASCII/],
     ['a space', 'https://app.example/c b', /spaces or control characters/],
     ['a newline the URL parser would drop', 'https://app.example/c\nb', /spaces or control characters/],
+    // As /register refuses them (client-metadata.ts): an empty userinfo is userinfo all the same.
+    ['an empty userinfo', 'https://@app.example/cb', /credentials/],
+    ['an empty userinfo with a colon', 'https://:@app.example/cb', /credentials/],
+    // These name a loopback address, but only the literal RFC 8252 writes gets any port at /authorize.
+    ['a shortened loopback address', 'http://127.1/cb', /RFC 8252/],
+    ['a hexadecimal loopback address', 'http://0x7f.1/cb', /RFC 8252/],
+    ['a long IPv6 loopback address', 'http://[0:0:0:0:0:0:0:1]/cb', /RFC 8252/],
+    ['an upper-case scheme', 'HTTP://127.0.0.1/cb', /RFC 8252/],
   ])('refuses %s with a clear message', (_name, uri, message) => {
     expect(() => validateRedirectUri(uri)).toThrow(ClientRegistrationError);
     expect(() => validateRedirectUri(uri)).toThrow(message);
