@@ -152,7 +152,7 @@ export class ConsentStore {
 
   /** `fieldgate consent revoke`: as Revoke on /account (revokeApp), by user name; undefined when there is no such user. */
   async revoke(username: string, clientId: string): Promise<{ consentDeleted: boolean; grantsRevoked: number } | undefined> {
-    const [user] = await this.db.select({ id: users.id }).from(users).where(eq(users.username, username));
+    const [user] = await this.db.select({ id: users.id }).from(users).where(eq(users.username, username.trim()));
     if (!user) return undefined;
     const { consentDeleted, grantIds } = await this.revokeApp(user.id, clientId);
     return { consentDeleted, grantsRevoked: grantIds.length };

@@ -43,7 +43,8 @@ describeEachDatabase('revoking what a user allowed', (context) => {
     const [tv, user] = await Promise.all([deviceClient(runtime), buildUser(runtime)]);
     const deviceCode = await approvedDevice(runtime, tv, user);
 
-    expect(await new ConsentStore(runtime.db).revoke(user.username, tv.id)).toMatchObject({ grantsRevoked: 0 });
+    // The name as typed on a command line, with the spaces every other user command forgives.
+    expect(await new ConsentStore(runtime.db).revoke(` ${user.username} `, tv.id)).toMatchObject({ grantsRevoked: 0 });
     expect((await poll(tv, deviceCode)).body.error).toBe('access_denied');
   });
 
