@@ -17,7 +17,7 @@ import { GENERIC_PLAN_START_PARAMS, withPgliteStatements } from './performance/p
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.js';
 import { clusterDirectory, hasCluster } from './embedded-cluster.js';
 import { DatabaseUnavailableError, sqlState } from './errors.js';
-import { PoolAdmission, withPoolAdmission } from './pool-admission.js';
+import { PIPELINE_DEPTH, PoolAdmission, withPoolAdmission } from './pool-admission.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Db = PgAsyncDatabase<any, Relations>;
@@ -165,7 +165,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     });
     let healthClient: Sql | undefined;
     const preparing = withPreparedStatements(client, new PreparedStatementPolicy(preparedStatements));
-    const admitted = withPoolAdmission(preparing, new PoolAdmission(poolSize, options.poolWaitMs ?? 0));
+    const admitted = withPoolAdmission(preparing, new PoolAdmission(poolSize, PIPELINE_DEPTH, options.poolWaitMs ?? 0));
     const db = drizzlePostgres({ client: admitted, relations, logger });
     const appDb = db as unknown as Db;
     const url = new URL(databaseUrl);

@@ -1,12 +1,15 @@
 /**
- * Admission to the PostgreSQL pool, with a bounded wait. postgres.js queues a statement that finds every connection
- * busy behind one of them (pipelining), where it waits for whatever runs there, a slow list filter included, and
- * can be cancelled only once it reaches the server. So statements wait here instead: at most one per connection
- * runs, the next free connection takes the oldest waiting statement, and a statement that waits longer than
- * DATABASE_POOL_WAIT_MS is refused before it is sent (503 with Retry-After on every face: nothing ran, so a retry
- * is safe).
+ * Admission to the PostgreSQL pool, with a bounded wait. postgres.js pipelines a statement that finds every connection
+ * busy onto one of them, up to a hundred deep, where it waits for whatever runs there, a slow list filter included,
+ * and can be cancelled only once it reaches the server. So beyond a few statements per connection (PIPELINE_DEPTH:
+ * pipelining a few saves round trips, and CPU, under load) statements wait here instead, oldest first; a transaction
+ * holds a whole connection. One that waits longer than DATABASE_POOL_WAIT_MS is refused before it is sent (503 with
+ * Retry-After on every face: nothing ran, so a retry is safe).
  */
 import type { PendingQuery, Row, Sql } from 'postgres';
+
+/** Statements in flight per connection before the next waits here. Measured: docs/PERFORMANCE.md. */
+export const PIPELINE_DEPTH = 4;
 
 /** Code of the error a statement refused at admission carries: the database is busy, not wrong (see errors.ts). */
 export const POOL_WAIT_TIMEOUT = 'POOL_WAIT_TIMEOUT';
@@ -20,67 +23,91 @@ export class PoolWaitTimeout extends Error {
 }
 
 interface Waiter {
+  /** Slots it needs: one for a statement, a connection's worth for a transaction. */
+  weight: number;
   admit(): void;
   timer: NodeJS.Timeout | undefined;
   timedOut: boolean;
 }
 
 export class PoolAdmission {
+  /** Slots: each connection takes `depth` statements. */
+  private readonly slots: number;
   private running = 0;
   private waiting: Waiter[] = [];
   private head = 0;
 
   /** `maxWaitMs` 0: wait as long as it takes. */
   constructor(
-    readonly slots: number,
+    connections: number,
+    private readonly depth: number,
     readonly maxWaitMs: number,
-  ) {}
+  ) {
+    this.slots = connections * depth;
+  }
 
-  /** Statements running, and statements waiting for a slot (those that gave up included, until passed over). */
+  /** Slots in use, and callers waiting (those that gave up included, until passed over). */
   get load(): { running: number; waiting: number } {
     return { running: this.running, waiting: this.waiting.length - this.head };
   }
 
-  /** Runs `start` once a slot is free, holding the slot until what it returns settles. */
-  run<T>(start: () => PromiseLike<T>): Promise<T> {
-    if (this.running < this.slots) {
-      this.running++;
-      return this.holding(start);
+  /** Runs a statement once a slot is free, holding it until what `start` returns settles. */
+  statement<T>(start: () => PromiseLike<T>): Promise<T> {
+    return this.run(start, 1);
+  }
+
+  /** Runs a transaction once a whole connection is free, holding it until what `start` returns settles. */
+  transaction<T>(start: () => PromiseLike<T>): Promise<T> {
+    return this.run(start, this.depth);
+  }
+
+  private run<T>(start: () => PromiseLike<T>, weight: number): Promise<T> {
+    if (this.head === this.waiting.length && this.running + weight <= this.slots) {
+      this.running += weight;
+      return this.holding(start, weight);
     }
     return new Promise<void>((resolve, reject) => {
-      const waiter: Waiter = { admit: resolve, timer: undefined, timedOut: false };
+      const waiter: Waiter = { weight, admit: resolve, timer: undefined, timedOut: false };
       if (this.maxWaitMs > 0) {
         waiter.timer = setTimeout(() => {
           waiter.timedOut = true;
           reject(new PoolWaitTimeout(this.maxWaitMs));
+          // A transaction that gave up at the head may have held back statements that fit.
+          this.admitWaiting();
         }, this.maxWaitMs);
       }
       this.waiting.push(waiter);
-    }).then(() => this.holding(start));
+    }).then(() => this.holding(start, weight));
   }
 
-  /** Runs `start` in a slot already taken, and gives the slot up once its result settles. */
-  private holding<T>(start: () => PromiseLike<T>): Promise<T> {
+  /** Runs `start` in slots already taken, and gives them up once its result settles. */
+  private holding<T>(start: () => PromiseLike<T>, weight: number): Promise<T> {
     let started: PromiseLike<T>;
     try {
       started = start();
     } catch (error) {
-      this.release();
+      this.release(weight);
       return Promise.reject(error);
     }
     return Promise.resolve(started).then(
-      (value) => (this.release(), value),
+      (value) => (this.release(weight), value),
       (error: unknown) => {
-        this.release();
+        this.release(weight);
         throw error;
       },
     );
   }
 
-  /** Hands the slot to the oldest statement still waiting, or frees it. */
-  private release(): void {
+  private release(weight: number): void {
+    this.running -= weight;
+    this.admitWaiting();
+  }
+
+  /** Admits waiting callers, oldest first, while the oldest fits: a transaction is not overtaken for ever by statements. */
+  private admitWaiting(): void {
     while (this.head < this.waiting.length) {
       const next = this.waiting[this.head]!;
+      if (!next.timedOut && this.running + next.weight > this.slots) return;
       this.waiting[this.head++] = undefined as never;
       if (this.head === this.waiting.length) {
         this.waiting = [];
@@ -92,10 +119,9 @@ export class PoolAdmission {
       }
       if (next.timedOut) continue;
       clearTimeout(next.timer);
+      this.running += next.weight;
       next.admit();
-      return;
     }
-    this.running--;
   }
 }
 
@@ -118,7 +144,7 @@ class AdmittedStatement implements PromiseLike<unknown> {
   }
 
   then<A = unknown, B = never>(onFulfilled?: ((value: unknown) => A | PromiseLike<A>) | null, onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<A | B> {
-    this.result ??= this.admission.run(() => (this.asValues ? this.start().values() : this.start()));
+    this.result ??= this.admission.statement(() => (this.asValues ? this.start().values() : this.start()));
     return this.result.then(onFulfilled, onRejected);
   }
 }
@@ -134,7 +160,7 @@ export function withPoolAdmission(sql: Sql, admission: PoolAdmission): Sql {
         case 'unsafe':
           return (...args: Parameters<Sql['unsafe']>) => new AdmittedStatement(admission, () => target.unsafe(...args));
         case 'begin':
-          return (...args: unknown[]) => admission.run(() => (target.begin as (...args: unknown[]) => Promise<unknown>)(...args));
+          return (...args: unknown[]) => admission.transaction(() => (target.begin as (...args: unknown[]) => Promise<unknown>)(...args));
         default:
           return Reflect.get(target, property, receiver) as unknown;
       }
