@@ -89,7 +89,8 @@ export class PoolAdmission {
       this.release(weight);
       return Promise.reject(error);
     }
-    return Promise.resolve(started).then(
+    // `then` directly: Promise.resolve would wrap the driver's own promise in one more, a microtask later.
+    return (started.then as Promise<T>['then'])(
       (value) => (this.release(weight), value),
       (error: unknown) => {
         this.release(weight);
