@@ -11,10 +11,11 @@
  *     extensions: { reason: 'ILLEGAL_STATUS_MOVE', from: 'DELIVERED', to: 'PAID' },
  *   });
  */
-import { GraphQLError, type GraphQLFormattedError } from 'graphql';
+import { GraphQLError, type ExecutionResult, type GraphQLFormattedError } from 'graphql';
 import { InsufficientScope, type InvalidToken } from '../oauth/errors.js';
 import { challengeHeaders, wwwAuthenticate } from '../tokens/bearer.js';
 import { DATABASE_RETRY_AFTER_SECONDS, DEADLINE_EXCEEDED_MESSAGE, isDatabaseUnavailable, isStatementTimeout } from '../db/errors.js';
+import type { Logger } from '../logger.js';
 
 export type GqlErrorCode =
   | 'UNAUTHENTICATED'
@@ -167,6 +168,12 @@ export class GqlUnavailable extends GqlError {
 
   static forRequest(cause: unknown): GqlUnavailable {
     return new GqlUnavailable(UNAVAILABLE_MESSAGE, { cause, http: { status: 503, headers: { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) } } });
+  }
+
+  /** The answer to a request whose bearer check could not reach the database, logged once. */
+  static resultFor(cause: unknown, logger: Logger): ExecutionResult {
+    logger.warn({ err: cause }, 'graphql request failed: the database is unavailable');
+    return { errors: [GqlUnavailable.forRequest(cause)] };
   }
 }
 

@@ -104,10 +104,7 @@ function useExecutor(runtime: Runtime, executor: Executor, persisted: PersistedO
           if (error instanceof InvalidToken) {
             return withResourceMetadataChallenge({ errors: [GqlUnauthenticated.fromInvalidToken(error)] }, resource.metadataUrl);
           }
-          if (isDatabaseUnavailable(error)) {
-            runtime.logger.warn({ err: error }, 'graphql request failed: the database is unavailable');
-            return { errors: [GqlUnavailable.forRequest(error)] };
-          }
+          if (isDatabaseUnavailable(error)) return GqlUnavailable.resultFor(error, runtime.logger);
           throw error;
         }
         let source: string | undefined;

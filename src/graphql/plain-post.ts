@@ -11,6 +11,8 @@ import type { RequestHandler } from 'express';
 import type { ExecutionResult } from 'graphql';
 import type { Runtime } from '../runtime.js';
 import { authenticateRequest } from '../tokens/bearer.js';
+import { isDatabaseUnavailable } from '../db/errors.js';
+import { GqlUnavailable } from './errors.js';
 import type { Executor } from './executor.js';
 import type { PersistedOperations } from './persisted-operations.js';
 
@@ -77,8 +79,10 @@ export function answerPlainPost(runtime: Runtime, executor: Executor, persisted:
       try {
         principal = await authenticateRequest(runtime, { authorization, dpop: undefined, method: 'POST', path: req.originalUrl, resource: resource.identifier });
         source = persisted.resolve({ query: body.query, extensions: undefined, documentId: undefined });
-      } catch {
-        // Refusals are yoga's to word and send; with no DPoP proof, checking again is harmless.
+      } catch (error) {
+        // Refusals are yoga's to word and send; with no DPoP proof, checking again is harmless. A database out of reach
+        // (or every pooled connection busy) is not checked again: that would double the wait, and the load.
+        if (isDatabaseUnavailable(error)) req.graphqlResult = GqlUnavailable.resultFor(error, runtime.logger);
         return next();
       }
       const result = await executor.run({ principal, source, variables: body.variables, operationName: body.operationName, method: 'POST' });

@@ -213,10 +213,22 @@ describe.skipIf(!TEST_DATABASE_URL)('a request whose statement waits past DATABA
   it('answers GraphQL with UNAVAILABLE, compiled or not', async () => {
     // The third use of an operation runs compiled (graphql-jit).
     for (let use = 1; use <= 3; use++) {
-      await whileThePoolIsBusy(async () => {
-        const res = await postGraphQL(app, token, '{ product(id: 1) { id name } }');
-        expect(res.body.errors?.map((error) => error.extensions?.code), `use ${use}: ${JSON.stringify(res.body)}`).toEqual(['UNAVAILABLE']);
+      const revocationChecks: string[] = [];
+      const stop = runtime.database.onQuery((statement) => {
+        if (statement.includes('revoked_access_tokens')) revocationChecks.push(statement);
       });
+      try {
+        await whileThePoolIsBusy(async () => {
+          const res = await postGraphQL(app, token, '{ product(id: 1) { id name } }');
+          expect(res.status).toBe(503);
+          expect(res.headers['retry-after']).toMatch(/^\d+$/);
+          expect(res.body.errors?.map((error) => error.extensions?.code), `use ${use}: ${JSON.stringify(res.body)}`).toEqual(['UNAVAILABLE']);
+        });
+      } finally {
+        stop();
+      }
+      // Checked once: a second check would wait for the pool again.
+      expect(revocationChecks, `use ${use}`).toHaveLength(1);
     }
   });
 
