@@ -6,6 +6,7 @@ import { DATABASE_RETRY_AFTER_SECONDS } from './db/errors.js';
 import { requestLog } from './http/request-log.js';
 import { SegmentDispatcher } from './http/dispatch.js';
 import { refuseLongUrl } from './http/client-error.js';
+import { readAbsoluteForm, refuseInvalidHost } from './http/request-target.js';
 import { createOAuthRouter, OAUTH_PATHS } from './oauth/router.js';
 import { createGraphQL } from './graphql/index.js';
 import { GRAPHQL_PATH } from './graphql/http.js';
@@ -62,6 +63,7 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): express.E
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.set('trust proxy', runtime.config.trustProxy);
+  app.use(readAbsoluteForm);
   const prefix = issuerPath(runtime.config.issuer);
   if (prefix) app.use(stripIssuerPath(prefix));
   if (options.embedderRoutes?.bare) app.use(options.embedderRoutes.bare);
@@ -76,6 +78,7 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): express.E
       next();
     });
   }
+  app.use(refuseInvalidHost);
   app.use(refuseLongUrl([GRAPHQL_PATH]));
   if (options.embedderRoutes?.served) app.use(options.embedderRoutes.served);
   const graphql = createGraphQL(runtime);

@@ -64,7 +64,8 @@ export const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
 export async function startServer(runtime: Runtime): Promise<RunningServer> {
   let shuttingDown = false;
   const app = createApp(runtime, { isShuttingDown: () => shuttingDown });
-  const server = http.createServer({ connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS }, app);
+  // A request without Host is refused by the app (src/http/request-target.ts), in the Google error shape, not by Node with an empty body.
+  const server = http.createServer({ connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS, requireHostHeader: false }, app);
   applyConnectionBounds(server);
   answerClientErrors(server, runtime.logger);
 

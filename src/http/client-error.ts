@@ -1,7 +1,7 @@
 /**
  * Requests Node refuses before the app sees them get the Google error body instead of Node's empty one (the path is not
  * known yet, so /graphql's too). Long URLs are refused earlier by the app (414), so only oversized headers end up here
- * as 431.
+ * as 431. So do those Node would otherwise drop (CONNECT) or answer bare (an unmet Expect, 417).
  */
 import type http from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -40,21 +40,58 @@ export function refuseLongUrl(answeredByFace: readonly string[] = []): RequestHa
 }
 
 /**
+ * Bytes written on a socket when its last word was a 100 Continue: a final response may still follow one (RFC 9110
+ * §15.2), so a body promised and never sent still gets its 408 rather than a silent close.
+ */
+const interimOnly = new WeakMap<Duplex, number>();
+
+/** What Node does for `Expect: 100-continue` without a listener, remembering where the interim response ended. */
+function continueRequest(server: http.Server, req: http.IncomingMessage, res: http.ServerResponse): void {
+  res.writeContinue();
+  interimOnly.set(req.socket, req.socket.bytesWritten);
+  server.emit('request', req, res);
+}
+
+/** Writes a Google error response straight on the socket and closes it; with a logger, writes the access line too. */
+function refuseOnSocket(socket: Duplex, [code, reason, message, errorReason]: [number, string, string, string], logger?: Logger, headers = ''): void {
+  const body = JSON.stringify(new RestInvalidArgument(message, { httpStatus: code, reason: errorReason }).toBody());
+  socket.end(`HTTP/1.1 ${code} ${reason}\r\nConnection: close\r\n${headers}Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  logger?.info({ req: { id: randomUUID() }, res: { statusCode: code }, refused: errorReason }, `refused before routing: ${code} ${errorReason}`);
+}
+
+/**
  * Answers a request Node refused before the app saw it; with a logger, writes its access line too (the one the app
  * writes for every other request), naming no path or header: what was sent never got parsed, and may hold secrets.
  */
 export function answerClientError(error: Error & { code?: string }, socket: Duplex, logger?: Logger): void {
-  const writable = socket.writable && (socket as Duplex & { bytesWritten?: number }).bytesWritten === 0;
+  const sent = (socket as Duplex & { bytesWritten?: number }).bytesWritten;
+  const writable = socket.writable && (sent === 0 || sent === interimOnly.get(socket));
   if (writable && error.code !== 'ECONNRESET') {
-    const [code, reason, message, errorReason] = STATUS[error.code ?? ''] ?? [400, 'Bad Request', 'the request is not valid HTTP', 'INVALID_HTTP'];
-    const body = JSON.stringify(new RestInvalidArgument(message, { httpStatus: code, reason: errorReason }).toBody());
-    socket.end(`HTTP/1.1 ${code} ${reason}\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
-    logger?.info({ req: { id: randomUUID() }, res: { statusCode: code }, refused: errorReason }, `refused before routing: ${code} ${errorReason}`);
+    refuseOnSocket(socket, STATUS[error.code ?? ''] ?? [400, 'Bad Request', 'the request is not valid HTTP', 'INVALID_HTTP'], logger);
     return;
   }
   socket.destroy(error);
 }
 
+/** CONNECT asks for a tunnel, which only a proxy opens: Node would drop the connection without a word. */
+function refuseConnect(socket: Duplex, logger?: Logger): void {
+  // RFC 9110 §10.2.1: an empty Allow says the target (an authority, no resource of ours) allows no method.
+  refuseOnSocket(socket, [405, 'Method Not Allowed', 'the method CONNECT is not allowed: this server is no proxy', 'METHOD_NOT_ALLOWED'], logger, 'Allow: \r\n');
+}
+
+/** An Expect other than 100-continue (RFC 9110 §10.1.1): 417, which Node sends with an empty body. */
+function refuseExpectation(req: http.IncomingMessage, res: http.ServerResponse, logger?: Logger): void {
+  const body = JSON.stringify(new RestInvalidArgument('the Expect header is not supported', { httpStatus: 417, reason: 'EXPECTATION_FAILED' }).toBody());
+  // The body that was meant to follow is never read: the connection cannot carry another request.
+  res.writeHead(417, { Connection: 'close', 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
+  res.end(body);
+  req.resume();
+  logger?.info({ req: { id: randomUUID() }, res: { statusCode: 417 }, refused: 'EXPECTATION_FAILED' }, 'refused before routing: 417 EXPECTATION_FAILED');
+}
+
 export function answerClientErrors(server: http.Server, logger?: Logger): void {
   server.on('clientError', (error: Error & { code?: string }, socket: Duplex) => answerClientError(error, socket, logger));
+  server.on('connect', (_req: http.IncomingMessage, socket: Duplex) => refuseConnect(socket, logger));
+  server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => continueRequest(server, req, res));
+  server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => refuseExpectation(req, res, logger));
 }
