@@ -5,7 +5,7 @@ import { startServer } from '../src/server.js';
 import { createTestRuntime } from './support/runtime.js';
 
 it('cuts off a client still sending headers well before 30 s', async () => {
-  const { runtime, testDatabase } = await createTestRuntime('pglite');
+  const { runtime, testDatabase } = await createTestRuntime('pglite', { PORT: '0' });
   const server = await startServer(runtime);
   try {
     const started = Date.now();

@@ -75,7 +75,7 @@ describe('oversized requests get the Google error body', () => {
 
 describe('requests refused before routing', () => {
   it('get an access line of their own, naming no path, header or anything they sent', async () => {
-    const context = await createTestRuntime('pglite');
+    const context = await createTestRuntime('pglite', { PORT: '0' });
     const server = await startServer(context.runtime);
     try {
       const secret = 'refused-secret-value';
