@@ -14,7 +14,7 @@ import { createRestRouter } from './rest/router.js';
 import { createDemoRouter, DEMO_PATHS } from './demo/router.js';
 import { RestNotFound, restErrorHandler } from './rest/errors.js';
 import { createFrontDoorRouter } from './front-door/router.js';
-import { httpMetrics, metricsEndpoint } from './http/metrics.js';
+import { httpMetrics, metricsEndpoint, observeDatabasePool } from './http/metrics.js';
 
 const READY_TIMEOUT_MS = 2_000;
 
@@ -69,7 +69,10 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): express.E
   if (options.embedderRoutes?.bare) app.use(options.embedderRoutes.bare);
   app.use(requestLog(runtime.logger));
   const { metricsPort, metricsToken } = runtime.config;
-  if (metricsPort !== undefined || metricsToken !== undefined) app.use(httpMetrics);
+  if (metricsPort !== undefined || metricsToken !== undefined) {
+    app.use(httpMetrics);
+    if (runtime.database.poolLoad) observeDatabasePool(runtime.database.poolLoad);
+  }
   if (metricsToken !== undefined) app.use(metricsEndpoint(metricsToken));
   if (options.isShuttingDown) {
     const isShuttingDown = options.isShuttingDown;

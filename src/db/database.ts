@@ -17,7 +17,7 @@ import { GENERIC_PLAN_START_PARAMS, withPgliteStatements } from './performance/p
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.js';
 import { clusterDirectory, hasCluster } from './embedded-cluster.js';
 import { DatabaseUnavailableError, sqlState } from './errors.js';
-import { PIPELINE_DEPTH, PoolAdmission, withPoolAdmission } from './pool-admission.js';
+import { PIPELINE_DEPTH, PoolAdmission, withPoolAdmission, type PoolLoad } from './pool-admission.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Db = PgAsyncDatabase<any, Relations>;
@@ -85,6 +85,8 @@ export interface Database {
   exclusively<T>(fn: () => Promise<T>): Promise<T>;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
+  /** How busy the PostgreSQL pool is (for /metrics); absent on the embedded database, which has no pool. */
+  readonly poolLoad?: () => PoolLoad;
   /** Subscribes to every SQL statement sent (used by tests to prove column-level loading). */
   onQuery(listener: QueryListener): () => void;
   close(): Promise<void>;
@@ -165,7 +167,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     });
     let healthClient: Sql | undefined;
     const preparing = withPreparedStatements(client, new PreparedStatementPolicy(preparedStatements));
-    const admitted = withPoolAdmission(preparing, new PoolAdmission(poolSize, PIPELINE_DEPTH, options.poolWaitMs ?? 0));
+    const admission = new PoolAdmission(poolSize, PIPELINE_DEPTH, options.poolWaitMs ?? 0);
+    const admitted = withPoolAdmission(preparing, admission);
     const db = drizzlePostgres({ client: admitted, relations, logger });
     const appDb = db as unknown as Db;
     const url = new URL(databaseUrl);
@@ -192,6 +195,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       db: appDb,
       kind: 'postgres',
       location: url.href,
+      poolLoad: () => admission.load,
       onQuery,
       async migrate(bootstrap, bootstrapped) {
         // Most starts find nothing to do. They then take no lock and run no DDL, so a role with no CREATE right can run

@@ -22,6 +22,14 @@ export class PoolWaitTimeout extends Error {
   }
 }
 
+/** What /metrics reports of the pool (src/http/metrics.ts). */
+export interface PoolLoad {
+  slots: number;
+  running: number;
+  waiting: number;
+  refused: number;
+}
+
 interface Waiter {
   /** Slots it needs: one for a statement, a connection's worth for a transaction. */
   weight: number;
@@ -46,9 +54,12 @@ export class PoolAdmission {
     this.slots = connections * depth;
   }
 
-  /** Slots in use, and callers waiting (those that gave up included, until passed over). */
-  get load(): { running: number; waiting: number } {
-    return { running: this.running, waiting: this.waiting.length - this.head };
+  /** Statements refused for waiting too long, since start. */
+  private refused = 0;
+
+  /** Slots in all, in use, callers waiting (those that gave up included, until passed over) and refused so far. */
+  get load(): PoolLoad {
+    return { slots: this.slots, running: this.running, waiting: this.waiting.length - this.head, refused: this.refused };
   }
 
   /** Runs a statement once a slot is free, holding it until what `start` returns settles. */
@@ -71,6 +82,7 @@ export class PoolAdmission {
       if (this.maxWaitMs > 0) {
         waiter.timer = setTimeout(() => {
           waiter.timedOut = true;
+          this.refused++;
           reject(new PoolWaitTimeout(this.maxWaitMs));
           // A transaction that gave up at the head may have held back statements that fit.
           this.admitWaiting();

@@ -6,7 +6,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { RequestHandler } from 'express';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { PoolLoad } from '../db/pool-admission.js';
 import { listen } from './listen.js';
 
 export const registry = new Registry();
@@ -39,6 +40,53 @@ export const graphqlOperationCost = new Histogram({
   help: 'Cost of the GraphQL operations checked against GRAPHQL_MAX_COST (REST requests included).',
   buckets: [1, 10, 50, 100, 500, 1000, 5000, 10_000, 50_000],
   registers: [registry],
+});
+
+/** The pool /metrics reports on: the last one observed (one runtime per process, but for tests). */
+let poolLoad: (() => PoolLoad) | undefined;
+
+/** Reports the PostgreSQL pool's load on /metrics: how full it is, and how often a statement waited too long. */
+export function observeDatabasePool(load: () => PoolLoad): void {
+  poolLoad = load;
+}
+
+new Gauge({
+  name: 'fieldgate_database_pool_slots',
+  help: 'Statements the PostgreSQL pool takes in flight at once (DATABASE_POOL_SIZE connections, four each).',
+  registers: [registry],
+  collect() {
+    if (poolLoad) this.set(poolLoad().slots);
+  },
+});
+
+new Gauge({
+  name: 'fieldgate_database_pool_in_flight',
+  help: 'Statements in flight on the PostgreSQL pool (a transaction counts as a whole connection).',
+  registers: [registry],
+  collect() {
+    if (poolLoad) this.set(poolLoad().running);
+  },
+});
+
+new Gauge({
+  name: 'fieldgate_database_pool_waiting',
+  help: 'Statements waiting for a slot on the PostgreSQL pool.',
+  registers: [registry],
+  collect() {
+    if (poolLoad) this.set(poolLoad().waiting);
+  },
+});
+
+new Counter({
+  name: 'fieldgate_database_pool_wait_timeouts_total',
+  help: 'Statements refused (503) for waiting longer than DATABASE_POOL_WAIT_MS for a slot on the PostgreSQL pool.',
+  registers: [registry],
+  collect() {
+    if (!poolLoad) return;
+    // The pool keeps the count; a counter cannot be set, so it is rebuilt from it.
+    this.reset();
+    this.inc(poolLoad().refused);
+  },
 });
 
 const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS']);

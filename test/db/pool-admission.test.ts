@@ -20,6 +20,8 @@ import { postGraphQL } from '../support/graphql.js';
 
 const failure = (promise: PromiseLike<unknown>) => Promise.resolve(promise).then(() => undefined, (error: unknown) => error);
 
+const METRICS_TOKEN = 'metrics-token-of-some-length';
+
 /** Starts a Drizzle query, which runs only when awaited, and runs again each time. */
 const started = <T>(query: PromiseLike<T>): Promise<T> => Promise.resolve(query);
 
@@ -43,7 +45,7 @@ describe('PoolAdmission', () => {
       }),
     );
     expect(started).toEqual([0, 1]);
-    expect(admission.load).toEqual({ running: 2, waiting: 2 });
+    expect(admission.load).toMatchObject({ running: 2, waiting: 2 });
     statements[1]!.resolve();
     await finished[1];
     expect(started).toEqual([0, 1, 2]);
@@ -53,7 +55,7 @@ describe('PoolAdmission', () => {
     statements[2]!.resolve();
     statements[3]!.resolve();
     await Promise.all([finished[2], finished[3]]);
-    expect(admission.load).toEqual({ running: 0, waiting: 0 });
+    expect(admission.load).toMatchObject({ running: 0, waiting: 0 });
   });
 
   it('gives a slot back when starting the statement throws', async () => {
@@ -78,13 +80,14 @@ describe('PoolAdmission', () => {
     });
     const refused = await failure(late);
     expect(refused).toBeInstanceOf(PoolWaitTimeout);
+    expect(admission.load.refused).toBe(1);
     expect(isDatabaseUnavailable(refused)).toBe(true);
     const next = admission.statement(async () => 'ran');
     slow.resolve();
     await running;
     expect(await next).toBe('ran');
     expect(ranLate).toBe(false);
-    expect(admission.load).toEqual({ running: 0, waiting: 0 });
+    expect(admission.load).toMatchObject({ running: 0, waiting: 0 });
   });
 
   it('starts a transaction only on a connection with nothing in flight, and lets no later statement overtake it', async () => {
@@ -176,7 +179,16 @@ describe.skipIf(!TEST_DATABASE_URL)('a request whose statement waits past DATABA
 
   beforeAll(async () => {
     testDatabase = await createTestDatabase('postgres');
-    const env = { ISSUER: TEST_ISSUER, DATA_DIR: 'memory://', LOG_LEVEL: 'fatal', DEMO: 'false', DATABASE_URL: testDatabase.url!, DATABASE_POOL_SIZE: '1', DATABASE_POOL_WAIT_MS: '200' };
+    const env = {
+      ISSUER: TEST_ISSUER,
+      DATA_DIR: 'memory://',
+      LOG_LEVEL: 'fatal',
+      DEMO: 'false',
+      DATABASE_URL: testDatabase.url!,
+      DATABASE_POOL_SIZE: '1',
+      DATABASE_POOL_WAIT_MS: '200',
+      METRICS_TOKEN: METRICS_TOKEN,
+    };
     runtime = await openRuntime(loadConfig(env), createLogger('fatal'));
     app = createApp(runtime);
     ({ token } = await issueTestToken(runtime));
@@ -230,6 +242,23 @@ describe.skipIf(!TEST_DATABASE_URL)('a request whose statement waits past DATABA
       // Checked once: a second check would wait for the pool again.
       expect(revocationChecks, `use ${use}`).toHaveLength(1);
     }
+  });
+
+  it('reports the pool on /metrics: its slots, what is in flight and waiting, and each refusal', async () => {
+    const scrape = async () => (await request(app).get('/metrics').set('Authorization', `Bearer ${METRICS_TOKEN}`)).text;
+    const value = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+    const before = value(await scrape(), 'fieldgate_database_pool_wait_timeouts_total');
+    await whileThePoolIsBusy(async () => {
+      const busy = await scrape();
+      expect(value(busy, 'fieldgate_database_pool_slots')).toBe(PIPELINE_DEPTH);
+      expect(value(busy, 'fieldgate_database_pool_in_flight')).toBe(PIPELINE_DEPTH);
+      const res = await request(app).get('/products/1').query({ fields: 'id' }).set('Authorization', `Bearer ${token}`);
+      expect(res.status).toBe(503);
+    });
+    const after = await scrape();
+    expect(value(after, 'fieldgate_database_pool_wait_timeouts_total')).toBe(before + 1);
+    expect(value(after, 'fieldgate_database_pool_in_flight')).toBe(0);
+    expect(value(after, 'fieldgate_database_pool_waiting')).toBe(0);
   });
 
   it('answers the token endpoint 503 temporarily_unavailable', async () => {
