@@ -17,7 +17,7 @@ import { GRAPHIQL_OPTIONS, renderGraphiQL } from '../front-door/graphiql.js';
 import { setToolPageSecurityHeaders } from '../http/security-headers.js';
 import { isUrlTooLong, URL_TOO_LONG } from '../http/client-error.js';
 import type { Executor } from './executor.js';
-import { readJsonBody } from './json-body.js';
+import { NOT_UTF8, readJsonBody } from './json-body.js';
 import { answerPlainPost } from './plain-post.js';
 import { namesPersistedDocument, PersistedOperations, type PersistedRequest } from './persisted-operations.js';
 
@@ -93,10 +93,12 @@ function useExecutor(runtime: Runtime, executor: Executor, persisted: PersistedO
         let principal;
         try {
           const url = new URL(request.url);
+          const req = (context as { req?: IncomingMessage }).req;
           principal = await authenticateRequest(runtime, {
             authorization: request.headers.get('authorization'),
             dpop: request.headers.get('dpop') ?? undefined,
-            method: request.method,
+            // A DPoP proof names the method sent (RFC 9449 §4.2 htm), HEAD included.
+            method: req && headRequests.has(req) ? 'HEAD' : request.method,
             path: url.pathname + url.search,
             resource: resource.identifier,
           });
@@ -206,10 +208,25 @@ function refusalSender(origins: readonly string[]): Refuse {
   };
 }
 
+/** The names of UTF-8 (RFC 8259 §8.1: JSON is UTF-8; yoga reads every body type as UTF-8). */
+const UTF8 = new Set(['utf-8', 'utf8']);
+
+/** The `charset` parameter of a media type, lower-cased and unquoted (RFC 9110 §8.3.1), if it has one. */
+function charsetOf(parameters: readonly string[]): string | undefined {
+  for (const parameter of parameters) {
+    const equals = parameter.indexOf('=');
+    if (equals < 0 || parameter.slice(0, equals).trim().toLowerCase() !== 'charset') continue;
+    const value = parameter.slice(equals + 1).trim().toLowerCase();
+    return value.length >= 2 && value.startsWith('"') && value.endsWith('"') ? value.slice(1, -1) : value;
+  }
+  return undefined;
+}
+
 /**
  * Yoga answers other content types with a bare 415; clients get a GraphQL error instead. Yoga
  * matches a type byte for byte, while media types are case-insensitive and may have spaces around
  * `;` (RFC 9110 §8.3.1): an accepted type is handed on written as yoga (and readJsonBody) read it.
+ * Every body is read as UTF-8, so one declared in another charset is refused (415) rather than misread.
  */
 function refuseUnsupportedMediaType(refuse: Refuse): express.RequestHandler {
   return function refuseUnsupportedMediaType(req, res, next) {
@@ -217,8 +234,13 @@ function refuseUnsupportedMediaType(refuse: Refuse): express.RequestHandler {
     const [essence = '', ...parameters] = (req.headers['content-type'] ?? '').split(';');
     const type = essence.trim().toLowerCase();
     if (ACCEPTED_POST_TYPES.includes(type)) {
-      req.headers['content-type'] = [type, ...parameters.map((parameter) => parameter.trim())].join(';');
-      return next();
+      const charset = charsetOf(parameters);
+      if (charset === undefined || UTF8.has(charset)) {
+        req.headers['content-type'] = [type, ...parameters.map((parameter) => parameter.trim())].join(';');
+        return next();
+      }
+      req.resume();
+      return refuse(req, res, 'UNSUPPORTED_MEDIA_TYPE', `POST /graphql takes a UTF-8 body (got charset=${charset.slice(0, 32)})`, { status: 415 });
     }
     req.resume();
     refuse(req, res, 'UNSUPPORTED_MEDIA_TYPE', `POST /graphql takes a body of type application/json (got ${type || 'none'})`, { status: 415 });
@@ -293,7 +315,8 @@ function refuseTooLarge(refuse: Refuse, req: express.Request, res: express.Respo
 
 /**
  * The one answer to a body `readJsonBody` could not read (body-parser's errors: corrupt
- * compressed data, an unsupported Content-Encoding, an inflated body over the limit), as a
+ * compressed data, an unsupported Content-Encoding, an inflated body over the limit; its own:
+ * a JSON body that is not UTF-8), as a
  * GraphQL error; anything else goes on to the app's last-resort handler.
  */
 function refuseUnreadableBody(refuse: Refuse): express.ErrorRequestHandler {
@@ -302,6 +325,7 @@ function refuseUnreadableBody(refuse: Refuse): express.ErrorRequestHandler {
     if (res.headersSent || typeof status !== 'number' || status < 400 || status >= 500) return next(error);
     if (type === 'entity.too.large') return refuseTooLarge(refuse, req, res);
     if (type === 'encoding.unsupported') return refuse(req, res, 'UNSUPPORTED_MEDIA_TYPE', 'the Content-Encoding of the request body is not supported', { status: 415 });
+    if (type === NOT_UTF8) return refuse(req, res, 'INVALID_JSON', 'the request body is not valid UTF-8', { status: 400 });
     refuse(req, res, 'BODY_UNREADABLE', 'the request body could not be read', { status: 400 });
   };
 }
@@ -324,6 +348,27 @@ function refuseLongUrl(refuse: Refuse): express.RequestHandler {
 const onlyTheEndpoint: express.RequestHandler = (req, _res, next) => {
   if (req.path !== '/') return next('router');
   if (req.baseUrl !== GRAPHQL_PATH) req.originalUrl = GRAPHQL_PATH + req.originalUrl.slice(req.baseUrl.length);
+  next();
+};
+
+/** The HEAD requests `headAsGet` handed on as GETs. */
+const headRequests = new WeakSet<IncomingMessage>();
+
+/**
+ * RFC 9110 §9.3.2: HEAD answers as GET would, without the body; yoga only knows GET and POST,
+ * so from here on a HEAD is handled as the GET it stands for (a query only: a mutation is
+ * refused as over GET). Node sends no body for a HEAD whatever is written. The method is put
+ * back before the app's access log and metrics read it.
+ */
+const headAsGet: express.RequestHandler = (req, res, next) => {
+  if (req.method !== 'HEAD') return next();
+  headRequests.add(req);
+  req.method = 'GET';
+  const restore = () => {
+    req.method = 'HEAD';
+  };
+  res.prependOnceListener('finish', restore);
+  res.prependOnceListener('close', restore);
   next();
 };
 
@@ -371,7 +416,7 @@ export function createGraphQLRouter(runtime: Runtime, executor: Executor): expre
     plugins: [useParameterJsonErrors, useExecutor(runtime, executor, persisted), useRequestErrorShape],
   });
   const router = express.Router();
-  router.use(GRAPHQL_PATH, onlyTheEndpoint);
+  router.use(GRAPHQL_PATH, onlyTheEndpoint, headAsGet);
   if (runtime.config.frontDoor) router.use(GRAPHQL_PATH, graphiqlPageHeaders);
   const refuse = refusalSender(origins);
   router.use(

@@ -7,8 +7,11 @@
  * Yoga's answers stay its own: a body that parses to a non-empty object (one operation) or
  * array (a batch, refused by yoga) is handed over parsed; anything else (bad JSON, `null`, a
  * scalar, `{}`) is handed over as the text, which yoga parses and refuses with its usual errors.
- * Requests without a plain decimal Content-Length (chunked uploads) are left to yoga's reader,
- * which enforces the body limit while streaming.
+ * JSON is UTF-8 (RFC 8259 §8.1): a body that is not is refused (an error of type NOT_UTF8 for
+ * the router to answer 400) rather than run with U+FFFD in its strings, and a leading byte order
+ * mark is ignored, as RFC 8259 allows and the REST layer does. Yoga's reader would do neither, so
+ * a JSON body without a plain decimal Content-Length (a chunked upload) is read here too, by
+ * body-parser, which holds it to the limit while streaming.
  *
  * Yoga does not decode a Content-Encoding, so a compressed body of any type is read here, by
  * body-parser, which inflates gzip, deflate and br, holds the inflated size to the limit and
@@ -32,6 +35,21 @@ function isJsonPost(contentType: string | undefined): boolean {
   return ['application/json', 'application/graphql+json'].some((expected) => type === expected || type.startsWith(`${expected};`));
 }
 
+/** The `type` of the error a JSON body that is not UTF-8 is passed on with. */
+export const NOT_UTF8 = 'entity.not.utf8';
+
+// Fatal: invalid bytes throw instead of becoming U+FFFD. A leading BOM is dropped (ignoreBOM: false).
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** The body's text, or a NOT_UTF8 error (status 400) to pass on. */
+function decode(bytes: Uint8Array): string | Error {
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    return Object.assign(new Error('the request body is not valid UTF-8'), { status: 400, type: NOT_UTF8, expose: true });
+  }
+}
+
 /** What yoga should receive as the body: the parsed value when yoga would use it as is, else the text. */
 function handOver(text: string): unknown {
   let value: unknown;
@@ -48,14 +66,23 @@ function isEncoded(contentEncoding: string | undefined): boolean {
   return coding !== undefined && coding !== '' && coding !== 'identity';
 }
 
-/** Inflates a compressed body; what yoga receives is what it would have for the same body sent plain. */
-function readEncodedBody(maxBytes: number): RequestHandler {
+/**
+ * Reads a compressed body (inflated) or a chunked JSON one; what yoga receives is what it would
+ * have for the same JSON body sent plain with a Content-Length.
+ */
+function readBufferedBody(maxBytes: number): RequestHandler {
   const inflate = express.raw({ type: () => true, limit: maxBytes });
-  return function readEncodedBody(req, res, next) {
+  return function readBufferedBody(req, res, next) {
     inflate(req, res, (error?: unknown) => {
       if (error !== undefined) return next(error);
-      const text = Buffer.isBuffer(req.body) ? req.body.toString('utf-8') : '';
-      req.body = text === '' ? undefined : isJsonPost(req.headers['content-type']) ? handOver(text) : text;
+      const bytes = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+      if (!isJsonPost(req.headers['content-type'])) {
+        req.body = bytes.length === 0 ? undefined : bytes.toString('utf-8');
+        return next();
+      }
+      const text = decode(bytes);
+      if (text instanceof Error) return next(text);
+      req.body = text === '' ? undefined : handOver(text);
       next();
     });
   };
@@ -63,11 +90,12 @@ function readEncodedBody(maxBytes: number): RequestHandler {
 
 /** `maxBytes`: bodies declared larger are not read here (the caller refuses them first). */
 export function readJsonBody(maxBytes: number): RequestHandler {
-  const encodedBody = readEncodedBody(maxBytes);
+  const bufferedBody = readBufferedBody(maxBytes);
   return function readJsonBody(req, res, next) {
-    if (req.method === 'POST' && isEncoded(req.headers['content-encoding'])) return encodedBody(req, res, next);
+    if (req.method === 'POST' && isEncoded(req.headers['content-encoding'])) return bufferedBody(req, res, next);
+    if (req.method !== 'POST' || !isJsonPost(req.headers['content-type'])) return next();
     const length = req.headers['content-length'];
-    if (req.method !== 'POST' || !isJsonPost(req.headers['content-type']) || length === undefined || !DECIMAL.test(length)) return next();
+    if (length === undefined || !DECIMAL.test(length)) return req.headers['transfer-encoding'] === undefined ? next() : bufferedBody(req, res, next);
     const declared = Number(length);
     if (declared === 0 || declared > maxBytes) return next();
     const chunks: Buffer[] = [];
@@ -78,7 +106,8 @@ export function readJsonBody(maxBytes: number): RequestHandler {
     });
     req.once('end', () => {
       // Node's parser stops at Content-Length, so `received` never exceeds it.
-      const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received)).toString('utf-8');
+      const text = decode(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received));
+      if (text instanceof Error) return next(text);
       req.body = text === '' ? undefined : handOver(text);
       next();
     });

@@ -88,6 +88,7 @@ const BODIES: Record<string, string> = {
   'truncated JSON': '{"query":"{ __typename }"',
   'not JSON': '{ __typename }',
   'whitespace': '   ',
+  'a leading byte order mark': `\uFEFF${JSON.stringify({ query: '{ __typename }' })}`,
 };
 
 describeEachDatabase('POST /graphql with a sized or a chunked JSON body', (context) => {
