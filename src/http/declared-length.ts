@@ -2,9 +2,8 @@
  * body-parser refuses a body larger than its limit only once the whole body has arrived, which it reads off to keep the
  * connection usable: a client declaring `Content-Length: 100000000` and sending nothing got its 413 after the 30 s
  * request timeout, holding a connection until then (and `Expect: 100-continue` invited the 100 MB). A declared length
- * over the limit is refused at once, with the error body-parser itself would give, as /graphql does: what does arrive
- * is read and dropped while the answer goes out, and Node closes the connection after it, so a client still uploading
- * may see a reset instead of the answer. A chunked body over the limit is still cut off by the parser as it arrives.
+ * over the limit is refused at once, with the error body-parser itself would give, and the connection is closed instead
+ * of read. A chunked body over the limit is still cut off by the parser as it arrives.
  */
 import type { RequestHandler } from 'express';
 
@@ -27,7 +26,7 @@ export function withinDeclaredLength(limit: number, parser: RequestHandler): Req
   return function refuseDeclaredOversize(req, res, next) {
     const declared = Number(req.headers['content-length']);
     if (declared > limit) {
-      req.resume();
+      res.setHeader('Connection', 'close');
       next(new DeclaredBodyTooLarge(declared, limit));
       return;
     }

@@ -212,7 +212,7 @@ describe('hostile HTTP on the wire', () => {
     });
   });
 
-  describe('a body declared larger than the endpoint takes is refused before any of it is sent', () => {
+  describe('a body declared larger than the endpoint takes is refused before any of it is sent, and the connection closed', () => {
     const HUGE = 'Content-Length: 100000000\r\n';
     /** Only the head is written: an answer within the wait can only be a refusal of the declared length. */
     const answered = async (head: string) => {
@@ -221,6 +221,7 @@ describe('hostile HTTP on the wire', () => {
       expect(response, 'an answer before the body was sent').toBeDefined();
       expect(others).toEqual([]);
       expect(response!.status).toBe(413);
+      expect(response!.head).toMatch(/\r\nConnection: close/i);
       return JSON.parse(response!.body) as Record<string, unknown>;
     };
 

@@ -313,6 +313,7 @@ for (const kind of DATABASE_KINDS) {
         ['every parameter empty', () => post('grant_type=&code=&client_id=&client_secret='), 400, 'invalid_request'],
         ['nothing but separators and broken escapes', () => post('&&&===&%%%zz%'), 400, 'invalid_request'],
         ['a 100 KB code', () => post(`grant_type=authorization_code&code=${'a'.repeat(100_000)}`), 413, 'invalid_request'],
+        ['a 10 MB body', () => post(`code=${'a'.repeat(10_000_000)}`), 413, 'invalid_request'],
         ['a 10 MB chunked body', () => post(`code=${'a'.repeat(10_000_000)}`, { 'content-type': FORM }, { chunked: true }), 413, 'invalid_request'],
         ['4000 unknown parameters', () => post(Array.from({ length: 4000 }, (_, i) => `p${i}=1`).join('&').slice(0, 16_000)), 400, 'invalid_request'],
         ['a NUL in the code', () => post('grant_type=authorization_code&code=a%00b', { 'content-type': FORM, authorization: basic() }), 400, 'invalid_request'],
@@ -336,19 +337,6 @@ for (const kind of DATABASE_KINDS) {
 
       it.each(cases)('%s', async (_name, request, status, error) => {
         expectOAuthError(await request(), status, error);
-      });
-
-      it('answers a 10 MB body sent in full with 413 at once, or drops the connection while it is sent', async () => {
-        // Refused by its declared length, before it is read (as /graphql does); a client still uploading may see the
-        // connection reset instead of the answer. Either way nothing else happens.
-        let reply: Reply;
-        try {
-          reply = await post(`code=${'a'.repeat(10_000_000)}`);
-        } catch (error) {
-          expect(['EPIPE', 'ECONNRESET']).toContain((error as NodeJS.ErrnoException).code);
-          return;
-        }
-        expectOAuthError(reply, 413, 'invalid_request');
       });
 
       it('answers a 20 KB Authorization header at the HTTP layer with 431', async () => {
@@ -496,6 +484,7 @@ for (const kind of DATABASE_KINDS) {
         ['true', () => patch('true'), 400],
         ['arrays nested 30 000 deep', () => patch(`${'['.repeat(30_000)}${']'.repeat(30_000)}`), 400],
         ['objects nested 5 000 deep', () => patch(`{"memo":${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}}`), 400],
+        ['10 MB', () => patch(`{"memo":"${'a'.repeat(10_000_000)}"}`), 413],
         ['10 MB, chunked', () => patch(`{"memo":"${'a'.repeat(10_000_000)}"}`, 'application/json', { chunked: true }), 413],
         ['truncated JSON', () => patch('{"memo":'), 400],
         ['an empty body', () => patch(''), 400],
@@ -529,17 +518,6 @@ for (const kind of DATABASE_KINDS) {
 
       it.each(cases)('answers %s with a Google-style error', async (_name, request, status) => {
         expectGoogleError(await request(), status);
-      });
-
-      it('answers a 10 MB body sent in full with 413 at once, or drops the connection while it is sent', async () => {
-        let reply: Reply;
-        try {
-          reply = await patch(`{"memo":"${'a'.repeat(10_000_000)}"}`);
-        } catch (error) {
-          expect(['EPIPE', 'ECONNRESET']).toContain((error as NodeJS.ErrnoException).code);
-          return;
-        }
-        expectGoogleError(reply, 413);
       });
 
       it('keeps prototype-polluting keys inert', async () => {
