@@ -4,7 +4,6 @@
  */
 import express, { type RequestHandler } from 'express';
 import { InvalidRequest, InvalidHttpRequest } from './errors.js';
-import { withinDeclaredLength } from '../http/declared-length.js';
 
 export const FORM_BODY_LIMIT_BYTES = 16 * 1024;
 
@@ -99,7 +98,7 @@ function requireFormContentType(req: express.Request, _res: express.Response, ne
   next();
 }
 
-const rawBodyParser = withinDeclaredLength(FORM_BODY_LIMIT_BYTES, express.raw({ type: () => true, limit: FORM_BODY_LIMIT_BYTES }));
+const rawBodyParser = express.raw({ type: () => true, limit: FORM_BODY_LIMIT_BYTES });
 
 /** Hands on body-read failures already as OAuth errors, so every page and endpoint using `formBody` answers them alike. */
 function readRawBody(req: express.Request, res: express.Response, next: express.NextFunction): void {
