@@ -48,6 +48,22 @@ async function isMigrated(db: Db): Promise<boolean> {
   }
 }
 
+/**
+ * postgres.js learns how to read arrays from a catalog query each new connection runs first, and the pool shares what
+ * the first that succeeds learns. Should none succeed (a statement_timeout shorter than that query cancels it), a
+ * `text[]` column — a client's scopes, redirect URIs, a grant's resources — would come back as one `{a,b}` string, and
+ * `includes` would search it as text. So the service does not start until the pool reads an array as an array.
+ */
+async function requireArrayTypes(db: Db, location: string): Promise<void> {
+  const [row] = rowsOf<{ probe: unknown }>(await db.execute(sql`select array['fieldgate']::text[] as probe`));
+  if (!Array.isArray(row?.probe)) {
+    throw new DatabaseUnavailableError(location, {
+      cause: row?.probe,
+      reason: "PostgreSQL cancelled the driver's query for its array types: is statement_timeout (the role's, or DATABASE_STATEMENT_TIMEOUT_MS) a few milliseconds?",
+    });
+  }
+}
+
 /** Fixed key of the PostgreSQL advisory lock that serializes migrations across instances. */
 const MIGRATION_LOCK_KEY = 0x6669656c; // "fiel"
 
@@ -201,15 +217,17 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         // Most starts find nothing to do. They then take no lock and run no DDL, so a role with no CREATE right can run
         // the server, and a pooler in transaction mode, where a session's advisory lock cannot be held, is not involved
         // (upgrades there migrate with `fieldgate migrate` on a direct connection: docs/DEPLOYMENT.md).
-        if ((await isMigrated(appDb)) && (bootstrap === undefined || (await bootstrapped?.(appDb)) === true)) return;
-        // The connection that holds the session-level lock also runs the migrations and the bootstrap, so they neither
-        // wait for a pooled connection (a pool of one would deadlock) nor leave prepared statements of a schema that is
-        // about to change on the pool.
-        await underMigrationLock('fieldgate-migrate', async (migrationClient) => {
-          const migrationDb = drizzlePostgres({ client: migrationClient, relations, logger });
-          await migratePostgres(migrationDb, { migrationsFolder: MIGRATIONS_FOLDER });
-          await bootstrap?.(migrationDb as unknown as Db);
-        });
+        if (!((await isMigrated(appDb)) && (bootstrap === undefined || (await bootstrapped?.(appDb)) === true))) {
+          // The connection that holds the session-level lock also runs the migrations and the bootstrap, so they neither
+          // wait for a pooled connection (a pool of one would deadlock) nor leave prepared statements of a schema that
+          // is about to change on the pool.
+          await underMigrationLock('fieldgate-migrate', async (migrationClient) => {
+            const migrationDb = drizzlePostgres({ client: migrationClient, relations, logger });
+            await migratePostgres(migrationDb, { migrationsFolder: MIGRATIONS_FOLDER });
+            await bootstrap?.(migrationDb as unknown as Db);
+          });
+        }
+        await requireArrayTypes(appDb, url.href);
       },
       exclusively: (fn) => underMigrationLock('fieldgate-lock', () => fn()),
       // Readiness asks whether PostgreSQL answers, not whether the pool has a connection free: asked on the pool, a burst

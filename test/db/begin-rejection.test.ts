@@ -9,7 +9,8 @@ import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEST_DATABASE_URL } from '../support/databases.js';
+import { createPostgresDatabase, TEST_DATABASE_URL } from '../support/databases.js';
+import { openDatabase } from '../../src/db/database.js';
 
 const require = createRequire(import.meta.url);
 const drivers: Array<[string, typeof postgres]> = [
@@ -83,5 +84,34 @@ describe.skipIf(!TEST_DATABASE_URL)('sql.begin under a role statement_timeout of
         expect(unhandled).toEqual([]);
       });
     }
+
   }
+});
+
+describe.skipIf(!TEST_DATABASE_URL)('a pool that could not learn the array types [postgres]', () => {
+  it('keeps the service from starting, rather than reading text[] columns as strings', async () => {
+    const created = await createPostgresDatabase();
+    const locker = postgres(created.url, { max: 1, onnotice: () => {} });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    // The driver's catalog query waits for this lock on pg_type until the pool's statement timeout cancels it.
+    const holding = locker.begin(async (tx) => {
+      await tx`lock table pg_catalog.pg_type in access exclusive mode`;
+      await released;
+    });
+    const database = await openDatabase({ databaseUrl: created.url, poolSize: 1, statementTimeoutMs: 300 });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      // Once the pool's first catalog query has been cancelled, the lock goes: migrating (on a connection of its own,
+      // without the timeout) proceeds, and only the pool is left without array types.
+      setTimeout(release, 1_000);
+      await expect(database.migrate()).rejects.toThrow(/array types/);
+    } finally {
+      release();
+      await holding.catch(() => {});
+      await database.close();
+      await locker.end({ timeout: 5 });
+      await created.drop();
+    }
+  });
 });
