@@ -148,7 +148,7 @@ export function validateRedirectUri(raw: string): string {
     throw new ClientRegistrationError(`redirect URI "${raw}" must use https (or http on a loopback host)`);
   }
   if (hasUserinfo(raw, uri)) throw new ClientRegistrationError(`redirect URI "${raw}" must not contain credentials`);
-  if (isLoopbackIp(uri.hostname) && !isCanonicalLoopbackIpUri(raw, uri.hostname)) {
+  if (uri.protocol === 'http:' && isLoopbackIp(uri.hostname) && !isCanonicalLoopbackIpUri(raw, uri.hostname)) {
     throw new ClientRegistrationError(`redirect URI "${raw}" on a loopback IP must be written http://${uri.hostname}[:port]/path (RFC 8252 §7.3)`);
   }
   if (uri.port === '0') throw new ClientRegistrationError(`redirect URI "${raw}" must not use port 0, where nothing listens`);

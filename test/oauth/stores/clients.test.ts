@@ -18,6 +18,9 @@ describe('redirect URI registration', () => {
     'http://[::1]:3000/cb',
     'http://127.255.255.254/cb',
     'http://[::1]/cb',
+    // https on a loopback address is an ordinary https URI: no port relaxed, nothing to spell canonically.
+    'https://127.0.0.1:8443/cb',
+    'https://[::1]/cb',
   ])('accepts %s', (uri) => {
     expect(validateRedirectUri(uri)).toBe(uri);
   });
