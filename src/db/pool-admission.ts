@@ -86,7 +86,7 @@ export class PoolAdmission {
           reject(new PoolWaitTimeout(this.maxWaitMs));
           // A transaction that gave up at the head may have held back statements that fit.
           this.admitWaiting();
-        }, this.maxWaitMs);
+        }, this.maxWaitMs).unref(); // nothing to wait for once everything else has stopped
       }
       this.waiting.push(waiter);
     }).then(() => this.holding(start, weight));

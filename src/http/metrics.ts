@@ -70,7 +70,7 @@ new Gauge({
 
 new Gauge({
   name: 'fieldgate_database_pool_waiting',
-  help: 'Statements waiting for a slot on the PostgreSQL pool.',
+  help: 'Statements waiting for a slot on the PostgreSQL pool (one that gave up counts until the queue passes it).',
   registers: [registry],
   collect() {
     if (poolLoad) this.set(poolLoad().waiting);

@@ -87,7 +87,8 @@ export function requestedAudience(oauth: OAuthContext, params: Parameters, grant
  * RFC 8707 §2.2: a `resource` the server does not know, or one the authorization did not cover, is invalid_target —
  * refused before redeeming, so the corrected retry still has its code and is not taken for a replay. `granted` reads
  * what a code that may still be redeemed was authorized for; undefined (no such code) leaves the answer to the
- * redemption, so a replay is still detected whatever resource it names.
+ * redemption, so a replay naming a known resource is still detected. One naming an unknown resource is refused before
+ * any code is looked at (it gets no token either way), as it was before this check.
  */
 export async function refuseResourcesOutsideGrant(
   oauth: OAuthContext,
