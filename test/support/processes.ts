@@ -75,11 +75,15 @@ export async function startServerProcess(env: Record<string, string | undefined>
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (!running) throw new Error(`fieldgate serve exited early:\n${out}\n${err}`);
-    try {
-      const res = await fetch(`${url}/readyz`);
-      if (res.ok) break;
-    } catch {
-      // not listening yet
+    // Only once the child says it listens: freePort's port may meanwhile have been taken by another suite's server,
+    // whose /readyz would answer for a child that is still starting (or about to fail to bind).
+    if (err.includes('Fieldgate is listening on')) {
+      try {
+        const res = await fetch(`${url}/readyz`);
+        if (res.ok) break;
+      } catch {
+        // not answering yet
+      }
     }
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
