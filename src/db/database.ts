@@ -31,9 +31,9 @@ function localMigrations(): string[] {
     .map((entry) => entry.name);
 }
 
-/** postgres.js answers an array of rows, PGlite an object holding them. */
-function rowsOf<T>(result: unknown): T[] {
-  return ((result as { rows?: T[] }).rows ?? result) as T[];
+/** The rows of a raw statement's result: postgres.js answers an array of rows, PGlite an object holding them. */
+export function rowsOf<T>(result: unknown): T[] {
+  return ((result as { rows?: unknown }).rows ?? result) as T[];
 }
 
 /** Whether every migration of this version is recorded as applied; false on any doubt, so the locked path decides. */
