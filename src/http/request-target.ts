@@ -48,19 +48,20 @@ function isKnownValidHost(host: string): boolean {
   return true;
 }
 
-/** §3.2: an HTTP/1.1 request without Host, with more than one, or with one that is no host gets 400. */
-export const refuseInvalidHost: RequestHandler = function refuseInvalidHost(req, _res, next) {
+/** §3.2: what is wrong with the request's Host, if anything. */
+function hostProblem(req: Parameters<RequestHandler>[0]): string | undefined {
   let count = 0;
   for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i]!.toLowerCase() === 'host') count++;
+  if (count > 1) return 'the request has more than one Host header';
+  if (count === 0 && req.httpVersion === '1.1') return 'the request has no Host header';
   const host = req.headers.host;
-  const problem =
-    count > 1
-      ? 'the request has more than one Host header'
-      : count === 0 && req.httpVersion === '1.1'
-        ? 'the request has no Host header'
-        : host !== undefined && !isKnownValidHost(host)
-          ? 'the Host header (or the authority of an absolute-form target) is not a valid host'
-          : undefined;
+  if (host !== undefined && !isKnownValidHost(host)) return 'the Host header (or the authority of an absolute-form target) is not a valid host';
+  return undefined;
+}
+
+/** An HTTP/1.1 request without Host, with more than one, or with one that is no host gets 400. */
+export const refuseInvalidHost: RequestHandler = function refuseInvalidHost(req, _res, next) {
+  const problem = hostProblem(req);
   if (problem) return next(new RestInvalidArgument(problem, { reason: 'INVALID_HOST' }));
   // Origin form, or `*` for a server-wide OPTIONS (§3.2.4); absolute form was read as origin form already.
   if (!req.url.startsWith('/') && !(req.url === '*' && req.method === 'OPTIONS')) {
