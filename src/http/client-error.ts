@@ -52,11 +52,21 @@ function continueRequest(server: http.Server, req: http.IncomingMessage, res: ht
   server.emit('request', req, res);
 }
 
+/** The Google error body of a refusal made before routing. */
+function refusalBody(code: number, message: string, errorReason: string): string {
+  return JSON.stringify(new RestInvalidArgument(message, { httpStatus: code, reason: errorReason }).toBody());
+}
+
+/** The access line of a refusal made before routing, naming no path or header (see answerClientError). */
+function logRefusal(logger: Logger | undefined, code: number, errorReason: string): void {
+  logger?.info({ req: { id: randomUUID() }, res: { statusCode: code }, refused: errorReason }, `refused before routing: ${code} ${errorReason}`);
+}
+
 /** Writes a Google error response straight on the socket and closes it; with a logger, writes the access line too. */
 function refuseOnSocket(socket: Duplex, [code, reason, message, errorReason]: [number, string, string, string], logger?: Logger, headers = ''): void {
-  const body = JSON.stringify(new RestInvalidArgument(message, { httpStatus: code, reason: errorReason }).toBody());
+  const body = refusalBody(code, message, errorReason);
   socket.end(`HTTP/1.1 ${code} ${reason}\r\nConnection: close\r\n${headers}Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
-  logger?.info({ req: { id: randomUUID() }, res: { statusCode: code }, refused: errorReason }, `refused before routing: ${code} ${errorReason}`);
+  logRefusal(logger, code, errorReason);
 }
 
 /**
@@ -81,12 +91,12 @@ function refuseConnect(socket: Duplex, logger?: Logger): void {
 
 /** An Expect other than 100-continue (RFC 9110 §10.1.1): 417, which Node sends with an empty body. */
 function refuseExpectation(req: http.IncomingMessage, res: http.ServerResponse, logger?: Logger): void {
-  const body = JSON.stringify(new RestInvalidArgument('the Expect header is not supported', { httpStatus: 417, reason: 'EXPECTATION_FAILED' }).toBody());
+  const body = refusalBody(417, 'the Expect header is not supported', 'EXPECTATION_FAILED');
   // The body that was meant to follow is never read: the connection cannot carry another request.
   res.writeHead(417, { Connection: 'close', 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
   res.end(body);
   req.resume();
-  logger?.info({ req: { id: randomUUID() }, res: { statusCode: 417 }, refused: 'EXPECTATION_FAILED' }, 'refused before routing: 417 EXPECTATION_FAILED');
+  logRefusal(logger, 417, 'EXPECTATION_FAILED');
 }
 
 export function answerClientErrors(server: http.Server, logger?: Logger): void {
