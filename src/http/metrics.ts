@@ -50,32 +50,25 @@ export function observeDatabasePool(load: () => PoolLoad): void {
   poolLoad = load;
 }
 
-new Gauge({
-  name: 'fieldgate_database_pool_slots',
-  help: 'Statements the PostgreSQL pool takes in flight at once (DATABASE_POOL_SIZE connections, four each).',
-  registers: [registry],
-  collect() {
-    if (poolLoad) this.set(poolLoad().slots);
-  },
-});
+/** A gauge read off the observed pool at each scrape. */
+function poolGauge(name: string, help: string, read: (load: PoolLoad) => number): void {
+  new Gauge({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      if (poolLoad) this.set(read(poolLoad()));
+    },
+  });
+}
 
-new Gauge({
-  name: 'fieldgate_database_pool_in_flight',
-  help: 'Statements in flight on the PostgreSQL pool (a transaction counts as a whole connection).',
-  registers: [registry],
-  collect() {
-    if (poolLoad) this.set(poolLoad().running);
-  },
-});
-
-new Gauge({
-  name: 'fieldgate_database_pool_waiting',
-  help: 'Statements waiting for a slot on the PostgreSQL pool (one that gave up counts until the queue passes it).',
-  registers: [registry],
-  collect() {
-    if (poolLoad) this.set(poolLoad().waiting);
-  },
-});
+poolGauge('fieldgate_database_pool_slots', 'Statements the PostgreSQL pool takes in flight at once (DATABASE_POOL_SIZE connections, four each).', (load) => load.slots);
+poolGauge('fieldgate_database_pool_in_flight', 'Statements in flight on the PostgreSQL pool (a transaction counts as a whole connection).', (load) => load.running);
+poolGauge(
+  'fieldgate_database_pool_waiting',
+  'Statements waiting for a slot on the PostgreSQL pool (one that gave up counts until the queue passes it).',
+  (load) => load.waiting,
+);
 
 new Counter({
   name: 'fieldgate_database_pool_wait_timeouts_total',
