@@ -20,6 +20,7 @@ import type { Executor } from './executor.js';
 import { NOT_UTF8, readJsonBody } from './json-body.js';
 import { answerPlainPost } from './plain-post.js';
 import { namesPersistedDocument, PersistedOperations, type PersistedRequest } from './persisted-operations.js';
+import { awaitsContinue } from '../http/expect-continue.js';
 
 export const GRAPHQL_PATH = '/graphql';
 /** Documents are at most a few thousand tokens; variables of one order fit easily. */
@@ -303,7 +304,8 @@ function refuseOversizedBody(refuse: Refuse): express.RequestHandler {
   return function refuseOversizedBody(req, res, next) {
     const length = Number(req.headers['content-length'] ?? 0);
     if (!(length > MAX_REQUEST_BODY_BYTES)) return next();
-    req.resume();
+    // A client waiting for 100 Continue has sent nothing to discard; reading would ask it for the body.
+    if (!awaitsContinue(req)) req.resume();
     refuseTooLarge(refuse, req, res);
   };
 }

@@ -9,6 +9,7 @@ import type { Duplex } from 'node:stream';
 import type { Request, RequestHandler } from 'express';
 import { RestInvalidArgument } from '../rest/errors.js';
 import type { Logger } from '../logger.js';
+import { continueOnFirstRead, onlyInterimWritten } from './expect-continue.js';
 
 /** Longest request target the app accepts; Node's own limit on the whole head is 16 KiB. */
 export const MAX_URL_LENGTH = 12 * 1024;
@@ -39,19 +40,6 @@ export function refuseLongUrl(answeredByFace: readonly string[] = []): RequestHa
   };
 }
 
-/**
- * Bytes written on a socket when its last word was a 100 Continue: a final response may still follow one (RFC 9110
- * §15.2), so a body promised and never sent still gets its 408 rather than a silent close.
- */
-const interimOnly = new WeakMap<Duplex, number>();
-
-/** What Node does for `Expect: 100-continue` without a listener, remembering where the interim response ended. */
-function continueRequest(server: http.Server, req: http.IncomingMessage, res: http.ServerResponse): void {
-  res.writeContinue();
-  interimOnly.set(req.socket, req.socket.bytesWritten);
-  server.emit('request', req, res);
-}
-
 /** The Google error body of a refusal made before routing. */
 function refusalBody(code: number, message: string, errorReason: string): string {
   return JSON.stringify(new RestInvalidArgument(message, { httpStatus: code, reason: errorReason }).toBody());
@@ -74,8 +62,7 @@ function refuseOnSocket(socket: Duplex, [code, reason, message, errorReason]: [n
  * writes for every other request), naming no path or header: what was sent never got parsed, and may hold secrets.
  */
 export function answerClientError(error: Error & { code?: string }, socket: Duplex, logger?: Logger): void {
-  const sent = (socket as Duplex & { bytesWritten?: number }).bytesWritten;
-  const writable = socket.writable && (sent === 0 || sent === interimOnly.get(socket));
+  const writable = socket.writable && onlyInterimWritten(socket);
   if (writable && error.code !== 'ECONNRESET') {
     refuseOnSocket(socket, STATUS[error.code ?? ''] ?? [400, 'Bad Request', 'the request is not valid HTTP', 'INVALID_HTTP'], logger);
     return;
@@ -102,6 +89,6 @@ function refuseExpectation(req: http.IncomingMessage, res: http.ServerResponse, 
 export function answerClientErrors(server: http.Server, logger?: Logger): void {
   server.on('clientError', (error: Error & { code?: string }, socket: Duplex) => answerClientError(error, socket, logger));
   server.on('connect', (_req: http.IncomingMessage, socket: Duplex) => refuseConnect(socket, logger));
-  server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => continueRequest(server, req, res));
+  server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => continueOnFirstRead(server, req, res));
   server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => refuseExpectation(req, res, logger));
 }

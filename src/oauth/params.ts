@@ -4,6 +4,7 @@
  */
 import express, { type RequestHandler } from 'express';
 import { InvalidRequest, InvalidHttpRequest } from './errors.js';
+import { refusingUnsentBodyOver } from '../http/expect-continue.js';
 
 export const FORM_BODY_LIMIT_BYTES = 16 * 1024;
 
@@ -98,7 +99,7 @@ function requireFormContentType(req: express.Request, _res: express.Response, ne
   next();
 }
 
-const rawBodyParser = express.raw({ type: () => true, limit: FORM_BODY_LIMIT_BYTES });
+const rawBodyParser = refusingUnsentBodyOver(FORM_BODY_LIMIT_BYTES, express.raw({ type: () => true, limit: FORM_BODY_LIMIT_BYTES }));
 
 /** Hands on body-read failures already as OAuth errors, so every page and endpoint using `formBody` answers them alike. */
 function readRawBody(req: express.Request, res: express.Response, next: express.NextFunction): void {

@@ -6,6 +6,7 @@ import { authenticateFromCache, authenticateRequest, type ResourceRequest } from
 import { InvalidToken, OAuthError } from '../oauth/errors.js';
 import type { Scope } from '../oauth/scopes.js';
 import { fromOAuthError, invalidUrlEncoding, RestInvalidArgument, shownInMessage } from './errors.js';
+import { refusingUnsentBodyOver } from '../http/expect-continue.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
 /** Deepest accepted nesting of arrays and objects in a body; our bodies need three levels. */
@@ -77,7 +78,7 @@ function refuseEmptyOrMalformedUtf8(_req: unknown, _res: unknown, body: Buffer, 
   }
 }
 
-const parseJson = express.json({ limit: MAX_BODY_BYTES, strict: false, type: () => true, verify: refuseEmptyOrMalformedUtf8 });
+const parseJson = refusingUnsentBodyOver(MAX_BODY_BYTES, express.json({ limit: MAX_BODY_BYTES, strict: false, type: () => true, verify: refuseEmptyOrMalformedUtf8 }));
 
 export function jsonObjectBody(): RequestHandler[] {
   return [

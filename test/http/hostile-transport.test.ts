@@ -8,7 +8,7 @@ import net from 'node:net';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.js';
 import { dpopKey, dpopProof } from '../support/dpop.js';
-import { createTestUser } from '../support/tokens.js';
+import { createTestUser, issueTestToken } from '../support/tokens.js';
 import { grants } from '../../src/db/schema.js';
 
 /** Within the range of ports this suite was given. */
@@ -75,7 +75,7 @@ describe('hostile HTTP on the wire', () => {
   let server: RunningServer;
 
   beforeAll(async () => {
-    context = await createTestRuntime('pglite', { PORT: String(PORT), HOST: '127.0.0.1', ISSUER });
+    context = await createTestRuntime('pglite', { PORT: String(PORT), HOST: '127.0.0.1', ISSUER, REGISTRATION: 'open' });
     server = await startServer(context.runtime);
   });
 
@@ -205,6 +205,77 @@ describe('hostile HTTP on the wire', () => {
         server.server.requestTimeout = requestTimeout;
       }
     }, 15_000);
+
+    describe('Expect: 100-continue (RFC 9110 §10.1.1): the body is asked for only when it will be read', () => {
+      const HUGE = 10 * 1024 * 1024;
+      const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
+
+      /** What a client that waits for 100 Continue before sending its body gets, when it never has to send it. */
+      async function answeredWithoutBody(head: string): Promise<RawResponse> {
+        const data = await exchange(`${head}Expect: 100-continue\r\n\r\n`);
+        expect(data.startsWith(CONTINUE), 'no 100 Continue for a body that will not be read').toBe(false);
+        const [response, ...others] = responses(data);
+        expect(others).toEqual([]);
+        expect(response, 'an answer without the body, and the connection closed').toBeDefined();
+        expect(response!.head).toMatch(/\r\nconnection: close\r\n/i);
+        return response!;
+      }
+
+      it.each([
+        ['/token', 'application/x-www-form-urlencoded'],
+        ['/revoke', 'application/x-www-form-urlencoded'],
+        ['/register', 'application/json'],
+      ])('refuses a body declared over the limit at POST %s with 413 before asking for it', async (path, type) => {
+        const response = await answeredWithoutBody(`POST ${path} HTTP/1.1\r\n${HOST}Content-Type: ${type}\r\nContent-Length: ${HUGE}\r\n`);
+        expect(response.status).toBe(413);
+        expect(JSON.parse(response.body)).toMatchObject({ error: 'invalid_request' });
+      });
+
+      it('refuses a REST body declared over the limit with 413 in the Google shape before asking for it', async () => {
+        const { token } = await issueTestToken(context.runtime);
+        const response = await answeredWithoutBody(
+          `PATCH /orders/1?update_mask=memo HTTP/1.1\r\n${HOST}Authorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${HUGE}\r\n`,
+        );
+        expectRestError(response, 413, 'BODY_TOO_LARGE');
+      });
+
+      it('refuses a GraphQL body declared over the limit with 413 and a GraphQL error before asking for it', async () => {
+        const response = await answeredWithoutBody(`POST /graphql HTTP/1.1\r\n${HOST}Content-Type: application/json\r\nContent-Length: ${HUGE}\r\n`);
+        expect(response.status).toBe(413);
+        expect(JSON.parse(response.body)).toMatchObject({ errors: [{ extensions: { code: 'INVALID_ARGUMENT', reason: 'BODY_TOO_LARGE' } }] });
+      });
+
+      it('answers a request refused for its credentials without asking for the body', async () => {
+        const response = await answeredWithoutBody(`PATCH /orders/1?update_mask=memo HTTP/1.1\r\n${HOST}Content-Type: application/json\r\nContent-Length: 20\r\n`);
+        expect(response.status).toBe(401);
+        expect(response.head).toMatch(/\r\nwww-authenticate: Bearer/i);
+      });
+
+      it('asks for a body it will read, and answers it on a connection kept open', async () => {
+        const body = 'grant_type=client_credentials';
+        const data = await new Promise<string>((resolve, reject) => {
+          const socket = net.connect(PORT, '127.0.0.1', () =>
+            socket.write(`POST /token HTTP/1.1\r\n${HOST}Content-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n`),
+          );
+          let received = '';
+          socket.on('data', (chunk: Buffer) => {
+            received += chunk.toString('latin1');
+            if (received === CONTINUE) socket.write(body);
+            else if (responses(received.slice(CONTINUE.length)).length === 1) {
+              socket.destroy();
+              resolve(received);
+            }
+          });
+          socket.on('error', reject);
+        });
+        expect(data.startsWith(CONTINUE)).toBe(true);
+        const [response] = responses(data.slice(CONTINUE.length));
+        // No client credentials (RFC 6749 §5.2: 400 when none were attempted): the body was read and judged.
+        expect(response!.status, response!.body).toBe(400);
+        expect(JSON.parse(response!.body)).toMatchObject({ error: 'invalid_client' });
+        expect(response!.head).not.toMatch(/\r\nconnection: close\r\n/i);
+      });
+    });
 
     it('answers an expectation it cannot meet with 417 in the Google error shape', async () => {
       const response = await one(`POST /token HTTP/1.1\r\n${HOST}Expect: 200-ok\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc`);

@@ -13,6 +13,7 @@ import { IpRequestThrottle } from '../ip-request-throttle.js';
 import { idTokenAlg } from '../oidc/id-token.js';
 import { sectorOf } from '../oidc/subject.js';
 import { RegistrationTokenStore } from '../stores/registration-tokens.js';
+import { refusingUnsentBodyOver } from '../../http/expect-continue.js';
 
 export const REGISTRATION_PATH = '/register';
 /** A registration is a few hundred bytes; 16 KiB leaves room for 20 long redirect URIs. */
@@ -82,7 +83,7 @@ function requireInitialAccessToken(tokens: RegistrationTokenStore): RequestHandl
   };
 }
 
-const readRawBody = express.raw({ type: () => true, limit: REGISTRATION_BODY_LIMIT_BYTES });
+const readRawBody = refusingUnsentBodyOver(REGISTRATION_BODY_LIMIT_BYTES, express.raw({ type: () => true, limit: REGISTRATION_BODY_LIMIT_BYTES }));
 
 const jsonBody: RequestHandler[] = [
   function requireJsonContentType(req, _res, next) {

@@ -1,0 +1,64 @@
+/**
+ * `Expect: 100-continue` (RFC 9110 §10.1.1): the client holds its body back until the server asks for it, and a server
+ * may answer with a final status instead. Node asks at once; Fieldgate asks only when the app first reads the body, so
+ * a request refused before that (its credentials, a body declared over the limit) is answered without the upload.
+ */
+import type http from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { RequestHandler } from 'express';
+
+/** Requests whose 100 Continue is still held back. */
+const awaitingContinue = new WeakSet<http.IncomingMessage>();
+
+/**
+ * Bytes written on a socket when its last word was a 100 Continue: a final response may still follow one (RFC 9110
+ * §15.2), so a body promised and never sent still gets its 408 rather than a silent close.
+ */
+const interimOnly = new WeakMap<Duplex, number>();
+
+/** Whether everything written on `socket` so far is a 100 Continue, or nothing at all. */
+export function onlyInterimWritten(socket: Duplex): boolean {
+  const sent = (socket as Duplex & { bytesWritten?: number }).bytesWritten;
+  return sent === 0 || sent === interimOnly.get(socket);
+}
+
+/** Passes the request on with its 100 Continue held back until the body is first read. */
+export function continueOnFirstRead(server: http.Server, req: http.IncomingMessage, res: http.ServerResponse): void {
+  awaitingContinue.add(req);
+  // Node closes the connection after a response sent before the 100 Continue (the client may yet send the body, or
+  // not); RFC 9110 §10.1.1 asks the server to say so.
+  const writeHead = res.writeHead;
+  res.writeHead = function writeHeadSayingClose(this: http.ServerResponse, ...args: Parameters<typeof writeHead>) {
+    if (awaitingContinue.has(req) && !this.headersSent) this.setHeader('Connection', 'close');
+    return writeHead.apply(this, args);
+  } as typeof writeHead;
+  // Every way of reading a Readable (data, readable, pipe, async iteration, resume) goes through _read.
+  const read = req._read.bind(req);
+  req._read = (size: number) => {
+    if (awaitingContinue.delete(req) && !res.headersSent) {
+      res.writeContinue();
+      interimOnly.set(req.socket, req.socket.bytesWritten);
+    }
+    read(size);
+  };
+  server.emit('request', req, res);
+}
+
+/** Whether the client still waits for a 100 Continue before sending the body (and so is not uploading it). */
+export function awaitsContinue(req: http.IncomingMessage): boolean {
+  return awaitingContinue.has(req);
+}
+
+/**
+ * `readBody` (a body-parser middleware with this `limit`), except that a body declared over the limit by a client
+ * still waiting for 100 Continue is refused at once with body-parser's own 413, instead of being asked for and read
+ * to the end first. A client already sending gets the 413 once its body is read: answering it mid-upload would reset
+ * the connection under it (Node closes a connection whose request was not read to the end).
+ */
+export function refusingUnsentBodyOver(limit: number, readBody: RequestHandler): RequestHandler {
+  return function readBodyWithinLimit(req, res, next) {
+    const declared = Number(req.headers['content-length']);
+    if (!(awaitsContinue(req) && declared > limit)) return readBody(req, res, next);
+    next(Object.assign(new Error('request entity too large'), { status: 413, statusCode: 413, expose: true, type: 'entity.too.large', length: declared, limit }));
+  };
+}
