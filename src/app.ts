@@ -6,7 +6,7 @@ import { DATABASE_RETRY_AFTER_SECONDS } from './db/errors.js';
 import { requestLog } from './http/request-log.js';
 import { SegmentDispatcher } from './http/dispatch.js';
 import { refuseLongUrl } from './http/client-error.js';
-import { readAbsoluteForm, refuseInvalidHost } from './http/request-target.js';
+import { answerServerWideOptions, readAbsoluteForm, refuseInvalidHost } from './http/request-target.js';
 import { createOAuthRouter, OAUTH_PATHS } from './oauth/router.js';
 import { createGraphQL } from './graphql/index.js';
 import { GRAPHQL_PATH } from './graphql/http.js';
@@ -82,6 +82,7 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): express.E
     });
   }
   app.use(refuseInvalidHost);
+  app.use(answerServerWideOptions);
   app.use(refuseLongUrl([GRAPHQL_PATH]));
   if (options.embedderRoutes?.served) app.use(options.embedderRoutes.served);
   const graphql = createGraphQL(runtime);

@@ -252,6 +252,9 @@ const YOGA_REQUEST_CODES = new Set(['BAD_REQUEST', 'REQUEST_ENTITY_TOO_LARGE']);
  * `Allow` goes only with a 405. An unexpected error yoga has masked (and logged) is
  * INTERNAL_SERVER_ERROR with its 500. Anything else — ours, a field's — is left as it is.
  */
+/** What /graphql serves (RFC 9110 §10.2.1): yoga's GET and POST, HEAD as GET (http.ts' headAsGet), and OPTIONS. */
+export const GRAPHQL_METHODS = 'GET, HEAD, POST, OPTIONS';
+
 export function asRequestError(error: GraphQLError): GraphQLError {
   if (error instanceof GqlError) return error;
   const code = error.extensions?.code;
@@ -262,7 +265,7 @@ export function asRequestError(error: GraphQLError): GraphQLError {
     const { reason, field } = yogaRejection(httpStatus, error.message);
     return rejectRequest(reason, error.message, {
       ...(field && { extensions: { field } }),
-      http: httpStatus === 405 ? { status: 405, headers: { Allow: 'GET, POST' } } : { status: httpStatus },
+      http: httpStatus === 405 ? { status: 405, headers: { Allow: GRAPHQL_METHODS } } : { status: httpStatus },
     });
   }
   if (code === 'INTERNAL_SERVER_ERROR' && error.extensions.unexpected === true && error.path === undefined) {

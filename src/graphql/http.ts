@@ -11,7 +11,7 @@ import { createYoga, type GraphQLParams, type Plugin, type YogaLogger } from 'gr
 import type { Runtime } from '../runtime.js';
 import { authenticateRequest, withResourceMetadata } from '../tokens/bearer.js';
 import { InvalidToken } from '../oauth/errors.js';
-import { asRequestError, formatError, httpStatusOf, rejectRequest, GqlError, GqlUnauthenticated, GqlUnavailable, type HttpExtension, type RequestRejection } from './errors.js';
+import { asRequestError, formatError, GRAPHQL_METHODS, httpStatusOf, rejectRequest, GqlError, GqlUnauthenticated, GqlUnavailable, type HttpExtension, type RequestRejection } from './errors.js';
 import { isDatabaseUnavailable } from '../db/errors.js';
 import { GRAPHIQL_OPTIONS, renderGraphiQL } from '../front-door/graphiql.js';
 import { setToolPageSecurityHeaders } from '../http/security-headers.js';
@@ -353,6 +353,12 @@ const onlyTheEndpoint: express.RequestHandler = (req, _res, next) => {
   next();
 };
 
+/** Yoga answers OPTIONS (a CORS preflight or not) with 204; with Allow, it also says what the endpoint serves (RFC 9110 §9.3.7). */
+const allowOnOptions: express.RequestHandler = (req, res, next) => {
+  if (req.method === 'OPTIONS') res.setHeader('Allow', GRAPHQL_METHODS);
+  next();
+};
+
 /** The HEAD requests `headAsGet` handed on as GETs. */
 const headRequests = new WeakSet<IncomingMessage>();
 
@@ -418,7 +424,7 @@ export function createGraphQLRouter(runtime: Runtime, executor: Executor): expre
     plugins: [useParameterJsonErrors, useExecutor(runtime, executor, persisted), useRequestErrorShape],
   });
   const router = express.Router();
-  router.use(GRAPHQL_PATH, onlyTheEndpoint, headAsGet);
+  router.use(GRAPHQL_PATH, onlyTheEndpoint, allowOnOptions, headAsGet);
   if (runtime.config.frontDoor) router.use(GRAPHQL_PATH, graphiqlPageHeaders);
   const refuse = refusalSender(origins);
   router.use(

@@ -59,6 +59,16 @@ function hostProblem(req: Parameters<RequestHandler>[0]): string | undefined {
   return undefined;
 }
 
+/** Every method some path of the server serves, for `OPTIONS *`. */
+const SERVER_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
+
+/** `OPTIONS *` (RFC 9110 §9.3.7) asks about the server rather than a resource: 204 with the methods it serves. */
+export const answerServerWideOptions: RequestHandler = function answerServerWideOptions(req, res, next) {
+  if (req.url !== '*' || req.method !== 'OPTIONS') return next();
+  res.setHeader('Allow', SERVER_METHODS);
+  res.status(204).end();
+};
+
 /** An HTTP/1.1 request without Host, with more than one, or with one that is no host gets 400. */
 export const refuseInvalidHost: RequestHandler = function refuseInvalidHost(req, _res, next) {
   const problem = hostProblem(req);

@@ -31,7 +31,7 @@ describe('asRequestError', () => {
       reason,
       ...(field && { field }),
       // No `spec` (yoga would answer 200 for Accept: application/json) and `Allow` only on a 405.
-      http: status === 405 ? { status, headers: { Allow: 'GET, POST' } } : { status },
+      http: status === 405 ? { status, headers: { Allow: 'GET, HEAD, POST, OPTIONS' } } : { status },
     });
   });
 

@@ -64,10 +64,20 @@ describeEachDatabase('POST /graphql at the HTTP edge', (context) => {
     });
   });
 
+  it('answers OPTIONS with the methods it serves (RFC 9110 §9.3.7), as the 405 names them', async () => {
+    const plain = await request(context().app).options('/graphql');
+    expect(plain.status).toBe(204);
+    expect(plain.headers['allow']).toBe('GET, HEAD, POST, OPTIONS');
+    const preflight = await request(context().app).options('/graphql').set('Origin', 'https://shop.example').set('Access-Control-Request-Method', 'POST');
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers['allow']).toBe('GET, HEAD, POST, OPTIONS');
+    expect(preflight.headers['access-control-allow-methods']).toMatch(/POST/);
+  });
+
   it('lets a cross-origin page read Allow on a 405 and Retry-After on a 503, which are not CORS-safelisted', async () => {
     const refused = await request(context().app).put('/graphql').set('Origin', 'https://shop.example').send('');
     expect(refused.status).toBe(405);
-    expect(refused.headers['allow']).toBe('GET, POST');
+    expect(refused.headers['allow']).toBe('GET, HEAD, POST, OPTIONS');
     const exposed = refused.headers['access-control-expose-headers']?.split(', ');
     expect(exposed).toEqual(expect.arrayContaining(['Allow', 'Retry-After']));
   });
@@ -290,7 +300,7 @@ describeEachDatabase('request-level errors of /graphql', (context) => {
         expect(error.extensions).toHaveProperty('http', { status });
         expect(error.extensions).not.toHaveProperty('originalError');
       }
-      if (status === 405) expect(res.headers.allow).toBe(sent.method === 'get' ? 'POST' : 'GET, POST');
+      if (status === 405) expect(res.headers.allow).toBe(sent.method === 'get' ? 'POST' : 'GET, HEAD, POST, OPTIONS');
       else expect(res.headers.allow).toBeUndefined();
       if (status === 401) expect(res.headers['www-authenticate']).toMatch(/^Bearer realm="fieldgate"/);
     });

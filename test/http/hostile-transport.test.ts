@@ -184,6 +184,17 @@ describe('hostile HTTP on the wire', () => {
   });
 
   describe('methods', () => {
+    it('answers a server-wide OPTIONS * (RFC 9110 §9.3.7) with the methods the server serves, not 404', async () => {
+      const response = await one(`OPTIONS * HTTP/1.1\r\n${HOST}Connection: close\r\n\r\n`);
+      expect(response.status).toBe(204);
+      expect(response.head).toMatch(/\r\nallow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n/i);
+    });
+
+    it('refuses the asterisk form for any method but OPTIONS (RFC 9112 §3.2.4)', async () => {
+      const response = await one(`GET * HTTP/1.1\r\n${HOST}Connection: close\r\n\r\n`);
+      expectRestError(response, 400, 'INVALID_REQUEST_TARGET');
+    });
+
     it('answers CONNECT (no proxy here) with a refusal instead of dropping the connection', async () => {
       const response = await one(`CONNECT evil.example:443 HTTP/1.1\r\nHost: evil.example:443\r\n\r\n`);
       expectRestError(response, 405, 'METHOD_NOT_ALLOWED');
