@@ -17,7 +17,7 @@ import { GRAPHIQL_OPTIONS, renderGraphiQL } from '../front-door/graphiql.js';
 import { setToolPageSecurityHeaders } from '../http/security-headers.js';
 import { isUrlTooLong, URL_TOO_LONG } from '../http/client-error.js';
 import type { Executor } from './executor.js';
-import { NOT_UTF8, readJsonBody } from './json-body.js';
+import { NOT_UTF8, readTextBody } from './text-body.js';
 import { answerPlainPost } from './plain-post.js';
 import { namesPersistedDocument, PersistedOperations, type PersistedRequest } from './persisted-operations.js';
 import { awaitsContinue } from '../http/expect-continue.js';
@@ -226,7 +226,7 @@ function charsetOf(parameters: readonly string[]): string | undefined {
 /**
  * Yoga answers other content types with a bare 415; clients get a GraphQL error instead. Yoga
  * matches a type byte for byte, while media types are case-insensitive and may have spaces around
- * `;` (RFC 9110 §8.3.1): an accepted type is handed on written as yoga (and readJsonBody) read it.
+ * `;` (RFC 9110 §8.3.1): an accepted type is handed on written as yoga (and readTextBody) read it.
  * Every body is read as UTF-8, so one declared in another charset is refused (415) rather than misread.
  */
 function refuseUnsupportedMediaType(refuse: Refuse): express.RequestHandler {
@@ -316,7 +316,7 @@ function refuseTooLarge(refuse: Refuse, req: express.Request, res: express.Respo
 }
 
 /**
- * The one answer to a body `readJsonBody` could not read (body-parser's errors: corrupt
+ * The one answer to a body `readTextBody` could not read (body-parser's errors: corrupt
  * compressed data, an unsupported Content-Encoding, an inflated body over the limit; its own:
  * a JSON body that is not UTF-8), as a
  * GraphQL error; anything else goes on to the app's last-resort handler.
@@ -327,7 +327,10 @@ function refuseUnreadableBody(refuse: Refuse): express.ErrorRequestHandler {
     if (res.headersSent || typeof status !== 'number' || status < 400 || status >= 500) return next(error);
     if (type === 'entity.too.large') return refuseTooLarge(refuse, req, res);
     if (type === 'encoding.unsupported') return refuse(req, res, 'UNSUPPORTED_MEDIA_TYPE', 'the Content-Encoding of the request body is not supported', { status: 415 });
-    if (type === NOT_UTF8) return refuse(req, res, 'INVALID_JSON', 'the request body is not valid UTF-8', { status: 400 });
+    if (type === NOT_UTF8) {
+      const json = (req.headers['content-type'] ?? '').toLowerCase().includes('json');
+      return refuse(req, res, json ? 'INVALID_JSON' : 'BODY_UNREADABLE', 'the request body is not valid UTF-8', { status: 400 });
+    }
     refuse(req, res, 'BODY_UNREADABLE', 'the request body could not be read', { status: 400 });
   };
 }
@@ -434,7 +437,7 @@ export function createGraphQLRouter(runtime: Runtime, executor: Executor): expre
     refuseRepeatedParameters(refuse),
     refuseUnsupportedMediaType(refuse),
     refuseOversizedBody(refuse),
-    readJsonBody(MAX_REQUEST_BODY_BYTES),
+    readTextBody(MAX_REQUEST_BODY_BYTES),
     answerPlainPost(runtime, executor, persisted),
     yoga,
     refuseUnreadableBody(refuse),

@@ -1,5 +1,5 @@
 /**
- * Answers the ordinary POST /graphql itself — a JSON body `readJsonBody` has read, a Bearer
+ * Answers the ordinary POST /graphql itself — a JSON body `readTextBody` has read, a Bearer
  * token, no Origin, a plain Accept — so a successful operation skips graphql-yoga's fetch
  * Request and Response and its plugin chain. It runs the same steps as yoga's handler in
  * http.ts: bearer check, persisted-document resolution, the shared Executor. Anything else,

@@ -199,6 +199,23 @@ describeEachDatabase('the charset and bytes of a POST /graphql JSON body', (cont
     }
   });
 
+  it('refuses an application/graphql or form body that is not valid UTF-8, sized or chunked, rather than running it with replacement characters', async () => {
+    const headers = { Authorization: me.authorization };
+    for (const [type, text] of [['application/graphql', '{ __typename } # '], ['application/x-www-form-urlencoded', 'query=%7B__typename%7D&operationName=']] as const) {
+      for (const framing of ['sized', 'chunked'] as const) {
+        const good = await postBytes(context().app, Buffer.from(text), { ...headers, 'Content-Type': type }, framing);
+        expect([type, framing, good.status, JSON.parse(good.body)]).toEqual([type, framing, 200, { data: { __typename: 'Query' } }]);
+        const bad = await postBytes(context().app, Buffer.concat([Buffer.from(text), Buffer.from([0xe9])]), { ...headers, 'Content-Type': type }, framing);
+        expect([type, framing, bad.status, JSON.parse(bad.body)]).toEqual([
+          type,
+          framing,
+          400,
+          { errors: [{ message: 'the request body is not valid UTF-8', extensions: { code: 'INVALID_ARGUMENT', reason: 'BODY_UNREADABLE', http: { status: 400 } } }] },
+        ]);
+      }
+    }
+  });
+
   it('answers a chunked body as a sized one: invalid UTF-8 refused, a BOM ignored', async () => {
     const headers = { Authorization: me.authorization, 'Content-Type': 'application/json' };
     const bad = commented(Buffer.from([0xe9]));

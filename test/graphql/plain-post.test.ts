@@ -1,6 +1,6 @@
 /**
  * src/graphql/plain-post.ts answers an ordinary POST /graphql without graphql-yoga and leaves
- * everything else to it; json-body.test.ts checks that both answer alike. These tests check
+ * everything else to it; text-body.test.ts checks that both answer alike. These tests check
  * which requests it takes, and that a result with errors is handed to yoga, not run again.
  */
 import { beforeAll, expect, it } from 'vitest';
@@ -14,7 +14,7 @@ import { buildProduct } from '../support/factories.js';
 import { Executor } from '../../src/graphql/executor.js';
 import { DEFAULT_LIMITS } from '../../src/graphql/limits.js';
 import { schema } from '../../src/graphql/schema/index.js';
-import { readJsonBody } from '../../src/graphql/json-body.js';
+import { readTextBody } from '../../src/graphql/text-body.js';
 import { answerPlainPost } from '../../src/graphql/plain-post.js';
 import { PersistedOperations } from '../../src/graphql/persisted-operations.js';
 
@@ -39,7 +39,7 @@ describeEachDatabase('answerPlainPost', (context) => {
     };
     let handedOver: Outcome['handedOver'] = null;
     const app = express();
-    app.use('/graphql', readJsonBody(4096), answerPlainPost(runtime, executor, new PersistedOperations({ schema })), (req, res) => {
+    app.use('/graphql', readTextBody(4096), answerPlainPost(runtime, executor, new PersistedOperations({ schema })), (req, res) => {
       handedOver = { body: req.body, ...(req.graphqlResult && { graphqlResult: req.graphqlResult }) };
       res.status(299).end();
     });

@@ -1,6 +1,6 @@
 /**
  * POST /graphql reads a JSON body with a Content-Length itself and hands it to graphql-yoga
- * parsed (src/graphql/json-body.ts); a chunked body still goes through yoga's own reader. Both
+ * parsed (src/graphql/text-body.ts); a chunked body still goes through yoga's own reader. Both
  * must answer every request alike, hostile ones first: the same status, type, challenge and body.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,7 +11,7 @@ import type { RequestHandler } from 'express';
 import { describeEachDatabase } from '../support/runtime.js';
 import { issueTestToken, type TestToken } from '../support/tokens.js';
 import { buildProduct } from '../support/factories.js';
-import { readJsonBody } from '../../src/graphql/json-body.js';
+import { readTextBody } from '../../src/graphql/text-body.js';
 
 interface Answer {
   status: number;
@@ -165,10 +165,10 @@ describeEachDatabase('POST /graphql with a sized or a chunked JSON body', (conte
   });
 });
 
-describe('readJsonBody', () => {
+describe('readTextBody', () => {
   /** Runs the middleware on a real request carrying `body` and reports what it left on `req.body`. */
   async function readBy(body: string, headers: Record<string, string> = { 'Content-Type': 'application/json' }): Promise<unknown> {
-    const middleware: RequestHandler = readJsonBody(1024);
+    const middleware: RequestHandler = readTextBody(1024);
     const server = http.createServer((req, res) => {
       middleware(req as never, res as never, () => {
         const read = req.readableEnded;
@@ -191,8 +191,13 @@ describe('readJsonBody', () => {
     for (const text of ['{}', '[]', 'null', '7', '"x"', '{"query":', ' ']) expect(await readBy(text)).toEqual({ read: true, body: text });
   });
 
+  it('reads the other types yoga parses as text, to hold them to UTF-8 too, and hands them over as that text', async () => {
+    expect(await readBy('{ a }', { 'Content-Type': 'application/graphql' })).toEqual({ read: true, body: '{ a }' });
+    expect(await readBy('query=%7B%20a%20%7D', { 'Content-Type': 'application/x-www-form-urlencoded; charset=utf-8' })).toEqual({ read: true, body: 'query=%7B%20a%20%7D' });
+    expect(await readBy('{ a }', { 'Content-Type': 'text/plain' })).toEqual({ read: false, body: null });
+  });
+
   it('leaves other types, empty bodies and bodies over the limit to yoga, unread', async () => {
-    expect(await readBy('{ a }', { 'Content-Type': 'application/graphql' })).toEqual({ read: false, body: null });
     expect(await readBy('{"query":"{ a }"}', { 'Content-Type': 'Application/JSON' })).toEqual({ read: false, body: null });
     expect(await readBy('', { 'Content-Type': 'application/json' })).toEqual({ read: false, body: null });
     expect(await readBy(JSON.stringify({ query: 'x'.repeat(2000) }))).toEqual({ read: false, body: null });

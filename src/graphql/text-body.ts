@@ -13,6 +13,9 @@
  * a JSON body without a plain decimal Content-Length (a chunked upload) is read here too, by
  * body-parser, which holds it to the limit while streaming.
  *
+ * The other body types yoga parses (application/graphql, a form) are read as UTF-8 text and held
+ * to the same rule, then handed over as that text.
+ *
  * Yoga does not decode a Content-Encoding, so a compressed body of any type is read here, by
  * body-parser, which inflates gzip, deflate and br, holds the inflated size to the limit and
  * refuses other codings (415) and corrupt data (400) by passing the error on.
@@ -23,7 +26,7 @@ const DECIMAL = /^\d+$/;
 
 declare module 'http' {
   interface IncomingMessage {
-    /** The request body as read by `readJsonBody`: parsed, or as text when yoga should parse it. */
+    /** The request body as read by `readTextBody`: parsed, or as text when yoga should parse it. */
     body?: unknown;
   }
 }
@@ -35,7 +38,14 @@ function isJsonPost(contentType: string | undefined): boolean {
   return ['application/json', 'application/graphql+json'].some((expected) => type === expected || type.startsWith(`${expected};`));
 }
 
-/** The `type` of the error a JSON body that is not UTF-8 is passed on with. */
+/** The other body types yoga reads as text (request-parser/post-graphql-string.ts, post-form-url-encoded.ts). */
+function isTextPost(contentType: string | undefined): boolean {
+  const type = contentType?.split(',')[0];
+  if (!type) return false;
+  return isJsonPost(type) || ['application/graphql', 'application/x-www-form-urlencoded'].some((expected) => type === expected || type.startsWith(`${expected};`));
+}
+
+/** The `type` of the error a body that is not UTF-8 is passed on with. */
 export const NOT_UTF8 = 'entity.not.utf8';
 
 // Fatal: invalid bytes throw instead of becoming U+FFFD. A leading BOM is dropped (ignoreBOM: false).
@@ -51,7 +61,9 @@ function decode(bytes: Uint8Array): string | Error {
 }
 
 /** What yoga should receive as the body: the parsed value when yoga would use it as is, else the text. */
-function handOver(text: string): unknown {
+function handOver(text: string, contentType: string | undefined): unknown {
+  if (text === '') return undefined;
+  if (!isJsonPost(contentType)) return text;
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -67,33 +79,28 @@ function isEncoded(contentEncoding: string | undefined): boolean {
 }
 
 /**
- * Reads a compressed body (inflated) or a chunked JSON one; what yoga receives is what it would
- * have for the same JSON body sent plain with a Content-Length.
+ * Reads a compressed body (inflated) or a chunked one; what yoga receives is what it would
+ * have for the same body sent plain with a Content-Length.
  */
 function readBufferedBody(maxBytes: number): RequestHandler {
   const inflate = express.raw({ type: () => true, limit: maxBytes });
   return function readBufferedBody(req, res, next) {
     inflate(req, res, (error?: unknown) => {
       if (error !== undefined) return next(error);
-      const bytes = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-      if (!isJsonPost(req.headers['content-type'])) {
-        req.body = bytes.length === 0 ? undefined : bytes.toString('utf-8');
-        return next();
-      }
-      const text = decode(bytes);
+      const text = decode(Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0));
       if (text instanceof Error) return next(text);
-      req.body = text === '' ? undefined : handOver(text);
+      req.body = handOver(text, req.headers['content-type']);
       next();
     });
   };
 }
 
 /** `maxBytes`: bodies declared larger are not read here (the caller refuses them first). */
-export function readJsonBody(maxBytes: number): RequestHandler {
+export function readTextBody(maxBytes: number): RequestHandler {
   const bufferedBody = readBufferedBody(maxBytes);
-  return function readJsonBody(req, res, next) {
+  return function readTextBody(req, res, next) {
     if (req.method === 'POST' && isEncoded(req.headers['content-encoding'])) return bufferedBody(req, res, next);
-    if (req.method !== 'POST' || !isJsonPost(req.headers['content-type'])) return next();
+    if (req.method !== 'POST' || !isTextPost(req.headers['content-type'])) return next();
     const length = req.headers['content-length'];
     if (length === undefined || !DECIMAL.test(length)) return req.headers['transfer-encoding'] === undefined ? next() : bufferedBody(req, res, next);
     const declared = Number(length);
@@ -108,7 +115,7 @@ export function readJsonBody(maxBytes: number): RequestHandler {
       // Node's parser stops at Content-Length, so `received` never exceeds it.
       const text = decode(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received));
       if (text instanceof Error) return next(text);
-      req.body = text === '' ? undefined : handOver(text);
+      req.body = handOver(text, req.headers['content-type']);
       next();
     });
     req.once('error', (error) => next(error));
