@@ -8,7 +8,7 @@ import { requireCsrf } from './login.js';
 import { bodyParameters } from '../params.js';
 import { PageError } from './pages/error.js';
 import { isSelfRegistered } from '../stores/clients.js';
-import { codeRequest } from '../endpoints/authorize.js';
+import { codeRequest, needsSignIn } from '../endpoints/authorize.js';
 import { redirectWithCode } from '../authorize-response.js';
 import { signedInSession } from './session.js';
 
@@ -36,6 +36,12 @@ export function consentHandler(browser: BrowserContext) {
       }
       oauth.events(req, 'consent_granted', { clientId, userId: user.userId });
       if (isSelfRegistered(request.client)) {
+        // A consent page left open until the sign-in is older than max_age: /authorize asks for the password again
+        // (OIDC Core §3.1.2.1) before this decision may issue a code.
+        if (needsSignIn(request, session)) {
+          continueAuthorization(browser, res, request);
+          return;
+        }
         // /authorize would ask again (it never relies on a stored consent for such clients), so this very decision
         // issues the code, in a statement that checks the session again: a logout since the lookup above is refused.
         const { issued } = await oauth.codes.issueIfConsented(codeRequest(request, { ...session, userId: user.userId }, oauth.sessionIds), check);

@@ -40,7 +40,8 @@ function toClient(request: AuthorizationRequest, error: OAuthError): Authorizati
   return new AuthorizationError(error, request.redirectUri, request.state, request.client.id, isSelfRegistered(request.client));
 }
 
-function needsSignIn(request: AuthorizationRequest, session: BrowserSession): boolean {
+/** prompt=login or select_account, or a sign-in older than max_age (OIDC Core §3.1.2.1): the login page first. */
+export function needsSignIn(request: AuthorizationRequest, session: BrowserSession): boolean {
   if (request.prompt.has('login') || request.prompt.has('select_account')) return true;
   if (request.maxAge === null) return false;
   return session.authTime === undefined || Math.floor(Date.now() / 1000) - session.authTime > request.maxAge;
