@@ -52,7 +52,12 @@ export function jsonErrorHandler(logger: Logger): ErrorRequestHandler {
   };
 }
 
-export function onlyPost(_req: Request, res: Response): void {
-  res.setHeader('Allow', 'POST');
-  throw new InvalidHttpRequest('this endpoint only accepts POST', { status: 405 });
+/** 405 with Allow (RFC 9110 §15.5.6), in the endpoints' JSON error format; `allowed` as Allow writes it. */
+export function methodNotAllowed(allowed: string): (req: Request, res: Response) => void {
+  return function answerMethodNotAllowed(_req, res) {
+    res.setHeader('Allow', allowed);
+    sendJsonError(res, new InvalidHttpRequest(`this endpoint only accepts ${allowed}`, { status: 405 }));
+  };
 }
+
+export const onlyPost = methodNotAllowed('POST');

@@ -8,7 +8,7 @@ import type { OAuthContext } from '../context.js';
 import { createBrowserContext, signedInAccount, type BrowserContext } from '../browser/flow.js';
 import { requireCsrf } from '../browser/login.js';
 import { logoutConfirmPage, signedOutPage } from '../browser/pages/logout.js';
-import { PageError, sendErrorPage } from '../browser/pages/error.js';
+import { PageError, pageMethodNotAllowed, sendErrorPage } from '../browser/pages/error.js';
 import { sendPage } from '../browser/pages/layout.js';
 import { redirectTo, authorizationResponseLocation, repeatFormAsGet } from '../authorize-response.js';
 import { bodyParameters, formBody, queryParameters, type Parameters } from '../params.js';
@@ -127,10 +127,16 @@ function confirmSignOut(browser: BrowserContext) {
 export function createEndSessionRouter(oauth: OAuthContext, browser: BrowserContext = createBrowserContext(oauth)): express.Router {
   const router = express.Router();
   const cookies = browser.sessions.cookies;
-  router.get(END_SESSION_PATH, cookies, endSession(browser));
-  // RP-Initiated Logout §2: the endpoint takes a form POST too; the GET it becomes asks the signed-in user to confirm.
-  router.post(END_SESSION_PATH, ...formBody, repeatFormAsGet(`${oauth.issuer}${END_SESSION_PATH}`));
-  router.post(`${END_SESSION_PATH}/confirm`, cookies, ...formBody, confirmSignOut(browser));
+  router
+    .route(END_SESSION_PATH)
+    .get(cookies, endSession(browser))
+    // RP-Initiated Logout §2: the endpoint takes a form POST too; the GET it becomes asks the signed-in user to confirm.
+    .post(...formBody, repeatFormAsGet(`${oauth.issuer}${END_SESSION_PATH}`))
+    .all(pageMethodNotAllowed('GET, POST'));
+  router
+    .route(`${END_SESSION_PATH}/confirm`)
+    .post(cookies, ...formBody, confirmSignOut(browser))
+    .all(pageMethodNotAllowed('POST'));
   // As the sign-in pages answer: a database out of reach is a 503 page to reload, not a 500.
   router.use(END_SESSION_PATH, function serializeLogoutError(error: unknown, req: Request, res: Response, next: express.NextFunction) {
     if (res.headersSent) return next(error);

@@ -8,7 +8,7 @@ import type express from 'express';
 import type { Request, RequestHandler, Response } from 'express';
 import type { OAuthContext } from '../context.js';
 import { InvalidRequest, InvalidToken } from '../errors.js';
-import { noStore, sendJson, sendJsonError, toOAuthError } from '../json-response.js';
+import { methodNotAllowed, noStore, sendJson, sendJsonError, toOAuthError } from '../json-response.js';
 import { readFormBody } from '../params.js';
 import { userClaims } from '../oidc/claims.js';
 import { USERINFO_PATH } from '../oidc/paths.js';
@@ -70,5 +70,5 @@ function userinfoHandler(oauth: OAuthContext): RequestHandler {
 
 export function addUserinfoEndpoint(router: express.Router, oauth: OAuthContext, cors: RequestHandler): void {
   const handler = userinfoHandler(oauth);
-  router.route(USERINFO_PATH).options(cors).get(cors, handler).post(cors, handler);
+  router.route(USERINFO_PATH).options(cors).get(cors, handler).post(cors, handler).all(cors, methodNotAllowed('GET, POST'));
 }
