@@ -66,17 +66,21 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 /**
  * body-parser reads an empty body as `{}`, so a chunked request with no bytes would pass for an empty object (a PATCH
  * that changes nothing, answered 200) where `Content-Length: 0` is refused; and it decodes bytes that are not UTF-8 as
- * U+FFFD, which a write would then store in their place.
+ * U+FFFD, which a write would then store in their place. The decoded text is kept for repeatedMember.
  */
-function refuseEmptyOrMalformedUtf8(_req: unknown, _res: unknown, body: Buffer, encoding: string): void {
+function refuseEmptyOrMalformedUtf8(req: object, _res: unknown, body: Buffer, encoding: string): void {
   if (body.length === 0) throw Object.assign(new Error('a JSON object request body is required'), { type: 'entity.missing' });
-  if (encoding.toLowerCase() !== 'utf-8') return;
+  // RFC 8259 §8.1: JSON between systems is UTF-8; body-parser would also decode UTF-16 and UTF-32, past the checks here.
+  if (encoding.toLowerCase() !== 'utf-8') throw Object.assign(new Error('the request body must be UTF-8'), { type: 'charset.unsupported', status: 415 });
   try {
-    utf8.decode(body);
+    (req as Record<symbol, unknown>)[BODY_TEXT] = utf8.decode(body);
   } catch {
     throw Object.assign(new Error('the request body is not valid UTF-8'), { type: 'entity.charset.malformed' });
   }
 }
+
+/** The UTF-8 text of a JSON body, kept by the parser's verify step for checks JSON.parse cannot make. */
+const BODY_TEXT = Symbol('JSON body text');
 
 const parseJson = refusingUnsentBodyOver(MAX_BODY_BYTES, express.json({ limit: MAX_BODY_BYTES, strict: false, type: () => true, verify: refuseEmptyOrMalformedUtf8 }));
 
@@ -108,9 +112,68 @@ export function jsonObjectBody(): RequestHandler[] {
         );
       }
       if (deeperThan(body, MAX_BODY_DEPTH)) return next(new RestInvalidArgument(`the request body is nested deeper than ${MAX_BODY_DEPTH} levels`, { reason: 'BODY_TOO_DEEP' }));
+      const text = (req as unknown as Record<symbol, unknown>)[BODY_TEXT];
+      const duplicate = typeof text === 'string' ? repeatedMember(text) : undefined;
+      if (duplicate) {
+        const description = `the request body names '${shownInMessage(duplicate.name)}' twice in one object`;
+        return next(new RestInvalidArgument(description, { reason: 'DUPLICATE_JSON_MEMBER', fieldViolations: [{ field: shownInMessage(duplicate.path), description }] }));
+      }
       next();
     },
   ];
+}
+
+interface JsonFrame {
+  /** The member names seen so far in an object; undefined in an array. */
+  names: Set<string> | undefined;
+  /** The current member's name, or the current element's index. */
+  at: string | number;
+}
+
+/**
+ * The first member named twice in one object of a valid JSON text, with its path (`items[1].quantity`). JSON.parse keeps
+ * the last value silently (RFC 8259 §4 leaves it to the parser), so a proxy that reads the first would approve one
+ * order and the server place another. Iterative, so nesting cannot blow the stack.
+ */
+export function repeatedMember(text: string): { name: string; path: string } | undefined {
+  const frames: JsonFrame[] = [];
+  let expectingName = false;
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i];
+    if (char === '"') {
+      let end = i + 1;
+      while (text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+      const frame = frames.at(-1);
+      if (expectingName && frame?.names) {
+        const raw = text.slice(i + 1, end);
+        // Escapes spell the same name differently (`m\u0065mo` is `memo`).
+        const name = raw.includes('\\') ? (JSON.parse(text.slice(i, end + 1)) as string) : raw;
+        if (frame.names.has(name)) return { name, path: jsonPath([...frames.slice(0, -1).map((outer) => outer.at), name]) };
+        frame.names.add(name);
+        frame.at = name;
+        expectingName = false;
+      }
+      i = end;
+    } else if (char === '{') {
+      frames.push({ names: new Set(), at: '' });
+      expectingName = true;
+    } else if (char === '[') {
+      frames.push({ names: undefined, at: 0 });
+      expectingName = false;
+    } else if (char === '}' || char === ']') {
+      frames.pop();
+      expectingName = false;
+    } else if (char === ',') {
+      const frame = frames.at(-1);
+      if (frame?.names) expectingName = true;
+      else if (frame) frame.at = (frame.at as number) + 1;
+    }
+  }
+  return undefined;
+}
+
+function jsonPath(parts: readonly (string | number)[]): string {
+  return parts.map((part, i) => (typeof part === 'number' ? `[${part}]` : i === 0 ? part : `.${part}`)).join('');
 }
 
 /** Whether a parsed JSON value nests arrays/objects deeper than `max` (iteratively: no stack to blow). */

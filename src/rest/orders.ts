@@ -237,6 +237,7 @@ export function orderRoutes(runtime: Runtime, rest: RestExecutor): RestRoute[] {
       description:
         'Applies the body fields named in `update_mask` (and present in the body); other fields keep their values. ' +
         'Output-only fields in the mask are ignored (AIP-203), so sending back a just-read order with its mask changes nothing. ' +
+        'A body object naming a member twice is 400 (DUPLICATE_JSON_MEMBER). ' +
         '`If-Match` with the order’s ETag makes the change conditional: a stale one gets 412 and changes nothing. ' +
         '`If-None-Match` refuses the change (412) when the order is in a state it names, or with `*`. ' +
         'An illegal status move is 409.',
