@@ -149,6 +149,44 @@ function literalFor(field: FilterField, path: string, value: FilterValue, positi
   }
 }
 
+/**
+ * The instant one millisecond after `text` (a timestamp timestampProblem accepted), written with the same offset so
+ * that PostgreSQL reads it in range; `infinity` after 9999-12-31T23:59:59.999 in that offset.
+ */
+function nextMillisecond(text: string): string {
+  const match = RFC3339.exec(text)!;
+  const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const millisecond = Number(((match[7] ?? '.').slice(1) + '000').slice(0, 3));
+  const local = new Date(0);
+  // setUTCFullYear, not Date.UTC, which reads years 0–99 as 1900–1999; second 60 rolls into the next minute.
+  local.setUTCFullYear(year, month - 1, day);
+  local.setUTCHours(hour, minute, second, millisecond + 1);
+  if (local.getUTCFullYear() > 9999) return 'infinity';
+  const offset = text.endsWith('Z') ? 'Z' : text.slice(-6);
+  return `${local.toISOString().slice(0, 23)}${offset}`;
+}
+
+/**
+ * A comparison with a timestamp written to the millisecond or coarser, as the API prints them, takes it for that whole
+ * millisecond: the database keeps microseconds, so `createdAt = "<a createdAt just read>"` would otherwise match
+ * nothing on PostgreSQL, and `<=` would leave the row itself out. A literal with a finer fraction is compared as written.
+ */
+function millisecondCondition(op: (typeof OPERATORS)[keyof typeof OPERATORS], literal: string, bind: (value: unknown) => Placeholder): Record<string, unknown> | undefined {
+  if ((RFC3339.exec(literal)![7] ?? '').length > 4) return undefined;
+  switch (op) {
+    case 'eq':
+      return { gte: bind(literal), lt: bind(nextMillisecond(literal)) };
+    case 'ne':
+      return { OR: [{ lt: bind(literal) }, { gte: bind(nextMillisecond(literal)) }] };
+    case 'lte':
+      return { lt: bind(nextMillisecond(literal)) };
+    case 'gt':
+      return { gte: bind(nextMillisecond(literal)) };
+    default:
+      return undefined;
+  }
+}
+
 /** `%`, `_` and `\` taken literally in an ILIKE pattern. */
 function likeEscape(text: string): string {
   return text.replace(/[\\%_]/g, (char) => `\\${char}`);
@@ -188,7 +226,8 @@ export function compileFilter(spec: ListSpec, node: FilterNode | undefined): Com
         } else {
           const op = current.op === ':' ? 'eq' : OPERATORS[current.op];
           if (field.type === 'enum' && op !== 'eq' && op !== 'ne') throw invalidFilter(`'${path}' can only be compared with =, != or :`, current.position);
-          condition = { [op]: bind(literalFor(field, path, current.value, current.position)) };
+          const literal = literalFor(field, path, current.value, current.position);
+          condition = (field.type === 'timestamp' && millisecondCondition(op, literal as string, bind)) || { [op]: bind(literal) };
         }
         const where: Where = { [field.column]: condition };
         return field.relation ? { [field.relation]: where } : where;

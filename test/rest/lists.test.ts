@@ -5,7 +5,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
 import fc from 'fast-check';
-import { inArray } from 'drizzle-orm';
+import { inArray, sql } from 'drizzle-orm';
 import { describeEachDatabase } from '../support/runtime.js';
 import { issueTestToken, type TestToken } from '../support/tokens.js';
 import { buildOrder, buildProduct, buildSeller, type Seller } from '../support/factories.js';
@@ -190,6 +190,46 @@ describeEachDatabase('REST list paging, ordering and filtering', (context) => {
         const res = await get(`/products?page_size=100&fields=id&filter=${encodeURIComponent(filter)}`);
         expect(res.status, filter).toBe(200);
         expect(ids(res.body).sort(), filter).toEqual(all.filter(predicate).map((p) => p.id).sort());
+      }
+    });
+
+    it('matches a timestamp as the API prints it (milliseconds) against the stored one, whatever the database keeps below', async () => {
+      const { runtime } = context();
+      const [row] = await runtime.db.insert(products).values({ name: 'Timed', priceCents: 100, sellerId: acme.id, createdAt: new Date(), updatedAt: new Date() }).returning({ id: products.id });
+      // PostgreSQL keeps microseconds: a time PostgreSQL wrote, not one JavaScript rounded to the millisecond.
+      await runtime.db.execute(sql`update products set created_at = '2031-05-06T07:08:09.123456Z' where id = ${row!.id}`);
+      const shown = (await get(`/products/${row!.id}?fields=createdAt`)).body.createdAt as string;
+      expect(shown).toBe('2031-05-06T07:08:09.123Z');
+      const plusTwo = '2031-05-06T09:08:09.123+02:00';
+      const cases: [string, boolean][] = [
+        [`createdAt = "${shown}"`, true],
+        [`createdAt = "${plusTwo}"`, true],
+        [`createdAt : "${shown}"`, true],
+        [`createdAt <= "${shown}"`, true],
+        [`createdAt >= "${shown}"`, true],
+        [`createdAt < "${shown}"`, false],
+        [`createdAt > "${shown}"`, false],
+        [`createdAt != "${shown}"`, false],
+        [`createdAt > "2031-05-06T07:08:09.122Z"`, true],
+        [`createdAt < "2031-05-06T07:08:09.124Z"`, true],
+        // Written to the microsecond, a literal is compared as written.
+        [`createdAt = "2031-05-06T07:08:09.123456Z"`, true],
+        [`createdAt = "2031-05-06T07:08:09.123000Z"`, false],
+        [`createdAt > "2031-05-06T07:08:09.123455Z"`, true],
+        // Without a fraction, a literal is a whole second's first millisecond, as "…09.000Z" would be.
+        [`createdAt = "2031-05-06T07:08:09Z"`, false],
+      ];
+      for (const [filter, found] of cases) {
+        const res = await get(`/products?page_size=100&fields=id&filter=${encodeURIComponent(`${filter} AND name = "Timed"`)}`);
+        expect(res.status, filter).toBe(200);
+        expect([filter, ids(res.body)]).toEqual([filter, found ? [row!.id] : []]);
+      }
+    });
+
+    it('reads the last millisecond of year 9999 and a leap second as instants PostgreSQL takes', async () => {
+      for (const filter of ['createdAt = "9999-12-31T23:59:59.999Z"', 'createdAt <= "9999-12-31T23:59:59.999+00:00"', 'createdAt > "9999-12-31T23:59:59.999Z"', 'createdAt = "2016-12-31T23:59:60Z"', 'createdAt != "0001-01-01T00:00:00+15:00"']) {
+        const res = await get(`/products?page_size=100&fields=id&filter=${encodeURIComponent(filter)}`);
+        expect([filter, res.status]).toEqual([filter, 200]);
       }
     });
 
