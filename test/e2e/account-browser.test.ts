@@ -77,7 +77,9 @@ for (const kind of DATABASE_KINDS) {
       await page.goto(`${server.baseUrl}${authorizePath(params)}`);
       expect(await fitsWidth(page)).toBe(true);
       await page.screenshot({ path: path.join(OUTPUT_DIR, `oidc-login-375-${kind}.png`), fullPage: true });
-      // The username field has autofocus; Tab moves to the password, Enter submits.
+      // The username field has autofocus (applied at a rendering update, which a busy machine may hold past `load`);
+      // Tab moves to the password, Enter submits.
+      await page.waitForFunction(() => document.activeElement?.getAttribute('name') === 'username');
       await page.keyboard.type(user.username);
       await page.keyboard.press('Tab');
       await page.keyboard.type(user.password);
