@@ -9,6 +9,7 @@ import {
   InvalidScope,
   OAuthError,
   RateLimited,
+  RegistrationNotSupported,
   RequestNotSupported,
   RequestUriNotSupported,
   UnauthorizedClient,
@@ -224,10 +225,11 @@ function checkResponseMode(params: Parameters): void {
   if (mode !== undefined && mode !== 'query') throw new InvalidRequest('this response_mode is not supported; use query');
 }
 
-/** OIDC Core §6: request objects are not supported; say so instead of silently ignoring them. */
+/** OIDC Core §6 and §7.2.1: request objects and `registration` are not supported; say so instead of silently ignoring them. */
 function refuseRequestObjects(params: Parameters): void {
   if (params.has('request')) throw new RequestNotSupported('request objects are not supported; send the parameters in the query');
   if (params.has('request_uri')) throw new RequestUriNotSupported('request_uri is not supported; send the parameters in the query');
+  if (params.has('registration')) throw new RegistrationNotSupported('the registration parameter is not supported; register the client first');
 }
 
 function canonicalQuery(params: Parameters): string {

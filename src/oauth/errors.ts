@@ -26,6 +26,7 @@ export type OAuthErrorCode =
   | 'interaction_required'
   | 'request_not_supported'
   | 'request_uri_not_supported'
+  | 'registration_not_supported'
   // RFC 8707, RFC 7591
   | 'invalid_target'
   | 'invalid_redirect_uri'
@@ -197,6 +198,11 @@ export class InteractionRequired extends OAuthError {
 
 export class RequestNotSupported extends OAuthError {
   readonly code = 'request_not_supported';
+  readonly status = 400;
+}
+
+export class RegistrationNotSupported extends OAuthError {
+  readonly code = 'registration_not_supported';
   readonly status = 400;
 }
 

@@ -61,3 +61,6 @@ export function methodNotAllowed(allowed: string): (req: Request, res: Response)
 }
 
 export const onlyPost = methodNotAllowed('POST');
+
+/** For the published documents (metadata, keys): read-only. */
+export const onlyRead = methodNotAllowed('GET, HEAD, OPTIONS');

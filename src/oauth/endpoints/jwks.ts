@@ -4,6 +4,7 @@ import type { RequestHandler } from 'express';
 import type { OAuthContext } from '../context.js';
 import { POLICY } from '../../policy.js';
 import { JWKS_PATH } from './metadata.js';
+import { onlyRead } from '../json-response.js';
 
 export function addJwksEndpoint(router: express.Router, oauth: OAuthContext, cors: RequestHandler): void {
   router.get(JWKS_PATH, cors, async function serveJwks(_req, res) {
@@ -13,4 +14,5 @@ export function addJwksEndpoint(router: express.Router, oauth: OAuthContext, cor
     res.end(JSON.stringify(jwks));
   });
   router.options(JWKS_PATH, cors);
+  router.all(JWKS_PATH, cors, onlyRead);
 }

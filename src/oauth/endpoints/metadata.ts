@@ -18,6 +18,7 @@ import { SIGNING_ALGS } from '../../tokens/signing-keys.js';
 import { END_SESSION_PATH, USERINFO_PATH } from '../oidc/paths.js';
 import { DEVICE_AUTHORIZATION_PATH } from './device-authorization.js';
 import { issuerPath, pathInsertedWellKnown } from '../../http/issuer-path.js';
+import { onlyRead } from '../json-response.js';
 
 export const METADATA_PATH = '/.well-known/oauth-authorization-server';
 export const JWKS_PATH = '/.well-known/jwks.json';
@@ -88,4 +89,5 @@ export function addMetadataEndpoint(router: express.Router, oauth: OAuthContext,
     res.end(body);
   });
   router.options(paths, cors);
+  router.all(paths, cors, onlyRead);
 }

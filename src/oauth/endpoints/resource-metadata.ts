@@ -9,6 +9,7 @@ import { ALL_SCOPES } from '../scopes.js';
 import { PROTECTED_RESOURCE_METADATA_PATH, type ProtectedResource } from '../../tokens/resources.js';
 import { issuerPath, pathInsertedWellKnown } from '../../http/issuer-path.js';
 import { DPOP_ALGORITHMS } from '../../tokens/dpop.js';
+import { onlyRead } from '../json-response.js';
 
 export function protectedResourceMetadata(issuer: string, resource: ProtectedResource, name: string): Record<string, unknown> {
   return {
@@ -46,5 +47,6 @@ export function addResourceMetadataEndpoints(router: express.Router, oauth: OAut
       res.end(body);
     });
     router.options(path, cors);
+    router.all(path, cors, onlyRead);
   }
 }

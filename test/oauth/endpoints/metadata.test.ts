@@ -69,4 +69,15 @@ describeEachDatabase('GET /.well-known/oauth-protected-resource (RFC 9728)', (co
       expect(res.body.dpop_signing_alg_values_supported).toEqual(['ES256', 'EdDSA', 'Ed25519', 'RS256']);
     }
   });
+
+  it.each(['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration', '/.well-known/jwks.json', '/.well-known/oauth-protected-resource'])(
+    'answers other methods on %s with 405, Allow and an OAuth error body, not 404',
+    async (path) => {
+      for (const method of ['post', 'put', 'patch', 'delete'] as const) {
+        const res = await request(context().app)[method](path);
+        expect([method, res.status, res.headers.allow]).toEqual([method, 405, 'GET, HEAD, OPTIONS']);
+        expect(res.body).toMatchObject({ error: 'invalid_request' });
+      }
+    },
+  );
 });

@@ -214,6 +214,11 @@ describeEachDatabase('OpenID Connect request corners', (context) => {
       expectRedirectedError(await new Browser(context().app).open(authorizePath(b)), 'request_uri_not_supported', b.state);
     });
 
+    it('answers the registration parameter with registration_not_supported (§3.1.2.6), with state and iss, not by ignoring it', async () => {
+      const params = authorizeParams(client, { scope: 'openid', registration: '{"logo_uri":"https://evil.example/logo.png"}' });
+      expectRedirectedError(await new Browser(context().app).open(authorizePath(params)), 'registration_not_supported', params.state);
+    });
+
     // §15.1: acr_values, display and the locales must not cause an error; claims is ignored (claims_parameter_supported: false).
     it('takes display, ui_locales, claims_locales, acr_values and a claims parameter of any shape without error', async () => {
       const params = authorizeParams(client, {
