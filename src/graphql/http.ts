@@ -17,7 +17,7 @@ import { GRAPHIQL_OPTIONS, renderGraphiQL } from '../front-door/graphiql.js';
 import { setToolPageSecurityHeaders } from '../http/security-headers.js';
 import { isUrlTooLong, URL_TOO_LONG } from '../http/client-error.js';
 import type { Executor } from './executor.js';
-import { NOT_UTF8, readTextBody } from './text-body.js';
+import { NOT_UTF8, readTextBody, REPEATED_MEMBER } from './text-body.js';
 import { answerPlainPost } from './plain-post.js';
 import { namesPersistedDocument, PersistedOperations, type PersistedRequest } from './persisted-operations.js';
 import { awaitsContinue } from '../http/expect-continue.js';
@@ -327,6 +327,9 @@ function refuseUnreadableBody(refuse: Refuse): express.ErrorRequestHandler {
     if (res.headersSent || typeof status !== 'number' || status < 400 || status >= 500) return next(error);
     if (type === 'entity.too.large') return refuseTooLarge(refuse, req, res);
     if (type === 'encoding.unsupported') return refuse(req, res, 'UNSUPPORTED_MEDIA_TYPE', 'the Content-Encoding of the request body is not supported', { status: 415 });
+    if (type === REPEATED_MEMBER) {
+      return refuse(req, res, 'DUPLICATE_JSON_MEMBER', (error as Error).message, { status: 400 }, { field: (error as { field: string }).field });
+    }
     if (type === NOT_UTF8) {
       const json = (req.headers['content-type'] ?? '').toLowerCase().includes('json');
       return refuse(req, res, json ? 'INVALID_JSON' : 'BODY_UNREADABLE', 'the request body is not valid UTF-8', { status: 400 });

@@ -21,6 +21,7 @@
  * refuses other codings (415) and corrupt data (400) by passing the error on.
  */
 import express, { type RequestHandler } from 'express';
+import { repeatedMemberProblem } from '../http/json-members.js';
 
 const DECIMAL = /^\d+$/;
 
@@ -60,7 +61,13 @@ function decode(bytes: Uint8Array): string | Error {
   }
 }
 
-/** What yoga should receive as the body: the parsed value when yoga would use it as is, else the text. */
+/** The `type` of the error a JSON body naming a member twice is passed on with (`field` names its path). */
+export const REPEATED_MEMBER = 'entity.member.repeated';
+
+/**
+ * What yoga should receive as the body: the parsed value when yoga would use it as is, else the text; or an error of
+ * type REPEATED_MEMBER for JSON that names a member twice, which JSON.parse would read as its last copy.
+ */
 function handOver(text: string, contentType: string | undefined): unknown {
   if (text === '') return undefined;
   if (!isJsonPost(contentType)) return text;
@@ -70,6 +77,8 @@ function handOver(text: string, contentType: string | undefined): unknown {
   } catch {
     return text;
   }
+  const repeated = repeatedMemberProblem(text);
+  if (repeated) return Object.assign(new Error(repeated.message), { status: 400, type: REPEATED_MEMBER, expose: true, field: repeated.field });
   return typeof value === 'object' && value !== null && Object.keys(value).length > 0 ? value : text;
 }
 
@@ -89,7 +98,9 @@ function readBufferedBody(maxBytes: number): RequestHandler {
       if (error !== undefined) return next(error);
       const text = decode(Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0));
       if (text instanceof Error) return next(text);
-      req.body = handOver(text, req.headers['content-type']);
+      const body = handOver(text, req.headers['content-type']);
+      if (body instanceof Error) return next(body);
+      req.body = body;
       next();
     });
   };
@@ -115,7 +126,9 @@ export function readTextBody(maxBytes: number): RequestHandler {
       // Node's parser stops at Content-Length, so `received` never exceeds it.
       const text = decode(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received));
       if (text instanceof Error) return next(text);
-      req.body = handOver(text, req.headers['content-type']);
+      const body = handOver(text, req.headers['content-type']);
+      if (body instanceof Error) return next(body);
+      req.body = body;
       next();
     });
     req.once('error', (error) => next(error));

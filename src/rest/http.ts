@@ -7,6 +7,7 @@ import { InvalidToken, OAuthError } from '../oauth/errors.js';
 import type { Scope } from '../oauth/scopes.js';
 import { fromOAuthError, invalidUrlEncoding, RestInvalidArgument, shownInMessage } from './errors.js';
 import { refusingUnsentBodyOver } from '../http/expect-continue.js';
+import { repeatedMemberProblem } from '../http/json-members.js';
 
 export const MAX_BODY_BYTES = 64 * 1024;
 /** Deepest accepted nesting of arrays and objects in a body; our bodies need three levels. */
@@ -113,67 +114,13 @@ export function jsonObjectBody(): RequestHandler[] {
       }
       if (deeperThan(body, MAX_BODY_DEPTH)) return next(new RestInvalidArgument(`the request body is nested deeper than ${MAX_BODY_DEPTH} levels`, { reason: 'BODY_TOO_DEEP' }));
       const text = (req as unknown as Record<symbol, unknown>)[BODY_TEXT];
-      const duplicate = typeof text === 'string' ? repeatedMember(text) : undefined;
-      if (duplicate) {
-        const description = `the request body names '${shownInMessage(duplicate.name)}' twice in one object`;
-        return next(new RestInvalidArgument(description, { reason: 'DUPLICATE_JSON_MEMBER', fieldViolations: [{ field: shownInMessage(duplicate.path), description }] }));
+      const repeated = typeof text === 'string' ? repeatedMemberProblem(text) : undefined;
+      if (repeated) {
+        return next(new RestInvalidArgument(repeated.message, { reason: 'DUPLICATE_JSON_MEMBER', fieldViolations: [{ field: repeated.field, description: repeated.message }] }));
       }
       next();
     },
   ];
-}
-
-interface JsonFrame {
-  /** The member names seen so far in an object; undefined in an array. */
-  names: Set<string> | undefined;
-  /** The current member's name, or the current element's index. */
-  at: string | number;
-}
-
-/**
- * The first member named twice in one object of a valid JSON text, with its path (`items[1].quantity`). JSON.parse keeps
- * the last value silently (RFC 8259 §4 leaves it to the parser), so a proxy that reads the first would approve one
- * order and the server place another. Iterative, so nesting cannot blow the stack.
- */
-export function repeatedMember(text: string): { name: string; path: string } | undefined {
-  const frames: JsonFrame[] = [];
-  let expectingName = false;
-  for (let i = 0; i < text.length; i++) {
-    const char = text[i];
-    if (char === '"') {
-      let end = i + 1;
-      while (text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
-      const frame = frames.at(-1);
-      if (expectingName && frame?.names) {
-        const raw = text.slice(i + 1, end);
-        // Escapes spell the same name differently (`m\u0065mo` is `memo`).
-        const name = raw.includes('\\') ? (JSON.parse(text.slice(i, end + 1)) as string) : raw;
-        if (frame.names.has(name)) return { name, path: jsonPath([...frames.slice(0, -1).map((outer) => outer.at), name]) };
-        frame.names.add(name);
-        frame.at = name;
-        expectingName = false;
-      }
-      i = end;
-    } else if (char === '{') {
-      frames.push({ names: new Set(), at: '' });
-      expectingName = true;
-    } else if (char === '[') {
-      frames.push({ names: undefined, at: 0 });
-      expectingName = false;
-    } else if (char === '}' || char === ']') {
-      frames.pop();
-      expectingName = false;
-    } else if (char === ',') {
-      const frame = frames.at(-1);
-      if (frame?.names) expectingName = true;
-      else if (frame) frame.at = (frame.at as number) + 1;
-    }
-  }
-  return undefined;
-}
-
-function jsonPath(parts: readonly (string | number)[]): string {
-  return parts.map((part, i) => (typeof part === 'number' ? `[${part}]` : i === 0 ? part : `.${part}`)).join('');
 }
 
 /** Whether a parsed JSON value nests arrays/objects deeper than `max` (iteratively: no stack to blow). */

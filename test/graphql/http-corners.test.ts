@@ -191,6 +191,32 @@ describeEachDatabase('the charset and bytes of a POST /graphql JSON body', (cont
     }
   });
 
+  it('refuses a JSON body naming a member twice, rather than running its last copy (RFC 8259 §4), sized or chunked', async () => {
+    const bodies: [string, string][] = [
+      ['{"query":"{ __typename }","query":"mutation { __typename }"}', 'query'],
+      ['{"query":"query($n: Int) { __typename }","variables":{"n":1,"n":2}}', 'variables.n'],
+    ];
+    for (const [body, field] of bodies) {
+      for (const [path, headers] of paths()) {
+        const res = await post(body, { ...headers, 'Content-Type': 'application/json' });
+        expect([path, field, res.status, res.body]).toEqual([
+          path,
+          field,
+          400,
+          { errors: [{ message: `the request body names '${field.split('.').at(-1)}' twice in one object`, extensions: { code: 'INVALID_ARGUMENT', reason: 'DUPLICATE_JSON_MEMBER', field, http: { status: 400 } } }] },
+        ]);
+      }
+      const chunked = await postBytes(context().app, Buffer.from(body), { Authorization: me.authorization, 'Content-Type': 'application/json' }, 'chunked');
+      expect([field, chunked.status, JSON.parse(chunked.body).errors[0].extensions.reason]).toEqual([field, 400, 'DUPLICATE_JSON_MEMBER']);
+    }
+    // The same name in two objects is no repeat.
+    const res = await post('{"query":"query($a: Boolean!) { __typename @include(if: $a) }","variables":{"a":true},"extensions":{"a":1}}', {
+      Authorization: me.authorization,
+      'Content-Type': 'application/json',
+    });
+    expect([res.status, res.body]).toEqual([200, { data: { __typename: 'Query' } }]);
+  });
+
   it('takes a body starting with a UTF-8 byte order mark as the same body without it (RFC 8259 §8.1)', async () => {
     const body = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"query":"{ __typename }"}')]);
     for (const [path, headers] of paths()) {
