@@ -52,7 +52,7 @@ export class PageTokens {
       throw new PageTokenError('is not a page token of this list');
     }
     if (parsed.b !== binding) {
-      throw new PageTokenError('was made for another filter or order_by: send the same filter and order_by as the request that returned it');
+      throw new PageTokenError('was made for another list, filter, order_by or caller: send the same filter and order_by, with the same credentials, as the request that returned it');
     }
     const keys = parsed.k;
     if (!Array.isArray(keys) || keys.length !== arity || !keys.every((key) => typeof key === 'string' || typeof key === 'number')) {

@@ -77,7 +77,7 @@ describeEachDatabase('GraphQL cursor connections', (context) => {
       [{ filter: 'password = "x"' }, 'filter', /not a filterable field/],
       [{ orderBy: 'password' }, 'orderBy', /^orderBy 'password' is not sortable/],
       [{ first: -1 }, 'first', /first must not be negative/],
-      [{ after: cursor }, 'after', /^after: the page token was made for another filter or order_by/],
+      [{ after: cursor }, 'after', /^after: the page token was made for another list, filter, order_by or caller/],
       [{ after: `${cursor}x`, filter: 'price > 0' }, 'after', /^after: the page token is not a page token of this list/],
     ];
     for (const [variables, field, message] of cases) {
