@@ -28,7 +28,14 @@ export class Revocations {
 
   async isRevoked(grantId: string, jti: string): Promise<boolean> {
     const cached = this.cachedAnswer(grantId, jti);
-    if (cached !== undefined) return cached;
+    return cached ?? this.isRevokedNow(grantId, jti);
+  }
+
+  /**
+   * Read from the database whatever the cache holds: `/introspect` is the answer a resource server asks the server
+   * for, and may not lag a revocation made on another instance as the resource side's own check may.
+   */
+  async isRevokedNow(grantId: string, jti: string): Promise<boolean> {
     const checkedAt = performance.now();
     const generation = this.generation;
     const [row] = await queryRows<{ revoked: boolean }>(this.db, sql`

@@ -23,8 +23,10 @@ const seconds = (date: Date) => Math.floor(date.getTime() / 1000);
 
 async function introspectAccessToken(oauth: OAuthContext, client: Client, token: string): Promise<Introspection> {
   try {
-    const principal = await oauth.accessTokens.verify(token);
+    const principal = await oauth.accessTokens.verifySignature(token);
     if (principal.clientId !== client.id) return INACTIVE;
+    // Not the per-instance revocation cache: a token revoked at another instance a moment ago is inactive here too.
+    if (await oauth.revocations.isRevokedNow(principal.grantId, principal.jti)) return INACTIVE;
     return {
       active: true,
       scope: formatScope(principal.scopes),
