@@ -111,17 +111,24 @@ export class GqlUnauthenticated extends GqlError {
 export class GqlForbidden extends GqlError {
   static override readonly code = 'FORBIDDEN';
   readonly requiredScope: string;
+  /** The OAuth refusal behind it, for the REST layer to answer with the same challenge. */
+  readonly refusal: InsufficientScope;
 
-  /** `scopes` are those the token lacks; the challenge names them all (RFC 6750 §3: space-delimited). */
-  constructor(scopes: readonly string[], options: Omit<GqlErrorOptions, 'http'> = {}) {
+  /**
+   * `scopes` are those the token lacks; the challenge names them all (RFC 6750 §3: space-delimited), under the scheme
+   * the token came with (`dpop`).
+   */
+  constructor(scopes: readonly string[], options: Omit<GqlErrorOptions, 'http'> & { dpop?: boolean } = {}) {
     const requiredScope = scopes.join(' ');
-    const refusal = new InsufficientScope(requiredScope);
+    const { dpop, ...rest } = options;
+    const refusal = new InsufficientScope(requiredScope, { dpop: dpop ?? false });
     super(refusal.message, {
-      ...options,
-      extensions: { ...options.extensions, requiredScope },
+      ...rest,
+      extensions: { ...rest.extensions, requiredScope },
       http: { status: 403, headers: { 'WWW-Authenticate': wwwAuthenticate(refusal) } },
     });
     this.requiredScope = requiredScope;
+    this.refusal = refusal;
   }
 }
 

@@ -255,5 +255,5 @@ function refuseMutationOverGet(operation: PreparedOperation, method: string | un
 function authorize(operation: PreparedOperation, principal: Principal): void {
   if (principal.userId === null && operation.requiredScopes.some(needsUser)) throw new GqlUserRequired('orders');
   const missing = operation.requiredScopes.filter((scope) => !principal.scopes.has(scope));
-  if (missing.length > 0) throw new GqlForbidden(missing);
+  if (missing.length > 0) throw new GqlForbidden(missing, { dpop: principal.jkt !== undefined });
 }

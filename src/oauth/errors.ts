@@ -173,11 +173,14 @@ export class InvalidToken extends OAuthError {
 export class InsufficientScope extends OAuthError {
   readonly code = 'insufficient_scope';
   readonly status = 403;
+  /** The token was sent under the DPoP scheme, so the challenge is a DPoP one (RFC 9449 §7.1). */
+  readonly dpop: boolean;
   constructor(
     readonly requiredScope: string,
-    options: OAuthErrorOptions = {},
+    options: OAuthErrorOptions & { dpop?: boolean } = {},
   ) {
     super(`this request needs the scope ${requiredScope}`, options);
+    this.dpop = options.dpop ?? false;
   }
 }
 

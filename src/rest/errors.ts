@@ -1,6 +1,6 @@
 import type { GraphQLFormattedError } from 'graphql';
 import type { ErrorRequestHandler } from 'express';
-import type { GqlErrorCode } from '../graphql/errors.js';
+import { GqlForbidden, type GqlErrorCode } from '../graphql/errors.js';
 import type { Logger } from '../logger.js';
 import { challengeHeaders, withResourceMetadata, wwwAuthenticate } from '../tokens/bearer.js';
 import { InsufficientScope, InvalidToken, OAuthError } from '../oauth/errors.js';
@@ -210,6 +210,7 @@ export function fromGraphQLErrors(errors: readonly GraphQLFormattedError[]): Res
   const cause = error;
   // Bearer refusals keep their RFC 6750 challenge.
   if (code === 'UNAUTHENTICATED') return fromOAuthError(new InvalidToken(message, { cause }));
+  if (error instanceof GqlForbidden) return fromOAuthError(error.refusal);
   if (code === 'FORBIDDEN' && typeof extensions.requiredScope === 'string' && extensions.requiredScope) {
     return fromOAuthError(new InsufficientScope(extensions.requiredScope, { cause }));
   }

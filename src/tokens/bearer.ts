@@ -92,7 +92,7 @@ async function authenticateDpop(auth: ResourceAuthentication, request: ResourceR
 }
 
 export function requireScope(principal: Principal, scope: string): void {
-  if (!principal.scopes.has(scope)) throw new InsufficientScope(scope);
+  if (!principal.scopes.has(scope)) throw new InsufficientScope(scope, { dpop: principal.jkt !== undefined });
 }
 
 function quoted(value: string): string {
@@ -118,6 +118,10 @@ export function wwwAuthenticate(error: OAuthError): string {
   const params = [`realm=${quoted(REALM)}`];
   if (error instanceof InvalidToken && error.dpop) {
     params.push(`algs=${quoted(DPOP_ALGORITHMS.join(' '))}`, `error=${quoted(error.dpop.error)}`, `error_description=${quoted(error.message)}`);
+    return `DPoP ${params.join(', ')}`;
+  }
+  if (error instanceof InsufficientScope && error.dpop) {
+    params.push(`algs=${quoted(DPOP_ALGORITHMS.join(' '))}`, `error=${quoted(error.code)}`, `error_description=${quoted(error.message)}`, `scope=${quoted(error.requiredScope)}`);
     return `DPoP ${params.join(', ')}`;
   }
   if (error instanceof InvalidToken && error.missing) return `Bearer ${params.join(', ')}`;
