@@ -147,7 +147,7 @@ describe('hostile HTTP on the wire', () => {
       expect((JSON.parse(response.body) as { issuer: string }).issuer).toBe(ISSUER);
     });
 
-    it.each(['a b', '[', '[::1', '%zz', 'a:99999', 'a:b:c', '@', 'a@b', 'a/b', 'a?b', 'a#b', 'é.example', 'xn--a'])(
+    it.each(['a b', '[', '[::1', '%zz', 'a:99999', 'a:b:c', '@', 'a@b', 'a/b', 'a?b', 'a#b', 'é.example'])(
       'refuses Host: %s with 400 on every face (GraphQL built its URL from it)',
       async (host) => {
         for (const target of ['/graphql?query=%7B__typename%7D', '/products', '/token']) {
@@ -156,6 +156,17 @@ describe('hostile HTTP on the wire', () => {
         }
       },
     );
+
+    it('refuses Host: xn--a (no valid punycode) where the runtime cannot build a URL from it, and answers it as any host where it can', async () => {
+      // Node 20 and 22 refuse the label; Node 24's URL parser takes it.
+      const buildable = URL.canParse('http://xn--a/');
+      for (const target of ['/graphql?query=%7B__typename%7D', '/products', '/token']) {
+        const response = await one(`GET ${target} HTTP/1.1\r\nHost: xn--a\r\nConnection: close\r\n\r\n`);
+        if (buildable) expect([target, response.status]).not.toEqual([target, 400]);
+        else expectRestError(response, 400, 'INVALID_HOST');
+        expect(response.status).toBeLessThan(500);
+      }
+    });
 
     it.each(['localhost', '127.0.0.1:47150', '[::1]:8080', 'fieldgate.example', 'fieldgate.example.:443', ''])('accepts Host: %s', async (host) => {
       const response = await one(`GET /healthz HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
