@@ -325,6 +325,19 @@ describeEachDatabase('DPoP and device grant audit', (context) => {
       expect(res.headers['www-authenticate']).toMatch(INSUFFICIENT('orders:write'));
     });
 
+    it('answers /userinfo for a DPoP token that speaks for no user with a DPoP challenge too', async () => {
+      const { runtime } = context();
+      const key = await dpopKey();
+      const client = await runtime.clients.create({ name: 'service', redirectUris: ['https://app.example/cb'], isPublic: false, scope: 'openid products:read' });
+      const grantId = randomUUID();
+      await runtime.db.insert(grants).values({ id: grantId, clientId: client.client_id, userId: null, scope: 'openid' });
+      const { token } = await runtime.accessTokens.issue({ userId: null, clientId: client.client_id, scope: 'openid', grantId, jkt: key.jkt });
+      const proof = await dpopProof(key, { htm: 'GET', htu: `${TEST_ISSUER}/userinfo`, accessToken: token });
+      const res = await request(context().app).get('/userinfo').set('Authorization', `DPoP ${token}`).set('DPoP', proof);
+      expect(res.status).toBe(401);
+      expect(res.headers['www-authenticate']).toMatch(DPOP_CHALLENGE);
+    });
+
     it('still answers a Bearer token with a Bearer challenge', async () => {
       const { runtime } = context();
       const userId = await createTestUser(runtime);

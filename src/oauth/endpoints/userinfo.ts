@@ -46,15 +46,15 @@ function userinfoHandler(oauth: OAuthContext): RequestHandler {
     noStore(res);
     try {
       const principal = await authenticate(oauth, req, res);
+      // A refusal of the token is challenged under the scheme it came with (RFC 9449 §7.1).
+      const refuseToken = (message: string) => new InvalidToken(message, principal.jkt === undefined ? {} : { dpop: { error: 'invalid_token' } });
       // RFC 8707: a token issued only for an external resource server (RESOURCE_INDICATORS) is that server's, and
       // must not read the user's claims here (node-oidc-provider refuses every audience-restricted token at userinfo).
-      if (!principal.audience.some((audience) => oauth.resources.defaults.includes(audience))) {
-        throw new InvalidToken('the access token was not issued for this server', principal.jkt === undefined ? {} : { dpop: { error: 'invalid_token' } });
-      }
+      if (!principal.audience.some((audience) => oauth.resources.defaults.includes(audience))) throw refuseToken('the access token was not issued for this server');
       requireScope(principal, 'openid');
-      if (principal.userId === null) throw new InvalidToken('this access token speaks for no user');
+      if (principal.userId === null) throw refuseToken('this access token speaks for no user');
       const [user, client] = await Promise.all([oauth.users.find(principal.userId), oauth.clients.find(principal.clientId)]);
-      if (!user || !client) throw new InvalidToken('the access token no longer speaks for an account');
+      if (!user || !client) throw refuseToken('the access token no longer speaks for an account');
       const claims = { sub: subjectFor(client, user.id, oauth.pairwiseSecret), ...userClaims(user, principal.scopes) };
       if (client.userinfoSignedResponseAlg === null) return sendJson(res, 200, claims);
       const jwt = await signUserinfo(oauth, client, claims);
