@@ -22,14 +22,31 @@ export function onlyInterimWritten(socket: Duplex): boolean {
   return sent === 0 || sent === interimOnly.get(socket);
 }
 
+/**
+ * Whether body bytes have arrived although no 100 Continue was sent: RFC 9110 §10.1.1 lets a client send its body
+ * without waiting, and that client is then answered as one that sent no `Expect`.
+ */
+function bodyUnderWay(req: http.IncomingMessage): boolean {
+  return req.readableLength > 0 || req.complete;
+}
+
 /** Passes the request on with its 100 Continue held back until the body is first read. */
 export function continueOnFirstRead(server: http.Server, req: http.IncomingMessage, res: http.ServerResponse): void {
   awaitingContinue.add(req);
-  // Node closes the connection after a response sent before the 100 Continue (the client may yet send the body, or
-  // not); RFC 9110 §10.1.1 asks the server to say so.
   const writeHead = res.writeHead;
-  res.writeHead = function writeHeadSayingClose(this: http.ServerResponse, ...args: Parameters<typeof writeHead>) {
-    if (awaitingContinue.has(req) && !this.headersSent) this.setHeader('Connection', 'close');
+  res.writeHead = function writeHeadBeforeTheBody(this: http.ServerResponse, ...args: Parameters<typeof writeHead>) {
+    if (awaitingContinue.delete(req) && !this.headersSent) {
+      if (bodyUnderWay(req)) {
+        // The client did not wait: as Node would have, 100 Continue goes first; the body is then read off after the
+        // answer and the connection kept, and a request pipelined behind it is answered.
+        this.writeContinue();
+      } else {
+        // The client waits, and may yet send the body or not: Node closes the connection after this answer, which
+        // RFC 9110 §10.1.1 asks the server to say.
+        this.setHeader('Connection', 'close');
+        lingerBeforeClosing(req.socket);
+      }
+    }
     return writeHead.apply(this, args);
   } as typeof writeHead;
   // Every way of reading a Readable (data, readable, pipe, async iteration, resume) goes through _read.
@@ -44,9 +61,28 @@ export function continueOnFirstRead(server: http.Server, req: http.IncomingMessa
   server.emit('request', req, res);
 }
 
+/** How long a connection answered before its body may still take in what the client sends (RFC 9112 §9.6). */
+const LINGER_MS = 2_000;
+
+/**
+ * RFC 9112 §9.6: closing with the client's upload still arriving (one that stopped waiting for 100 Continue just as
+ * it was answered) resets the connection, and the reset can destroy the response before the client reads it. Node
+ * closes at once (destroySoon); this half-closes instead, discards what still comes, and closes when the client does,
+ * or after LINGER_MS.
+ */
+function lingerBeforeClosing(socket: Duplex): void {
+  (socket as Duplex & { destroySoon(): void }).destroySoon = function lingeringClose(this: Duplex) {
+    this.end();
+    const timer = setTimeout(() => this.destroy(), LINGER_MS);
+    timer.unref();
+    this.once('end', () => this.destroy());
+    this.once('close', () => clearTimeout(timer));
+  };
+}
+
 /** Whether the client still waits for a 100 Continue before sending the body (and so is not uploading it). */
 export function awaitsContinue(req: http.IncomingMessage): boolean {
-  return awaitingContinue.has(req);
+  return awaitingContinue.has(req) && !bodyUnderWay(req);
 }
 
 /**

@@ -9,7 +9,9 @@ import { startServer, type RunningServer } from '../../src/server.js';
 import { createTestRuntime, type TestRuntime } from '../support/runtime.js';
 import { dpopKey, dpopProof } from '../support/dpop.js';
 import { createTestUser, issueTestToken } from '../support/tokens.js';
-import { grants } from '../../src/db/schema.js';
+import { eq } from 'drizzle-orm';
+import { grants, orders, products } from '../../src/db/schema.js';
+import { buildSeller } from '../support/factories.js';
 
 /** Within the range of ports this suite was given. */
 const PORT = 47150;
@@ -68,6 +70,44 @@ function expectRestError(response: RawResponse, status: number, reason: string):
   const body = JSON.parse(response.body) as { error: { code: number; details: { reason: string }[] } };
   expect(body.error.code).toBe(status);
   expect(body.error.details[0]!.reason).toBe(reason);
+}
+
+/**
+ * Sends `head` and `body` at once, without waiting for 100 Continue (RFC 9110 §10.1.1 allows it); resolves with what
+ * was received and the socket's error, if any.
+ */
+function eager(head: string, body: Buffer): Promise<{ received: string; error: string | undefined }> {
+  return new Promise((resolve) => {
+    const socket = net.connect(PORT, '127.0.0.1');
+    let received = '';
+    let error: string | undefined;
+    let written = false;
+    const settle = () => {
+      const final = received.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, '');
+      const end = final.indexOf('\r\n\r\n');
+      const length = Number(/\r\ncontent-length: *(\d+)/i.exec(final)?.[1] ?? -1);
+      const complete = end >= 0 && final.length >= end + 4 + length;
+      if ((complete && written) || error) {
+        socket.destroy();
+        resolve({ received, error });
+      }
+    };
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('latin1');
+      settle();
+    });
+    socket.on('error', (e: NodeJS.ErrnoException) => {
+      error = e.code;
+      settle();
+    });
+    socket.on('close', () => resolve({ received, error: error ?? 'closed' }));
+    socket.write(head);
+    socket.write(body, (e?: NodeJS.ErrnoException | null) => {
+      if (e) error = e.code ?? 'write error';
+      written = true;
+      settle();
+    });
+  });
 }
 
 describe('hostile HTTP on the wire', () => {
@@ -271,6 +311,59 @@ describe('hostile HTTP on the wire', () => {
         const response = await answeredWithoutBody(`PATCH /orders/1?update_mask=memo HTTP/1.1\r\n${HOST}Content-Type: application/json\r\nContent-Length: 20\r\n`);
         expect(response.status).toBe(401);
         expect(response.head).toMatch(/\r\nwww-authenticate: Bearer/i);
+      });
+
+      it('answers a client that sends its body without waiting, refused before the body is read, without a reset (RFC 9112 §9.6)', async () => {
+        const body = Buffer.alloc(4 * 1024 * 1024, 'a');
+        const outcomes: string[] = [];
+        for (let i = 0; i < 10; i++) {
+          const { received, error } = await eager(
+            `POST /orders HTTP/1.1\r\n${HOST}Authorization: Bearer bad\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: ${body.length}\r\n\r\n`,
+            body,
+          );
+          outcomes.push(`${received.replace(/^HTTP\/1\.1 100 Continue\r\n\r\n/, '').split('\r\n')[0] || '(nothing)'} ${error ?? 'no error'}`);
+        }
+        expect(outcomes).toEqual(Array(10).fill('HTTP/1.1 401 Unauthorized no error'));
+      });
+
+      it('takes in, without a reset, a body sent after the answer that closed the connection (lingering close)', async () => {
+        const body = Buffer.alloc(1024 * 1024, 'a');
+        const outcome = await new Promise<{ status: string; writeError: string | undefined }>((resolve) => {
+          const socket = net.connect(PORT, '127.0.0.1', () =>
+            socket.write(`POST /orders HTTP/1.1\r\n${HOST}Authorization: Bearer bad\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: ${body.length}\r\n\r\n`),
+          );
+          let received = '';
+          let status = '';
+          socket.on('data', (chunk: Buffer) => {
+            received += chunk.toString('latin1');
+            const [response] = responses(received);
+            if (!status && response && received.length >= received.indexOf('\r\n\r\n') + 4 + response.body.length) {
+              status = received.split('\r\n')[0]!;
+              // A client that stopped waiting just as the answer came: its body is on its way.
+              socket.write(body, (error?: NodeJS.ErrnoException | null) => {
+                socket.destroy();
+                resolve({ status, writeError: error?.code });
+              });
+            }
+          });
+          socket.on('error', (error: NodeJS.ErrnoException) => resolve({ status, writeError: error.code }));
+        });
+        expect(outcome).toEqual({ status: 'HTTP/1.1 401 Unauthorized', writeError: undefined });
+      });
+
+      it('answers a request pipelined behind one whose body came without waiting and was refused unread, or does not run it', async () => {
+        const { authorization } = await issueTestToken(context.runtime);
+        const [product] = await context.runtime.db.insert(products).values({ name: 'Pipelined', priceCents: 100, sellerId: (await buildSeller(context.runtime)).id }).returning();
+        const order = JSON.stringify({ items: [{ productId: product!.id, quantity: 1 }], memo: 'pipelined behind a refusal' });
+        const data = await exchange(
+          `POST /orders HTTP/1.1\r\n${HOST}Authorization: Bearer bad\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n{}` +
+            `POST /orders HTTP/1.1\r\n${HOST}Authorization: ${authorization}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(order)}\r\n\r\n${order}`,
+        );
+        const answered = responses(data).filter((response) => response.status !== 100);
+        expect(answered[0]!.status).toBe(401);
+        const created = await context.runtime.db.select().from(orders).where(eq(orders.memo, 'pipelined behind a refusal'));
+        // Answered and run, or neither: never an order the client was not told of.
+        expect(created.length).toBe(answered.length - 1);
       });
 
       it('asks for a body it will read, and answers it on a connection kept open', async () => {
