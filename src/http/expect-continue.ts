@@ -30,8 +30,20 @@ function bodyUnderWay(req: http.IncomingMessage): boolean {
   return req.readableLength > 0 || req.complete;
 }
 
+/** Whether the request announces content: chunked, or a Content-Length other than 0. */
+function hasContent(req: http.IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && Number(length) !== 0);
+}
+
 /** Passes the request on with its 100 Continue held back until the body is first read. */
 export function continueOnFirstRead(server: http.Server, req: http.IncomingMessage, res: http.ServerResponse): void {
+  if (!hasContent(req)) {
+    // Nothing to hold back (RFC 9110 §10.1.1 asks for no Expect without content): Node's own answer, connection kept.
+    res.writeContinue();
+    server.emit('request', req, res);
+    return;
+  }
   awaitingContinue.add(req);
   const writeHead = res.writeHead;
   res.writeHead = function writeHeadBeforeTheBody(this: http.ServerResponse, ...args: Parameters<typeof writeHead>) {

@@ -326,6 +326,13 @@ describe('hostile HTTP on the wire', () => {
         expect(outcomes).toEqual(Array(10).fill('HTTP/1.1 401 Unauthorized no error'));
       });
 
+      it('keeps the connection of a request without content that still sent Expect (no body to wait for)', async () => {
+        const data = await exchange(`GET /healthz HTTP/1.1\r\n${HOST}Expect: 100-continue\r\n\r\nGET /healthz HTTP/1.1\r\n${HOST}Connection: close\r\n\r\n`);
+        const answered = responses(data).filter((response) => response.status !== 100);
+        expect(answered.map((response) => response.status)).toEqual([200, 200]);
+        expect(answered[0]!.head).not.toMatch(/\r\nconnection: close\r\n/i);
+      });
+
       it('takes in, without a reset, a body sent after the answer that closed the connection (lingering close)', async () => {
         const body = Buffer.alloc(1024 * 1024, 'a');
         const outcome = await new Promise<{ status: string; writeError: string | undefined }>((resolve) => {
