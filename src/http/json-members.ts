@@ -19,7 +19,9 @@ export function repeatedMember(text: string): { name: string; path: string } | u
     const char = text[i];
     if (char === '"') {
       let end = i + 1;
-      while (text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+      // Bounded, so text that is not JSON (an unterminated string) ends the scan rather than the process.
+      while (end < text.length && text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+      if (end >= text.length) return undefined;
       const frame = frames.at(-1);
       if (expectingName && frame?.names) {
         const raw = text.slice(i + 1, end);

@@ -31,3 +31,9 @@ describe('repeatedMember: a JSON object naming a member twice', () => {
     );
   });
 });
+
+describe('repeatedMember on text that is not JSON', () => {
+  it.each(['{"a', '{"a\\', '"', '{"a":"b'])('returns instead of looping on the unterminated string in %s', (text) => {
+    expect(repeatedMember(text)).toBeUndefined();
+  });
+});
