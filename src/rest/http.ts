@@ -78,6 +78,8 @@ function refuseEmptyOrMalformedUtf8(req: object, _res: unknown, body: Buffer, en
   } catch {
     throw Object.assign(new Error('the request body is not valid UTF-8'), { type: 'entity.charset.malformed' });
   }
+  // A byte order mark alone decodes to nothing (the decoder drops it), and body-parser would read that as `{}`.
+  if ((req as Record<symbol, unknown>)[BODY_TEXT] === '') throw Object.assign(new Error('a JSON object request body is required'), { type: 'entity.missing' });
 }
 
 /** The UTF-8 text of a JSON body, kept by the parser's verify step for checks JSON.parse cannot make. */

@@ -99,6 +99,14 @@ describeEachDatabase('REST audit corners', (context) => {
       expect(ok.body).toEqual({ memo: 'memo memo', items: [{ quantity: 2 }] });
     });
 
+    it('a body of only a byte order mark is an empty body: 400 MISSING_BODY, nothing changed', async () => {
+      const order = await newOrder();
+      const res = await sendJson(app().patch(`/orders/${order.id}?update_mask=memo`), '\ufeff');
+      expect(res.status).toBe(400);
+      expect(res.body.error.details[0].reason).toBe('MISSING_BODY');
+      expect((await storedOrder(order.id)).memo).toBe('before');
+    });
+
     it('a body declared as UTF-16, which the check above cannot read, is 415 (RFC 8259 §8.1: JSON is exchanged as UTF-8)', async () => {
       const order = await newOrder();
       for (const [charset, body] of [
