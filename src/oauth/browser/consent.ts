@@ -29,6 +29,12 @@ export function consentHandler(browser: BrowserContext) {
     const clientId = request.client.id;
     const decision = params.get('decision');
     if (decision === 'allow') {
+      // A consent page left open until the sign-in is older than max_age: /authorize asks for the password again
+      // (OIDC Core §3.1.2.1), and this decision is neither recorded nor turned into a code before that.
+      if (needsSignIn(request, session)) {
+        continueAuthorization(browser, res, request);
+        return;
+      }
       // Not recorded when the account vanished meanwhile: /authorize then shows the login page.
       if (!(await oauth.consents.grant(user.userId, clientId, request.scopes))) {
         continueAuthorization(browser, res, request);
@@ -36,12 +42,6 @@ export function consentHandler(browser: BrowserContext) {
       }
       oauth.events(req, 'consent_granted', { clientId, userId: user.userId });
       if (isSelfRegistered(request.client)) {
-        // A consent page left open until the sign-in is older than max_age: /authorize asks for the password again
-        // (OIDC Core §3.1.2.1) before this decision may issue a code.
-        if (needsSignIn(request, session)) {
-          continueAuthorization(browser, res, request);
-          return;
-        }
         // /authorize would ask again (it never relies on a stored consent for such clients), so this very decision
         // issues the code, in a statement that checks the session again: a logout since the lookup above is refused.
         const { issued } = await oauth.codes.issueIfConsented(codeRequest(request, { ...session, userId: user.userId }, oauth.sessionIds), check);

@@ -9,6 +9,8 @@ import request from 'supertest';
 import { createHash } from 'node:crypto';
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, generateKeyPair, jwtVerify, SignJWT } from 'jose';
 import { describeEachDatabase, TEST_ISSUER } from '../../support/runtime.js';
+import { and, eq } from 'drizzle-orm';
+import { consents } from '../../../src/db/schema.js';
 import {
   authorizeParams,
   authorizePath,
@@ -139,6 +141,21 @@ describeEachDatabase('OpenID Connect request corners', (context) => {
       const res = await redeem(params, await browser.open(authorizePath(params)));
       const claims = await verifyIdToken(res.body.id_token);
       expect(claims.auth_time).toBe(signInTime);
+    });
+
+    it('records no consent from an Allow given after the sign-in outgrew max_age: the password comes first', async () => {
+      vi.useFakeTimers({ toFake: ['Date'] });
+      const own = await buildClient(context().runtime, { scope: 'openid profile email' });
+      const browser = new Browser(context().app);
+      await browser.authorize(authorizeParams(own, { scope: 'openid' }), user);
+      const consent = await browser.open(authorizePath(authorizeParams(own, { scope: 'openid email', max_age: '60' })));
+      expect(consent.text).toContain('name="decision"');
+      vi.setSystemTime(Date.now() + 120_000);
+      const allowed = await browser.decide(consent, 'allow');
+      expect(allowed.headers.location!.startsWith(`${TEST_ISSUER}/authorize?`)).toBe(true);
+      expect(isLoginPage(await browser.open(pathOf(allowed.headers.location!)))).toBe(true);
+      const [stored] = await context().runtime.db.select().from(consents).where(and(eq(consents.userId, user.id), eq(consents.clientId, own.id)));
+      expect(stored!.scope.split(' ')).not.toContain('email');
     });
 
     it('answers login_required to prompt=none with max_age when the sign-in is older, even with a matching id_token_hint', async () => {
