@@ -52,11 +52,17 @@ export function jsonErrorHandler(logger: Logger): ErrorRequestHandler {
   };
 }
 
-/** 405 with Allow (RFC 9110 §15.5.6), in the endpoints' JSON error format; `allowed` as Allow writes it. */
+/** `allowed` (as Allow writes it) with HEAD after GET: Express answers HEAD wherever GET is served. */
+export function allowHeader(allowed: string): string {
+  return /\bGET\b/.test(allowed) && !/\bHEAD\b/.test(allowed) ? allowed.replace(/\bGET\b/, 'GET, HEAD') : allowed;
+}
+
+/** 405 with Allow (RFC 9110 §15.5.6), in the endpoints' JSON error format. */
 export function methodNotAllowed(allowed: string): (req: Request, res: Response) => void {
+  const methods = allowHeader(allowed);
   return function answerMethodNotAllowed(_req, res) {
-    res.setHeader('Allow', allowed);
-    sendJsonError(res, new InvalidHttpRequest(`this endpoint only accepts ${allowed}`, { status: 405 }));
+    res.setHeader('Allow', methods);
+    sendJsonError(res, new InvalidHttpRequest(`this endpoint only accepts ${methods}`, { status: 405 }));
   };
 }
 

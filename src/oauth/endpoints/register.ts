@@ -7,7 +7,7 @@ import express, { type ErrorRequestHandler, type NextFunction, type Request, typ
 import type { OAuthContext } from '../context.js';
 import { readClientMetadata, type ClientMetadata } from '../client-metadata.js';
 import { InvalidClientMetadata, InvalidHttpRequest, InvalidToken } from '../errors.js';
-import { noStore, sendJson, sendJsonError, toOAuthError } from '../json-response.js';
+import { methodNotAllowed, noStore, sendJson, sendJsonError, toOAuthError } from '../json-response.js';
 import type { Client } from '../stores/clients.js';
 import { IpRequestThrottle } from '../ip-request-throttle.js';
 import { idTokenAlg } from '../oidc/id-token.js';
@@ -202,13 +202,6 @@ function registrationErrorHandler(oauth: OAuthContext): ErrorRequestHandler {
       res.setHeader('WWW-Authenticate', oauthError.missing ? 'Bearer realm="fieldgate"' : `Bearer realm="fieldgate", error="invalid_token"`);
     }
     sendJsonError(res, oauthError);
-  };
-}
-
-function methodNotAllowed(allowed: string): RequestHandler {
-  return function rejectMethod(_req, res) {
-    res.setHeader('Allow', allowed);
-    throw new InvalidHttpRequest(`this endpoint only accepts ${allowed}`, { status: 405 });
   };
 }
 

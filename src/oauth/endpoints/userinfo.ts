@@ -70,5 +70,5 @@ function userinfoHandler(oauth: OAuthContext): RequestHandler {
 
 export function addUserinfoEndpoint(router: express.Router, oauth: OAuthContext, cors: RequestHandler): void {
   const handler = userinfoHandler(oauth);
-  router.route(USERINFO_PATH).options(cors).get(cors, handler).post(cors, handler).all(cors, methodNotAllowed('GET, POST'));
+  router.route(USERINFO_PATH).options(cors).get(cors, handler).post(cors, handler).all(cors, methodNotAllowed('GET, POST, OPTIONS'));
 }

@@ -322,7 +322,7 @@ describeEachDatabase(
       expect((await browser.open('/device')).text).toContain('name="password"');
       const put = await request(context().app).put('/device');
       expect(put.status).toBe(405);
-      expect(put.headers.allow).toBe('GET, POST');
+      expect(put.headers.allow).toBe('GET, HEAD, POST');
       expect((await request(context().app).get('/device/consent')).status).toBe(405);
     });
   },

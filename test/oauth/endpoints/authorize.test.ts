@@ -265,7 +265,7 @@ describeEachDatabase('GET /authorize', (context) => {
     it('answers other methods with 405 and no CORS headers', async () => {
       const res = await request(context().app).put(authorizePath(authorizeParams(client))).set('Origin', 'https://spa.example');
       expect(res.status).toBe(405);
-      expect(res.headers.allow).toBe('GET, POST');
+      expect(res.headers.allow).toBe('GET, HEAD, POST');
       expect(res.headers['access-control-allow-origin']).toBeUndefined();
     });
 

@@ -309,8 +309,8 @@ describeEachDatabase('OpenID Connect request corners', (context) => {
   describe('RP-Initiated Logout pages', () => {
     it('answers other methods on /logout and /logout/confirm with a 405 page and Allow, as the sign-in pages do', async () => {
       for (const [method, path, allow] of [
-        ['put', '/logout', 'GET, POST'],
-        ['delete', '/logout', 'GET, POST'],
+        ['put', '/logout', 'GET, HEAD, POST'],
+        ['delete', '/logout', 'GET, HEAD, POST'],
         ['get', '/logout/confirm', 'POST'],
       ] as const) {
         const res = await request(context().app)[method](path).redirects(0);
@@ -361,7 +361,7 @@ describeEachDatabase('OpenID Connect request corners', (context) => {
       for (const method of ['put', 'delete', 'patch'] as const) {
         const res = await request(context().app)[method]('/userinfo');
         expect(res.status, method).toBe(405);
-        expect(res.headers.allow).toBe('GET, POST');
+        expect(res.headers.allow).toBe('GET, HEAD, POST, OPTIONS');
         expect(res.body.error).toBe('invalid_request');
       }
     });

@@ -9,6 +9,7 @@ import { OAuthError } from '../../errors.js';
 import { bodyReadError } from '../../params.js';
 import { DATABASE_RETRY_AFTER_SECONDS, isDatabaseUnavailable, isStatementTimeout } from '../../../db/errors.js';
 import { layout, sendPage, type SendPageOptions } from './layout.js';
+import { allowHeader } from '../../json-response.js';
 
 export function errorPage(title: string, message: string): SafeHtml {
   return layout(
@@ -70,8 +71,9 @@ export function sendErrorPage(error: unknown, req: Request, res: Response, logge
 }
 
 export function pageMethodNotAllowed(allowed: string) {
+  const methods = allowHeader(allowed);
   return function rejectMethod(_req: Request, res: Response): void {
-    res.setHeader('Allow', allowed);
-    sendPage(res, errorPage('Not allowed', `This address only answers ${allowed}.`), { status: 405 });
+    res.setHeader('Allow', methods);
+    sendPage(res, errorPage('Not allowed', `This address only answers ${methods}.`), { status: 405 });
   };
 }
