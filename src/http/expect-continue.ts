@@ -106,7 +106,9 @@ export function awaitsContinue(req: http.IncomingMessage): boolean {
 export function refusingUnsentBodyOver(limit: number, readBody: RequestHandler): RequestHandler {
   return function readBodyWithinLimit(req, res, next) {
     const declared = Number(req.headers['content-length']);
-    if (!(awaitsContinue(req) && declared > limit)) return readBody(req, res, next);
+    // A compressed body is held to the limit once inflated (body-parser), which its declared length does not tell.
+    const encoded = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase() !== 'identity';
+    if (!(awaitsContinue(req) && declared > limit && !encoded)) return readBody(req, res, next);
     next(Object.assign(new Error('request entity too large'), { status: 413, statusCode: 413, expose: true, type: 'entity.too.large', length: declared, limit }));
   };
 }

@@ -246,7 +246,7 @@ const BODY_PARSER_ERRORS: Record<string, [message: string, reason: string, statu
   'entity.missing': ['a JSON object request body is required', 'MISSING_BODY', 400],
   'entity.parse.failed': ['the request body is not valid JSON', 'INVALID_JSON'],
   'encoding.unsupported': ['the request body encoding is not supported', 'UNSUPPORTED_ENCODING'],
-  'charset.unsupported': ['the request body encoding is not supported', 'UNSUPPORTED_ENCODING'],
+  'charset.unsupported': ['the request body charset is not supported: send UTF-8', 'UNSUPPORTED_ENCODING'],
 };
 
 export function toRestError(error: unknown): RestError {

@@ -249,7 +249,7 @@ const ERROR_STATUS_TEXT: Record<number, string> = {
   413: `INVALID_ARGUMENT (reason BODY_TOO_LARGE): the request body is larger than ${MAX_BODY_BYTES} bytes.`,
   414: `INVALID_ARGUMENT (reason URL_TOO_LONG): the URL is longer than ${MAX_URL_LENGTH} characters.`,
   415:
-    'INVALID_ARGUMENT (reason UNSUPPORTED_MEDIA_TYPE): the request body is not application/json; or (UNSUPPORTED_ENCODING) its charset is not a UTF ' +
+    'INVALID_ARGUMENT (reason UNSUPPORTED_MEDIA_TYPE): the request body is not application/json; or (UNSUPPORTED_ENCODING) its charset is not UTF-8 ' +
     'or its Content-Encoding is not one the server decodes.',
   422: 'FAILED_PRECONDITION: this `Idempotency-Key` was already used with a different request (IDEMPOTENCY_KEY_REUSED); nothing was created.',
   431: 'INVALID_ARGUMENT (reason HEADERS_TOO_LARGE): the request line and headers are larger than the server reads (16 KiB).',

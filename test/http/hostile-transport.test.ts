@@ -301,6 +301,15 @@ describe('hostile HTTP on the wire', () => {
         expectRestError(response, 413, 'BODY_TOO_LARGE');
       });
 
+      it('asks for a compressed REST body declared over the limit: it is held to the limit once inflated', async () => {
+        const { token } = await issueTestToken(context.runtime);
+        const data = await exchange(
+          `PATCH /orders/1?update_mask=memo HTTP/1.1\r\n${HOST}Authorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\nContent-Length: 70000\r\nExpect: 100-continue\r\n\r\n`,
+          2_000,
+        );
+        expect(data).toBe(CONTINUE);
+      });
+
       it('refuses a GraphQL body declared over the limit with 413 and a GraphQL error before asking for it', async () => {
         const response = await answeredWithoutBody(`POST /graphql HTTP/1.1\r\n${HOST}Content-Type: application/json\r\nContent-Length: ${HUGE}\r\n`);
         expect(response.status).toBe(413);

@@ -122,6 +122,7 @@ describeEachDatabase('REST audit corners', (context) => {
         expect(res.body.error).toMatchObject({
           code: 415,
           status: 'INVALID_ARGUMENT',
+          message: expect.stringMatching(/charset.*UTF-8/),
           details: [expect.objectContaining({ reason: 'UNSUPPORTED_ENCODING' })],
         });
       }
