@@ -21,6 +21,7 @@ import { NOT_UTF8, readTextBody, REPEATED_MEMBER } from './text-body.js';
 import { answerPlainPost } from './plain-post.js';
 import { namesPersistedDocument, PersistedOperations, type PersistedRequest } from './persisted-operations.js';
 import { awaitsContinue } from '../http/expect-continue.js';
+import { repeatedMemberProblem } from '../http/json-members.js';
 
 export const GRAPHQL_PATH = '/graphql';
 /** Documents are at most a few thousand tokens; variables of one order fit easily. */
@@ -275,22 +276,49 @@ function refuseUnacceptableAnswer(refuse: Refuse, graphiql: boolean): express.Re
 }
 
 /** The GraphQL-over-HTTP request parameters a GET carries in its query string. */
-const GET_PARAMETERS = ['query', 'operationName', 'variables', 'extensions', 'documentId'];
+const GRAPHQL_PARAMETERS = ['query', 'operationName', 'variables', 'extensions', 'documentId'];
+
+/** What makes GraphQL parameters (a GET's query string, a form body) ambiguous, as the refusal names it. */
+function ambiguousParameter(search: URLSearchParams, where: string): { reason: RequestRejection; message: string; field: string } | undefined {
+  const field = GRAPHQL_PARAMETERS.find((name) => search.getAll(name).length > 1);
+  if (field !== undefined) return { reason: 'INVALID_PARAMETER', message: `the ${where} names the "${field}" parameter more than once`, field };
+  for (const name of ['variables', 'extensions']) {
+    const text = search.get(name);
+    if (text === null || !isJson(text)) continue;
+    const repeated = repeatedMemberProblem(text, `the ${name} parameter`);
+    if (repeated) return { reason: 'DUPLICATE_JSON_MEMBER', message: repeated.message, field: `${name}.${repeated.field}` };
+  }
+  return undefined;
+}
+
+/** Whether JSON.parse takes `text` (what is not JSON is yoga's to refuse). */
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /**
- * A GET naming a GraphQL parameter twice is no well-formed request (GraphQL over HTTP §GET: one
- * URLSearchParams). Refused here, because yoga's adapter rebuilds the URL from Express's parsed
- * `req.query`, where the values are an array it writes back joined by commas: two `query`
- * values would run as one document made of both.
+ * A GET or form POST naming a GraphQL parameter twice is no well-formed request (GraphQL over HTTP
+ * §GET: one URLSearchParams), nor are `variables` or `extensions` naming a member twice (read as
+ * the last copy, as a JSON body's would be). Refused here, because yoga's adapter rebuilds a
+ * GET's URL from Express's parsed `req.query`, where the values are an array it writes back joined
+ * by commas: two `query` values would run as one document made of both; a form's last wins.
  */
-function refuseRepeatedParameters(refuse: Refuse): express.RequestHandler {
-  return function refuseRepeatedParameters(req, res, next) {
-    if (req.method !== 'GET') return next();
-    const index = req.originalUrl.indexOf('?');
-    const search = new URLSearchParams(index < 0 ? '' : req.originalUrl.slice(index + 1));
-    const field = GET_PARAMETERS.find((name) => search.getAll(name).length > 1);
-    if (field === undefined) return next();
-    refuse(req, res, 'INVALID_PARAMETER', `the query string names the "${field}" parameter more than once`, { status: 400 }, { field });
+function refuseAmbiguousParameters(refuse: Refuse): express.RequestHandler {
+  return function refuseAmbiguousParameters(req, res, next) {
+    let problem;
+    if (req.method === 'GET') {
+      const index = req.originalUrl.indexOf('?');
+      problem = ambiguousParameter(new URLSearchParams(index < 0 ? '' : req.originalUrl.slice(index + 1)), 'query string');
+    } else if (typeof req.body === 'string' && req.is('application/x-www-form-urlencoded')) {
+      problem = ambiguousParameter(new URLSearchParams(req.body), 'form body');
+    }
+    if (problem === undefined) return next();
+    refuse(req, res, problem.reason, problem.message, { status: 400 }, { field: problem.field });
   };
 }
 
@@ -437,10 +465,10 @@ export function createGraphQLRouter(runtime: Runtime, executor: Executor): expre
     GRAPHQL_PATH,
     refuseLongUrl(refuse),
     refuseUnacceptableAnswer(refuse, runtime.config.frontDoor),
-    refuseRepeatedParameters(refuse),
     refuseUnsupportedMediaType(refuse),
     refuseOversizedBody(refuse),
     readTextBody(MAX_REQUEST_BODY_BYTES),
+    refuseAmbiguousParameters(refuse),
     answerPlainPost(runtime, executor, persisted),
     yoga,
     refuseUnreadableBody(refuse),

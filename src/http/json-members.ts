@@ -58,8 +58,8 @@ function jsonPath(parts: readonly (string | number)[]): string {
 /** A client's text as the message quotes it: at most 64 characters, then an ellipsis (as REST's messages do). */
 const shown = (text: string) => (text.length > 64 ? `${text.slice(0, 64)}…` : text);
 
-/** The refusal of a valid JSON text naming a member twice: its message, and the member's path for the field. */
-export function repeatedMemberProblem(text: string): { message: string; field: string } | undefined {
+/** The refusal of a valid JSON text (`what`, in the message) naming a member twice: its message, and the member's path. */
+export function repeatedMemberProblem(text: string, what = 'the request body'): { message: string; field: string } | undefined {
   const found = repeatedMember(text);
-  return found && { message: `the request body names '${shown(found.name)}' twice in one object`, field: shown(found.path) };
+  return found && { message: `${what} names '${shown(found.name)}' twice in one object`, field: shown(found.path) };
 }

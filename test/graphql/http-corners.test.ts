@@ -217,6 +217,23 @@ describeEachDatabase('the charset and bytes of a POST /graphql JSON body', (cont
     expect([res.status, res.body]).toEqual([200, { data: { __typename: 'Query' } }]);
   });
 
+  it('refuses variables naming a member twice in a GET query string or a form body, and a form naming a parameter twice', async () => {
+    const query = 'query($n: Int!) { __typename @include(if: true) product(id: $n) { id } }';
+    const variables = '{"n":1,"n":2}';
+    const get = await request(context().app)
+      .get(`/graphql?query=${encodeURIComponent(query)}&variables=${encodeURIComponent(variables)}`)
+      .set('Authorization', me.authorization);
+    expect([get.status, get.body.errors[0].extensions]).toEqual([400, { code: 'INVALID_ARGUMENT', reason: 'DUPLICATE_JSON_MEMBER', field: 'variables.n', http: { status: 400 } }]);
+    const form = (body: string) => post(body, { Authorization: me.authorization, 'Content-Type': 'application/x-www-form-urlencoded' });
+    const repeatedMember = await form(`query=${encodeURIComponent(query)}&variables=${encodeURIComponent(variables)}`);
+    expect([repeatedMember.status, repeatedMember.body.errors[0].extensions]).toEqual([400, { code: 'INVALID_ARGUMENT', reason: 'DUPLICATE_JSON_MEMBER', field: 'variables.n', http: { status: 400 } }]);
+    const repeatedParameter = await form('query=%7B__typename%7D&query=mutation%7B__typename%7D');
+    expect([repeatedParameter.status, repeatedParameter.body.errors[0].extensions]).toEqual([400, { code: 'INVALID_ARGUMENT', reason: 'INVALID_PARAMETER', field: 'query', http: { status: 400 } }]);
+    // Variables that are not JSON are yoga's to refuse, as before.
+    const notJson = await form('query=%7B__typename%7D&variables=%7Bn');
+    expect(notJson.body.errors[0].extensions.reason).toBe('INVALID_PARAMETER');
+  });
+
   it('takes a body starting with a UTF-8 byte order mark as the same body without it (RFC 8259 §8.1)', async () => {
     const body = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"query":"{ __typename }"}')]);
     for (const [path, headers] of paths()) {
