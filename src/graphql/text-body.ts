@@ -20,7 +20,7 @@
  * body-parser, which inflates gzip, deflate and br, holds the inflated size to the limit and
  * refuses other codings (415) and corrupt data (400) by passing the error on.
  */
-import express, { type RequestHandler } from 'express';
+import express, { type NextFunction, type Request, type RequestHandler } from 'express';
 import { repeatedMemberProblem } from '../http/json-members.js';
 
 const DECIMAL = /^\d+$/;
@@ -82,6 +82,16 @@ function handOver(text: string, contentType: string | undefined): unknown {
   return typeof value === 'object' && value !== null && Object.keys(value).length > 0 ? value : text;
 }
 
+/** Sets `req.body` from the bytes read, or passes on why it cannot (not UTF-8, a member named twice). */
+function acceptBytes(req: Request, bytes: Buffer, next: NextFunction): void {
+  const text = decode(bytes);
+  if (text instanceof Error) return next(text);
+  const body = handOver(text, req.headers['content-type']);
+  if (body instanceof Error) return next(body);
+  req.body = body;
+  next();
+}
+
 function isEncoded(contentEncoding: string | undefined): boolean {
   const coding = contentEncoding?.trim().toLowerCase();
   return coding !== undefined && coding !== '' && coding !== 'identity';
@@ -96,12 +106,7 @@ function readBufferedBody(maxBytes: number): RequestHandler {
   return function readBufferedBody(req, res, next) {
     inflate(req, res, (error?: unknown) => {
       if (error !== undefined) return next(error);
-      const text = decode(Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0));
-      if (text instanceof Error) return next(text);
-      const body = handOver(text, req.headers['content-type']);
-      if (body instanceof Error) return next(body);
-      req.body = body;
-      next();
+      acceptBytes(req, Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0), next);
     });
   };
 }
@@ -124,12 +129,7 @@ export function readTextBody(maxBytes: number): RequestHandler {
     });
     req.once('end', () => {
       // Node's parser stops at Content-Length, so `received` never exceeds it.
-      const text = decode(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received));
-      if (text instanceof Error) return next(text);
-      const body = handOver(text, req.headers['content-type']);
-      if (body instanceof Error) return next(body);
-      req.body = body;
-      next();
+      acceptBytes(req, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received), next);
     });
     req.once('error', (error) => next(error));
   };
