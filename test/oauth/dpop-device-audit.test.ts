@@ -277,14 +277,16 @@ describeEachDatabase('DPoP and device grant audit', (context) => {
       expect((await post(refresh, tv, await dpopProof(key, { htu: TOKEN_URL, nonce: nonce() }))).status).toBe(200);
     });
   });
+
   describe('insufficient_scope for a DPoP-bound token (RFC 9449 §7.1: the challenge uses the scheme of the request)', () => {
     const INSUFFICIENT = (scope: string) =>
       new RegExp(`^DPoP realm="fieldgate", algs="ES256 EdDSA Ed25519 RS256", error="insufficient_scope", error_description="[^"]+", scope="${scope}"$`);
 
-    async function boundToken(scope: string) {
+    /** A DPoP-bound token with `scope`, for a new user (or none: a client acting for itself). */
+    async function boundToken(scope: string, { forUser = true } = {}) {
       const { runtime } = context();
       const key = await dpopKey();
-      const userId = await createTestUser(runtime);
+      const userId = forUser ? await createTestUser(runtime) : null;
       const client = await runtime.clients.create({ name: 'dpop app', redirectUris: ['https://app.example/cb'], isPublic: true, scope: 'openid products:read orders:read orders:write' });
       const grantId = randomUUID();
       await runtime.db.insert(grants).values({ id: grantId, clientId: client.client_id, userId, scope });
@@ -326,14 +328,8 @@ describeEachDatabase('DPoP and device grant audit', (context) => {
     });
 
     it('answers /userinfo for a DPoP token that speaks for no user with a DPoP challenge too', async () => {
-      const { runtime } = context();
-      const key = await dpopKey();
-      const client = await runtime.clients.create({ name: 'service', redirectUris: ['https://app.example/cb'], isPublic: false, scope: 'openid products:read' });
-      const grantId = randomUUID();
-      await runtime.db.insert(grants).values({ id: grantId, clientId: client.client_id, userId: null, scope: 'openid' });
-      const { token } = await runtime.accessTokens.issue({ userId: null, clientId: client.client_id, scope: 'openid', grantId, jkt: key.jkt });
-      const proof = await dpopProof(key, { htm: 'GET', htu: `${TEST_ISSUER}/userinfo`, accessToken: token });
-      const res = await request(context().app).get('/userinfo').set('Authorization', `DPoP ${token}`).set('DPoP', proof);
+      const { token, proof } = await boundToken('openid', { forUser: false });
+      const res = await request(context().app).get('/userinfo').set('Authorization', `DPoP ${token}`).set('DPoP', await proof('GET', '/userinfo'));
       expect(res.status).toBe(401);
       expect(res.headers['www-authenticate']).toMatch(DPOP_CHALLENGE);
     });
