@@ -252,6 +252,9 @@ function yogaRejection(status: number, message: string): { reason: RequestReject
 
 const YOGA_REQUEST_CODES = new Set(['BAD_REQUEST', 'REQUEST_ENTITY_TOO_LARGE']);
 
+/** What /graphql serves (RFC 9110 §10.2.1): yoga's GET and POST, HEAD as GET (http.ts' headAsGet), and OPTIONS. */
+export const GRAPHQL_METHODS = 'GET, HEAD, POST, OPTIONS';
+
 /**
  * An error of a result graphql-yoga is about to send, in this API's terms. Yoga's own refusals
  * of the HTTP request (codes BAD_REQUEST, REQUEST_ENTITY_TOO_LARGE) become INVALID_ARGUMENT with
@@ -260,9 +263,6 @@ const YOGA_REQUEST_CODES = new Set(['BAD_REQUEST', 'REQUEST_ENTITY_TOO_LARGE']);
  * `Allow` goes only with a 405. An unexpected error yoga has masked (and logged) is
  * INTERNAL_SERVER_ERROR with its 500. Anything else — ours, a field's — is left as it is.
  */
-/** What /graphql serves (RFC 9110 §10.2.1): yoga's GET and POST, HEAD as GET (http.ts' headAsGet), and OPTIONS. */
-export const GRAPHQL_METHODS = 'GET, HEAD, POST, OPTIONS';
-
 export function asRequestError(error: GraphQLError): GraphQLError {
   if (error instanceof GqlError) return error;
   const code = error.extensions?.code;
