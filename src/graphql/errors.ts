@@ -111,8 +111,6 @@ export class GqlUnauthenticated extends GqlError {
 export class GqlForbidden extends GqlError {
   static override readonly code = 'FORBIDDEN';
   readonly requiredScope: string;
-  /** The OAuth refusal behind it, for the REST layer to answer with the same challenge. */
-  readonly refusal: InsufficientScope;
 
   /**
    * `scopes` are those the token lacks; the challenge names them all (RFC 6750 §3: space-delimited), under the scheme
@@ -128,7 +126,6 @@ export class GqlForbidden extends GqlError {
       http: { status: 403, headers: { 'WWW-Authenticate': wwwAuthenticate(refusal) } },
     });
     this.requiredScope = requiredScope;
-    this.refusal = refusal;
   }
 }
 

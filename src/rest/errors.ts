@@ -1,6 +1,6 @@
 import type { GraphQLFormattedError } from 'graphql';
 import type { ErrorRequestHandler } from 'express';
-import { GqlForbidden, type GqlErrorCode } from '../graphql/errors.js';
+import type { GqlErrorCode } from '../graphql/errors.js';
 import type { Logger } from '../logger.js';
 import { challengeHeaders, withResourceMetadata, wwwAuthenticate } from '../tokens/bearer.js';
 import { InsufficientScope, InvalidToken, OAuthError } from '../oauth/errors.js';
@@ -200,8 +200,11 @@ function metadataOf(extensions: Record<string, unknown>): Record<string, string>
   return metadata;
 }
 
-/** Anything without a known client-error code is masked as INTERNAL. */
-export function fromGraphQLErrors(errors: readonly GraphQLFormattedError[]): RestError {
+/**
+ * Anything without a known client-error code is masked as INTERNAL. `dpop`: the request's token came under the DPoP
+ * scheme, so a scope refusal's challenge is a DPoP one (RFC 9449 §7.1), as GraphQL's own answer would be.
+ */
+export function fromGraphQLErrors(errors: readonly GraphQLFormattedError[], { dpop = false } = {}): RestError {
   const error = errors[0];
   if (!error) return new RestInternal('internal error');
   const extensions = (error.extensions ?? {}) as Record<string, unknown>;
@@ -210,9 +213,8 @@ export function fromGraphQLErrors(errors: readonly GraphQLFormattedError[]): Res
   const cause = error;
   // Bearer refusals keep their RFC 6750 challenge.
   if (code === 'UNAUTHENTICATED') return fromOAuthError(new InvalidToken(message, { cause }));
-  if (error instanceof GqlForbidden) return fromOAuthError(error.refusal);
   if (code === 'FORBIDDEN' && typeof extensions.requiredScope === 'string' && extensions.requiredScope) {
-    return fromOAuthError(new InsufficientScope(extensions.requiredScope, { cause }));
+    return fromOAuthError(new InsufficientScope(extensions.requiredScope, { cause, dpop }));
   }
   const reason = typeof extensions.reason === 'string' ? extensions.reason : undefined;
   if (code === 'INVALID_ARGUMENT' && reason && LIMIT_REASONS.has(reason)) {

@@ -86,7 +86,7 @@ export class RestExecutor {
       principal,
       ...options,
     });
-    if (result.errors?.length) throw fromGraphQLErrors(result.errors);
+    if (result.errors?.length) throw fromGraphQLErrors(result.errors, { dpop: principal.jkt !== undefined });
     const data = result.data as Record<string, unknown> | null | undefined;
     if (!data || !Object.hasOwn(data, operation.field)) throw new RestInternal('the GraphQL operation returned no data');
     return data[operation.field];
