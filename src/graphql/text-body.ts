@@ -21,6 +21,7 @@
  * refuses other codings (415) and corrupt data (400) by passing the error on.
  */
 import express, { type NextFunction, type Request, type RequestHandler } from 'express';
+import { isEncoded } from '../http/content-coding.js';
 import { repeatedMemberProblem } from '../http/json-members.js';
 
 const DECIMAL = /^\d+$/;
@@ -32,19 +33,17 @@ declare module 'http' {
   }
 }
 
-/** Yoga's own test for its JSON parser (request-parser/post-json.ts), so both agree on which bodies are JSON. */
-function isJsonPost(contentType: string | undefined): boolean {
+/** Yoga's own test of a body's type (request-parser/post-json.ts and its siblings), so both agree on what a body is. */
+function isOneOf(contentType: string | undefined, types: readonly string[]): boolean {
   const type = contentType?.split(',')[0];
-  if (!type) return false;
-  return ['application/json', 'application/graphql+json'].some((expected) => type === expected || type.startsWith(`${expected};`));
+  return !!type && types.some((expected) => type === expected || type.startsWith(`${expected};`));
 }
 
-/** The other body types yoga reads as text (request-parser/post-graphql-string.ts, post-form-url-encoded.ts). */
-function isTextPost(contentType: string | undefined): boolean {
-  const type = contentType?.split(',')[0];
-  if (!type) return false;
-  return isJsonPost(type) || ['application/graphql', 'application/x-www-form-urlencoded'].some((expected) => type === expected || type.startsWith(`${expected};`));
-}
+const JSON_TYPES = ['application/json', 'application/graphql+json'];
+/** Every body type yoga reads as text: JSON, and request-parser/post-graphql-string.ts' and post-form-url-encoded.ts'. */
+const TEXT_TYPES = [...JSON_TYPES, 'application/graphql', 'application/x-www-form-urlencoded'];
+
+const isJsonPost = (contentType: string | undefined) => isOneOf(contentType, JSON_TYPES);
 
 /** The `type` of the error a body that is not UTF-8 is passed on with. */
 export const NOT_UTF8 = 'entity.not.utf8';
@@ -92,11 +91,6 @@ function acceptBytes(req: Request, bytes: Buffer, next: NextFunction): void {
   next();
 }
 
-function isEncoded(contentEncoding: string | undefined): boolean {
-  const coding = contentEncoding?.trim().toLowerCase();
-  return coding !== undefined && coding !== '' && coding !== 'identity';
-}
-
 /**
  * Reads a compressed body (inflated) or a chunked one; what yoga receives is what it would
  * have for the same body sent plain with a Content-Length.
@@ -116,7 +110,7 @@ export function readTextBody(maxBytes: number): RequestHandler {
   const bufferedBody = readBufferedBody(maxBytes);
   return function readTextBody(req, res, next) {
     if (req.method === 'POST' && isEncoded(req.headers['content-encoding'])) return bufferedBody(req, res, next);
-    if (req.method !== 'POST' || !isTextPost(req.headers['content-type'])) return next();
+    if (req.method !== 'POST' || !isOneOf(req.headers['content-type'], TEXT_TYPES)) return next();
     const length = req.headers['content-length'];
     if (length === undefined || !DECIMAL.test(length)) return req.headers['transfer-encoding'] === undefined ? next() : bufferedBody(req, res, next);
     const declared = Number(length);

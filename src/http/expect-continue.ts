@@ -6,6 +6,7 @@
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { RequestHandler } from 'express';
+import { isEncoded } from './content-coding.js';
 
 /** Requests whose 100 Continue is still held back. */
 const awaitingContinue = new WeakSet<http.IncomingMessage>();
@@ -107,8 +108,7 @@ export function refusingUnsentBodyOver(limit: number, readBody: RequestHandler):
   return function readBodyWithinLimit(req, res, next) {
     const declared = Number(req.headers['content-length']);
     // A compressed body is held to the limit once inflated (body-parser), which its declared length does not tell.
-    const encoded = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase() !== 'identity';
-    if (!(awaitsContinue(req) && declared > limit && !encoded)) return readBody(req, res, next);
+    if (!(awaitsContinue(req) && declared > limit && !isEncoded(req.headers['content-encoding']))) return readBody(req, res, next);
     next(Object.assign(new Error('request entity too large'), { status: 413, statusCode: 413, expose: true, type: 'entity.too.large', length: declared, limit }));
   };
 }
