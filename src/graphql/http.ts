@@ -359,8 +359,7 @@ function refuseUnreadableBody(refuse: Refuse): express.ErrorRequestHandler {
       return refuse(req, res, 'DUPLICATE_JSON_MEMBER', (error as Error).message, { status: 400 }, { field: (error as { field: string }).field });
     }
     if (type === NOT_UTF8) {
-      const json = (req.headers['content-type'] ?? '').toLowerCase().includes('json');
-      return refuse(req, res, json ? 'INVALID_JSON' : 'BODY_UNREADABLE', 'the request body is not valid UTF-8', { status: 400 });
+      return refuse(req, res, (error as { json: boolean }).json ? 'INVALID_JSON' : 'BODY_UNREADABLE', 'the request body is not valid UTF-8', { status: 400 });
     }
     refuse(req, res, 'BODY_UNREADABLE', 'the request body could not be read', { status: 400 });
   };

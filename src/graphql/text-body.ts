@@ -45,18 +45,18 @@ const TEXT_TYPES = [...JSON_TYPES, 'application/graphql', 'application/x-www-for
 
 const isJsonPost = (contentType: string | undefined) => isOneOf(contentType, JSON_TYPES);
 
-/** The `type` of the error a body that is not UTF-8 is passed on with. */
+/** The `type` of the error a body that is not UTF-8 is passed on with (`json`: whether it was declared JSON). */
 export const NOT_UTF8 = 'entity.not.utf8';
 
 // Fatal: invalid bytes throw instead of becoming U+FFFD. A leading BOM is dropped (ignoreBOM: false).
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
-/** The body's text, or a NOT_UTF8 error (status 400) to pass on. */
-function decode(bytes: Uint8Array): string | Error {
+/** The body's text, or a NOT_UTF8 error (status 400) to pass on; `json` says whether the body was declared JSON. */
+function decode(bytes: Uint8Array, json: boolean): string | Error {
   try {
     return UTF8.decode(bytes);
   } catch {
-    return Object.assign(new Error('the request body is not valid UTF-8'), { status: 400, type: NOT_UTF8, expose: true });
+    return Object.assign(new Error('the request body is not valid UTF-8'), { status: 400, type: NOT_UTF8, expose: true, json });
   }
 }
 
@@ -67,9 +67,9 @@ export const REPEATED_MEMBER = 'entity.member.repeated';
  * What yoga should receive as the body: the parsed value when yoga would use it as is, else the text; or an error of
  * type REPEATED_MEMBER for JSON that names a member twice, which JSON.parse would read as its last copy.
  */
-function handOver(text: string, contentType: string | undefined): unknown {
+function handOver(text: string, json: boolean): unknown {
   if (text === '') return undefined;
-  if (!isJsonPost(contentType)) return text;
+  if (!json) return text;
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -83,9 +83,10 @@ function handOver(text: string, contentType: string | undefined): unknown {
 
 /** Sets `req.body` from the bytes read, or passes on why it cannot (not UTF-8, a member named twice). */
 function acceptBytes(req: Request, bytes: Buffer, next: NextFunction): void {
-  const text = decode(bytes);
+  const json = isJsonPost(req.headers['content-type']);
+  const text = decode(bytes, json);
   if (text instanceof Error) return next(text);
-  const body = handOver(text, req.headers['content-type']);
+  const body = handOver(text, json);
   if (body instanceof Error) return next(body);
   req.body = body;
   next();
