@@ -70,16 +70,19 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  * U+FFFD, which a write would then store in their place. The decoded text is kept for repeatedMember.
  */
 function refuseEmptyOrMalformedUtf8(req: object, _res: unknown, body: Buffer, encoding: string): void {
-  if (body.length === 0) throw Object.assign(new Error('a JSON object request body is required'), { type: 'entity.missing' });
+  const missing = () => Object.assign(new Error('a JSON object request body is required'), { type: 'entity.missing' });
+  if (body.length === 0) throw missing();
   // RFC 8259 §8.1: JSON between systems is UTF-8; body-parser would also decode UTF-16 and UTF-32, past the checks here.
   if (encoding.toLowerCase() !== 'utf-8') throw Object.assign(new Error('the request body must be UTF-8'), { type: 'charset.unsupported', status: 415 });
+  let text: string;
   try {
-    (req as Record<symbol, unknown>)[BODY_TEXT] = utf8.decode(body);
+    text = utf8.decode(body);
   } catch {
     throw Object.assign(new Error('the request body is not valid UTF-8'), { type: 'entity.charset.malformed' });
   }
   // A byte order mark alone decodes to nothing (the decoder drops it), and body-parser would read that as `{}`.
-  if ((req as Record<symbol, unknown>)[BODY_TEXT] === '') throw Object.assign(new Error('a JSON object request body is required'), { type: 'entity.missing' });
+  if (text === '') throw missing();
+  (req as Record<symbol, unknown>)[BODY_TEXT] = text;
 }
 
 /** The UTF-8 text of a JSON body, kept by the parser's verify step for checks JSON.parse cannot make. */
