@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { decodeJwt } from 'jose';
 import { describeEachDatabase } from '../support/runtime.js';
@@ -22,9 +23,6 @@ import {
   type TestClient,
   type TestUser,
 } from '../support/oauth.js';
-
-/** The brief's port range; one port per database kind, since the suite runs once for each. */
-let documentPort = 47_210;
 
 function refusedOnOurPage(res: request.Response): void {
   expect(res.status, res.text.slice(0, 300)).toBe(400);
@@ -254,9 +252,9 @@ describeEachDatabase(
           if (body === undefined) res.writeHead(404).end();
           else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
         });
-        const port = documentPort++;
-        await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', resolve));
-        base = `http://127.0.0.1:${port}`;
+        // A port the system picks: a fixed one in the ephemeral range can be taken by another suite's connection.
+        await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
+        base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
       });
 
       afterAll(async () => {
