@@ -103,7 +103,7 @@ const EXPERIMENTS: Record<string, (runtime: Runtime) => void> = {};
 /** Phase two: serve Fieldgate and the baselines until the orchestrator says stop. */
 async function serve(): Promise<void> {
   const config = loadConfig(process.env);
-  const runtime = await openRuntime(config, createLogger(config.logLevel));
+  const runtime = await openRuntime(config, createLogger(config.logLevel), undefined, { embeddedThread: true });
   // As `fieldgate serve` does (startServer), so the measured process holds what a real one holds.
   startIdleCollection({ idleSeconds: config.idleCollectionAfter });
   for (const name of (process.env.BENCH_EXPERIMENTS ?? '').split(',').filter(Boolean)) {

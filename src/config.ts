@@ -81,6 +81,8 @@ export interface Config {
   databasePreparedStatements: number;
   databaseStatementTimeoutMs: number;
   databasePoolWaitMs: number;
+  /** `fieldgate serve` runs the embedded database on a thread of its own (db/performance/pglite-thread.ts; DATABASE_EMBEDDED_THREAD). */
+  databaseEmbeddedThread: boolean;
   /** Directory of the embedded database, or `memory://` for a throwaway in-memory one. */
   dataDir: string;
   accessTokenTtl: number;
@@ -351,6 +353,7 @@ export function loadConfig(env: Env = process.env): Config {
     databasePreparedStatements: setting(env, POLICY.databasePreparedStatements),
     databaseStatementTimeoutMs: setting(env, POLICY.databaseStatementTimeoutMs),
     databasePoolWaitMs: setting(env, POLICY.databasePoolWaitMs),
+    databaseEmbeddedThread: flag(env, 'DATABASE_EMBEDDED_THREAD', true),
     dataDir,
     accessTokenTtl: setting(env, POLICY.accessTokenTtl),
     refreshTokenTtl: setting(env, POLICY.refreshTokenTtl),

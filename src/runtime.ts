@@ -35,7 +35,11 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-export async function openRuntime(config: Config, logger: Logger, database?: Database): Promise<Runtime> {
+/**
+ * `embeddedThread`: whether an embedded database runs on a thread of its own (the server, when DATABASE_EMBEDDED_THREAD
+ * allows); a command that runs a few statements and exits keeps it on its own thread.
+ */
+export async function openRuntime(config: Config, logger: Logger, database?: Database, { embeddedThread = false } = {}): Promise<Runtime> {
   database ??= await openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
@@ -43,6 +47,7 @@ export async function openRuntime(config: Config, logger: Logger, database?: Dat
     preparedStatements: config.databasePreparedStatements,
     statementTimeoutMs: config.databaseStatementTimeoutMs,
     poolWaitMs: config.databasePoolWaitMs,
+    embeddedThread: embeddedThread && config.databaseEmbeddedThread,
   });
   try {
     await database.migrate(ensureSigningKey, hasSigningKeys);

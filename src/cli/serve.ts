@@ -62,7 +62,7 @@ async function serve(io: Io, config: Config): Promise<void> {
   const logger = createLogger(config.logLevel);
   // Hashed before the embedded database loads, so the two never hold memory at once (the first start's peak).
   const passwordHash = config.demo && !config.databaseUrl && isNewEmbeddedDataDir(config.dataDir) ? await demoPasswordHash() : undefined;
-  const runtime = await openRuntime(config, logger);
+  const runtime = await openRuntime(config, logger, undefined, { embeddedThread: true });
   const stoppedWhileStarting = async () => {
     if (stop.received === undefined) return false;
     logger.info({ signal: stop.received }, 'stopped while starting');

@@ -13,7 +13,8 @@ import type { PgAsyncDatabase } from 'drizzle-orm/pg-core/async/db';
 import { relations, type Relations } from './relations.js';
 import { DEFAULT_PREPARED_STATEMENTS } from '../config.js';
 import { PreparedStatementPolicy, withPreparedStatements } from './performance/prepared-statements.js';
-import { GENERIC_PLAN_START_PARAMS, withPgliteStatements } from './performance/pglite-statements.js';
+import { GENERIC_PLAN_START_PARAMS, withPgliteStatements, type PgliteQueryClient } from './performance/pglite-statements.js';
+import { startPgliteThread } from './performance/pglite-thread.js';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.js';
 import { clusterDirectory, hasCluster } from './embedded-cluster.js';
 import { DatabaseUnavailableError, sqlState } from './errors.js';
@@ -81,6 +82,8 @@ export interface DatabaseOptions {
   statementTimeoutMs?: number;
   /** Milliseconds a statement may wait for one of the pool's connections before it is refused (0 or absent: no limit). */
   poolWaitMs?: number;
+  /** Runs the embedded database on a thread of its own (pglite-thread.ts) rather than the caller's. */
+  embeddedThread?: boolean;
 }
 
 export interface Database {
@@ -251,30 +254,41 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   limitWasmCompilation();
   const dataDir = options.dataDir ?? 'memory://';
   const startParams = [...EMBEDDED_START_PARAMS, ...GENERIC_PLAN_START_PARAMS];
+  const preparedStatements = options.preparedStatements ?? DEFAULT_PREPARED_STATEMENTS;
   let lock: DataDirLock | undefined;
-  let client: PGlite;
-  if (dataDir === 'memory://') {
-    client = new PGlite({ startParams });
-    await client.waitReady;
-  } else {
+  let client: PgliteQueryClient & { readonly closed: boolean; close(): Promise<void> };
+  if (dataDir !== 'memory://') {
     try {
       mkdirSync(dataDir, { recursive: true });
       lock = acquireDataDirLock(dataDir);
     } catch (error) {
       throw openingFailure(dataDir, error);
     }
-    try {
-      const pgdata = clusterDirectory(dataDir);
-      await initializeDataDir(pgdata);
-      client = new PGlite(pgdata, { startParams });
-      await client.waitReady;
-    } catch (error) {
-      lock.release();
-      throw embeddedStartFailure(dataDir, error);
-    }
   }
-  const statements = withPgliteStatements(client, new PreparedStatementPolicy(options.preparedStatements ?? DEFAULT_PREPARED_STATEMENTS));
-  const db = drizzlePglite({ client: statements as unknown as PGlite, relations, logger });
+  try {
+    const pgdata = dataDir === 'memory://' ? undefined : clusterDirectory(dataDir);
+    if (pgdata) await initializeDataDir(pgdata);
+    if (options.embeddedThread) {
+      client = await startPgliteThread({ pgdata, startParams, preparedStatements });
+    } else {
+      const pglite = new PGlite({ ...(pgdata ? { dataDir: pgdata } : {}), startParams });
+      await pglite.waitReady;
+      const statements = withPgliteStatements(pglite, new PreparedStatementPolicy(preparedStatements));
+      client = {
+        query: statements.query,
+        transaction: statements.transaction,
+        get closed() {
+          return pglite.closed;
+        },
+        close: () => pglite.close(),
+      };
+    }
+  } catch (error) {
+    if (!lock) throw error;
+    lock.release();
+    throw embeddedStartFailure(dataDir, error);
+  }
+  const db = drizzlePglite({ client: client as unknown as PGlite, relations, logger });
   return {
     db: db as unknown as Db,
     kind: 'pglite',

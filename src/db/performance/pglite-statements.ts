@@ -47,10 +47,21 @@ const FEATURE_NOT_SUPPORTED = '0A000';
 /** Statement names are unique in the process, so two clients of one PGlite never collide. */
 let names = 0;
 
-export function withPgliteStatements(pg: PGlite, policy: PreparedStatementPolicy): PgliteQueryClient {
+/** A statement's answer before its values are parsed: each value is PostgreSQL's text, or null. */
+export interface RawResults {
+  fields: Described['fields'];
+  rows: (string | null)[][];
+  affectedRows: number;
+  command?: string;
+}
+
+/** Runs statements on `pg` as described prepared statements; the caller holds PGlite's query lock. */
+export interface PgliteStatementRunner {
+  run(text: string, params: unknown[], inTransaction: boolean): Promise<RawResults>;
+}
+
+export function pgliteStatementRunner(pg: PGlite, policy: PreparedStatementPolicy): PgliteStatementRunner {
   const prepared = new Map<string, Described>();
-  /** Drizzle passes one parsers object for every query; it is merged with PGlite's once. */
-  const mergedParsers = new WeakMap<Parsers, Parsers>();
 
   async function describe(text: string, name: string): Promise<Described> {
     const messages = await pg.execProtocolStream(concat(serialize.parse({ name, text }), serialize.describe({ type: 'S', name }), serialize.sync()), {
@@ -66,7 +77,7 @@ export function withPgliteStatements(pg: PGlite, policy: PreparedStatementPolicy
     return described;
   }
 
-  async function run<T>(text: string, params: unknown[], options: QueryOptions | undefined, inTransaction: boolean): Promise<Results<T>> {
+  async function run(text: string, params: unknown[], inTransaction: boolean): Promise<RawResults> {
     const keep = policy.shouldPrepare(text);
     let statement = keep ? prepared.get(text) : undefined;
     try {
@@ -83,10 +94,10 @@ export function withPgliteStatements(pg: PGlite, policy: PreparedStatementPolicy
         concat(serialize.bind({ statement: statement.name, values }), serialize.execute({}), serialize.sync()),
         { syncToFs: !inTransaction },
       );
-      return toResults<T>(messages, statement.fields, parsersFor(options?.parsers), options?.rowMode);
+      return rawResults(messages, statement.fields);
     } catch (error) {
       if (keep && (error as { code?: string }).code === FEATURE_NOT_SUPPORTED) forget(text);
-      throw Object.assign(error as object, { query: text, params, queryOptions: options });
+      throw Object.assign(error as object, { query: text, params });
     }
   }
 
@@ -97,6 +108,14 @@ export function withPgliteStatements(pg: PGlite, policy: PreparedStatementPolicy
     pg.execProtocolRawSync(concat(serialize.close({ type: 'S', name: statement.name }), serialize.sync()));
   }
 
+  return { run };
+}
+
+export function withPgliteStatements(pg: PGlite, policy: PreparedStatementPolicy): PgliteQueryClient {
+  const { run } = pgliteStatementRunner(pg, policy);
+  /** Drizzle passes one parsers object for every query; it is merged with PGlite's once. */
+  const mergedParsers = new WeakMap<Parsers, Parsers>();
+
   function parsersFor(extra: Parsers | undefined): Parsers {
     if (!extra) return pg.parsers;
     let merged = mergedParsers.get(extra);
@@ -104,10 +123,18 @@ export function withPgliteStatements(pg: PGlite, policy: PreparedStatementPolicy
     return merged;
   }
 
+  async function query<T>(text: string, params: unknown[], options: QueryOptions | undefined, inTransaction: boolean): Promise<Results<T>> {
+    try {
+      return toResults<T>(await run(text, params, inTransaction), parsersFor(options?.parsers), options?.rowMode);
+    } catch (error) {
+      throw Object.assign(error as object, { queryOptions: options });
+    }
+  }
+
   const transactionClient = (tx: Transaction): PgliteQueryClient => ({
     query<T>(text: string, params: unknown[] = [], options?: QueryOptions) {
       if (tx.closed) return Promise.reject(new Error('Transaction is closed'));
-      return pg._runExclusiveQuery(() => run<T>(text, params, options, true));
+      return pg._runExclusiveQuery(() => query<T>(text, params, options, true));
     },
     transaction() {
       return Promise.reject(new Error('Nested transactions are savepoints; Drizzle opens them with SQL'));
@@ -119,7 +146,7 @@ export function withPgliteStatements(pg: PGlite, policy: PreparedStatementPolicy
       // PGlite itself would fail deep in its backend with a TypeError; this error says what happened (db/errors.ts).
       if (pg.closed) throw Object.assign(new Error('the embedded database is closed'), { code: 'CONNECTION_ENDED' });
       await pg.waitReady;
-      return pg._runExclusiveTransaction(() => pg._runExclusiveQuery(() => run<T>(text, params, options, false)));
+      return pg._runExclusiveTransaction(() => pg._runExclusiveQuery(() => query<T>(text, params, options, false)));
     },
     transaction<T>(callback: (tx: PgliteQueryClient) => Promise<T>) {
       return pg.transaction((tx) => callback(transactionClient(tx)));
@@ -127,26 +154,29 @@ export function withPgliteStatements(pg: PGlite, policy: PreparedStatementPolicy
   };
 }
 
-function toResults<T>(
-  messages: BackendMessage[],
-  fields: Described['fields'],
-  parsers: Parsers,
-  rowMode: QueryOptions['rowMode'],
-): Results<T> {
-  const rows: unknown[] = [];
+function rawResults(messages: BackendMessage[], fields: Described['fields']): RawResults {
+  const rows: (string | null)[][] = [];
   let affectedRows = 0;
   let command: string | undefined;
   for (const message of messages) {
-    if (message.name === 'dataRow') {
-      const values = (message as DataRowMessage).fields.map((value, i) => types.parseType(value, fields[i]!.dataTypeID, parsers) as unknown);
-      rows.push(rowMode === 'array' ? values : Object.fromEntries(fields.map((field, i) => [field.name, values[i]])));
-    } else if (message.name === 'commandComplete') {
+    if (message.name === 'dataRow') rows.push((message as DataRowMessage).fields);
+    else if (message.name === 'commandComplete') {
       const parts = (message as CommandCompleteMessage).text.split(' ');
       command = parts[0];
       if (['INSERT', 'UPDATE', 'DELETE', 'COPY', 'MERGE'].includes(command!)) affectedRows = Number(parts[parts.length - 1]);
     }
   }
-  return { rows: rows as T[], fields, affectedRows, ...(command ? { command } : {}) } as Results<T>;
+  return { fields, rows, affectedRows, ...(command ? { command } : {}) };
+}
+
+/** Parses each value with `parsers` (PGlite's, or a caller's on top of them), as PGlite's `query` would. */
+export function toResults<T>(raw: RawResults, parsers: Parsers, rowMode: QueryOptions['rowMode']): Results<T> {
+  const { fields } = raw;
+  const rows = raw.rows.map((row) => {
+    const values = row.map((value, i) => types.parseType(value, fields[i]!.dataTypeID, parsers) as unknown);
+    return rowMode === 'array' ? values : Object.fromEntries(fields.map((field, i) => [field.name, values[i]]));
+  });
+  return { rows: rows as T[], fields, affectedRows: raw.affectedRows, ...(raw.command ? { command: raw.command } : {}) } as Results<T>;
 }
 
 function concat(...parts: Uint8Array[]): Uint8Array {

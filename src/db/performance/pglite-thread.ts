@@ -1,0 +1,159 @@
+/**
+ * The embedded database on a thread of its own. PGlite runs PostgreSQL in WebAssembly on the thread that calls it, so
+ * in the server's thread every statement's execution stops HTTP, token signing and GraphQL for its duration, and an
+ * expensive filter stops them all. Here PGlite runs in a worker thread (pglite-thread-worker.ts) and this client, which
+ * Drizzle's PGlite session is given, sends it each statement as a message: the server's thread parses requests while
+ * the database executes. Statements are still run one at a time, in the order sent, and transactions hold PGlite's
+ * transaction lock as before.
+ * Measured gain and removal condition: docs/PERFORMANCE.md.
+ */
+import { Worker } from 'node:worker_threads';
+import { types, type QueryOptions, type Results } from '@electric-sql/pglite';
+import type { PgliteQueryClient, RawResults } from './pglite-statements.js';
+
+type Parsers = NonNullable<QueryOptions['parsers']>;
+
+/** What the worker is started with. */
+export interface ThreadStart {
+  /** The cluster directory, or undefined for an in-memory database. */
+  pgdata: string | undefined;
+  startParams: readonly string[];
+  preparedStatements: number;
+}
+
+export type ThreadRequest =
+  | { id: number; op: 'query'; text: string; params: unknown[]; textTypes: number[]; tx?: number }
+  | { id: number; op: 'begin' }
+  | { id: number; op: 'end'; tx: number; commit: boolean }
+  | { id: number; op: 'close' };
+
+export type ThreadReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: Record<string, unknown> & { message: string } };
+
+type Request = ThreadRequest extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
+
+export interface PgliteThread extends PgliteQueryClient {
+  readonly closed: boolean;
+  close(): Promise<void>;
+}
+
+/** The worker's module beside this one; from the TypeScript sources, through a bootstrap that registers tsx in it. */
+function startWorker(start: ThreadStart): Worker {
+  const entry = import.meta.url.endsWith('.ts') ? './pglite-thread-worker.dev.mjs' : './pglite-thread-worker.js';
+  return new Worker(new URL(entry, import.meta.url), { workerData: start });
+}
+
+/** Starts PGlite on its own thread and resolves once it is ready; rejects with PGlite's error if it cannot start. */
+export async function startPgliteThread(start: ThreadStart): Promise<PgliteThread> {
+  const worker = startWorker(start);
+  const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
+  let ids = 0;
+  let closed = false;
+  let exited: Error | undefined;
+
+  const ready = new Promise<void>((resolve, reject) => pending.set(0, { resolve: () => resolve(), reject }));
+  worker.on('message', (reply: ThreadReply) => {
+    const waiting = pending.get(reply.id);
+    if (!waiting) return;
+    pending.delete(reply.id);
+    if (pending.size === 0) worker.unref();
+    if (reply.ok) waiting.resolve(reply.value);
+    else waiting.reject(Object.assign(new Error(reply.error.message), reply.error));
+  });
+  const fail = (error: Error) => {
+    exited ??= error;
+    closed = true;
+    for (const waiting of pending.values()) waiting.reject(error);
+    pending.clear();
+  };
+  worker.on('error', fail);
+  worker.on('exit', (code) => fail(Object.assign(new Error(`the embedded database's thread exited (${code})`), { code: 'CONNECTION_ENDED' })));
+
+  function send(request: Request): Promise<unknown> {
+    if (closed) return Promise.reject(exited ?? Object.assign(new Error('the embedded database is closed'), { code: 'CONNECTION_ENDED' }));
+    const id = ++ids;
+    // The thread keeps the process alive only while it owes an answer, like a socket with a query on it.
+    if (pending.size === 0) worker.ref();
+    return new Promise((resolve, reject) => {
+      pending.set(id, { resolve, reject });
+      worker.postMessage({ ...request, id });
+    });
+  }
+
+  /** The type ids a caller's parsers cover: the worker leaves those values as text. */
+  const textTypesOf = new WeakMap<Parsers, number[]>();
+  function textTypes(parsers: Parsers | undefined): number[] {
+    if (!parsers) return [];
+    let list = textTypesOf.get(parsers);
+    if (!list) textTypesOf.set(parsers, (list = Object.keys(parsers).map(Number)));
+    return list;
+  }
+
+  async function query<T>(text: string, params: unknown[], options: QueryOptions | undefined, tx: number | undefined): Promise<Results<T>> {
+    const raw = (await send({ op: 'query', text, params, textTypes: textTypes(options?.parsers), ...(tx === undefined ? {} : { tx }) })) as RawResults;
+    return resultsOf<T>(raw, options?.parsers, options?.rowMode);
+  }
+
+  try {
+    await ready;
+  } catch (error) {
+    await worker.terminate();
+    throw error;
+  }
+  worker.unref();
+
+  return {
+    get closed() {
+      return closed;
+    },
+    query<T>(text: string, params: unknown[] = [], options?: QueryOptions) {
+      return query<T>(text, params, options, undefined);
+    },
+    async transaction<T>(callback: (tx: PgliteQueryClient) => Promise<T>): Promise<T> {
+      const tx = (await send({ op: 'begin' })) as number;
+      let open = true;
+      const client: PgliteQueryClient = {
+        query<R>(text: string, params: unknown[] = [], options?: QueryOptions) {
+          if (!open) return Promise.reject(new Error('Transaction is closed'));
+          return query<R>(text, params, options, tx);
+        },
+        transaction() {
+          return Promise.reject(new Error('Nested transactions are savepoints; Drizzle opens them with SQL'));
+        },
+      };
+      let result: T;
+      try {
+        result = await callback(client);
+      } catch (error) {
+        open = false;
+        await send({ op: 'end', tx, commit: false }).catch(() => {});
+        throw error;
+      }
+      open = false;
+      await send({ op: 'end', tx, commit: true });
+      return result;
+    },
+    async close() {
+      if (closed) return;
+      try {
+        await send({ op: 'close' });
+      } finally {
+        closed = true;
+        await worker.terminate();
+      }
+    },
+  };
+}
+
+/** The caller's parsers on the values the worker left as text; rows as objects unless `rowMode` is 'array'. */
+function resultsOf<T>(raw: RawResults, parsers: Parsers | undefined, rowMode: QueryOptions['rowMode']): Results<T> {
+  const { fields } = raw;
+  let rows: unknown[][] = raw.rows;
+  if (parsers) {
+    const own = fields.map((field) => (parsers[field.dataTypeID] ? field.dataTypeID : undefined));
+    if (own.some((type) => type !== undefined)) {
+      rows = raw.rows.map((row) => row.map((value, i) => (own[i] === undefined ? value : types.parseType(value, own[i]!, parsers))));
+    }
+  }
+  const shaped = rowMode === 'array' ? rows : rows.map((row) => Object.fromEntries(fields.map((field, i) => [field.name, row[i]])));
+  return { rows: shaped as T[], fields, affectedRows: raw.affectedRows, ...(raw.command ? { command: raw.command } : {}) } as Results<T>;
+}
