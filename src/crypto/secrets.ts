@@ -2,10 +2,27 @@
  * Codes and refresh tokens carry 256 bits of entropy, so unkeyed SHA-256 makes a database leak useless; client
  * secrets use HMAC-SHA-256 under a deployment key, so client authentication costs no password KDF.
  */
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, randomFillSync, timingSafeEqual } from 'node:crypto';
+
+/**
+ * Bytes from the CSPRNG, drawn 4 KiB at a time, as Node draws them for `randomUUID`: one call into OpenSSL costs about as
+ * much for 4 KiB as for 32 bytes (~7–13 µs here), and a code flow draws three tokens. Each byte is handed out once and
+ * zeroed as it is, so the pool never holds a token already issued.
+ */
+const POOL_SIZE = 4096;
+const pool = Buffer.alloc(POOL_SIZE);
+let poolOffset = POOL_SIZE;
 
 export function randomToken(bytes = 32): string {
-  return randomBytes(bytes).toString('base64url');
+  if (bytes > POOL_SIZE / 4) return randomBytes(bytes).toString('base64url');
+  if (poolOffset + bytes > POOL_SIZE) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  const token = pool.toString('base64url', poolOffset, poolOffset + bytes);
+  pool.fill(0, poolOffset, poolOffset + bytes);
+  poolOffset += bytes;
+  return token;
 }
 
 /** A random id that never starts with `-` or `_`, so a command line never reads it as an option. */
