@@ -33,6 +33,9 @@ function parsed(raw: RawResults, textTypes: number[]): RawResults {
   return { ...raw, rows: raw.rows.map((row) => row.map((value, i) => types.parseType(value, fields[i]!.dataTypeID, parsers) as string | null)) };
 }
 
+/** Statement texts by the number the caller gives each the first time it sends it. */
+const texts = new Map<number, string>();
+
 /** Open transactions by id: the PGlite transaction, how the main thread ends it, and how it ended. */
 const transactions = new Map<number, { tx: Transaction; end: (commit: boolean) => void; outcome: Promise<{ error?: unknown }> }>();
 let transactionIds = 0;
@@ -77,7 +80,10 @@ async function end(id: number, commit: boolean): Promise<void> {
 async function answer(request: ThreadRequest): Promise<unknown> {
   switch (request.op) {
     case 'query': {
-      const { text, params, textTypes } = request;
+      const { params, textTypes } = request;
+      const text = request.text ?? texts.get(request.textId!);
+      if (text === undefined) throw new Error(`unknown statement ${request.textId}`);
+      if (request.text !== undefined && request.textId !== undefined) texts.set(request.textId, request.text);
       if (request.tx === undefined) {
         return parsed(await pg._runExclusiveTransaction(() => pg._runExclusiveQuery(() => run(text, params, false))), textTypes);
       }

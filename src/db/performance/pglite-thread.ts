@@ -13,6 +13,9 @@ import type { PgliteQueryClient, RawResults } from './pglite-statements.js';
 
 type Parsers = NonNullable<QueryOptions['parsers']>;
 
+/** Statement texts given a number to go by (see `statement`); others are sent whole each time. */
+const MAX_TEXT_IDS = 1_024;
+
 /** What the worker is started with. */
 export interface ThreadStart {
   /** The cluster directory, or undefined for an in-memory database. */
@@ -22,7 +25,8 @@ export interface ThreadStart {
 }
 
 export type ThreadRequest =
-  | { id: number; op: 'query'; text: string; params: unknown[]; textTypes: number[]; tx?: number }
+  /** `text` the first time a statement is sent (with the `textId` it goes by from then on), `textId` alone after that. */
+  | { id: number; op: 'query'; text?: string; textId?: number; params: unknown[]; textTypes: number[]; tx?: number }
   | { id: number; op: 'begin' }
   | { id: number; op: 'end'; tx: number; commit: boolean }
   | { id: number; op: 'close' };
@@ -88,8 +92,22 @@ export async function startPgliteThread(start: ThreadStart): Promise<PgliteThrea
     return list;
   }
 
+  /**
+   * Statement texts by the number they go by: a code flow's statements are over a kilobyte each, and copying them into
+   * every message cost more than the rest of it. Bounded, since a text sent once too often only costs that copy.
+   */
+  const textIds = new Map<string, number>();
+  function statement(text: string): { text?: string; textId?: number } {
+    const known = textIds.get(text);
+    if (known !== undefined) return { textId: known };
+    if (textIds.size >= MAX_TEXT_IDS) return { text };
+    const textId = textIds.size + 1;
+    textIds.set(text, textId);
+    return { text, textId };
+  }
+
   async function query<T>(text: string, params: unknown[], options: QueryOptions | undefined, tx: number | undefined): Promise<Results<T>> {
-    const raw = (await send({ op: 'query', text, params, textTypes: textTypes(options?.parsers), ...(tx === undefined ? {} : { tx }) })) as RawResults;
+    const raw = (await send({ op: 'query', ...statement(text), params, textTypes: textTypes(options?.parsers), ...(tx === undefined ? {} : { tx }) })) as RawResults;
     return resultsOf<T>(raw, options?.parsers, options?.rowMode);
   }
 
