@@ -7,7 +7,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, types, type Transaction } from '@electric-sql/pglite';
 import { pgliteStatementRunner, type RawResults } from './pglite-statements.js';
 import { PreparedStatementPolicy } from './prepared-statements.js';
-import type { ThreadReply, ThreadRequest, ThreadStart } from './pglite-thread.js';
+import type { ThreadReply, ThreadRequest, ThreadResults, ThreadStart } from './pglite-thread.js';
 
 const port = parentPort!;
 const start = workerData as ThreadStart;
@@ -27,10 +27,10 @@ function parsersLeaving(textTypes: number[]): typeof pg.parsers {
   return parsers;
 }
 
-function parsed(raw: RawResults, textTypes: number[]): RawResults {
+function parsed(raw: RawResults, textTypes: number[]): ThreadResults {
   const parsers = parsersLeaving(textTypes);
   const { fields } = raw;
-  return { ...raw, rows: raw.rows.map((row) => row.map((value, i) => types.parseType(value, fields[i]!.dataTypeID, parsers) as string | null)) };
+  return { ...raw, rows: raw.rows.map((row) => row.map((value, i) => types.parseType(value, fields[i]!.dataTypeID, parsers) as unknown)) };
 }
 
 /** Statement texts by the number the caller gives each the first time it sends it. */
@@ -112,11 +112,19 @@ function errorData(error: unknown): ThreadReply & { ok: false } {
   return { id: 0, ok: false, error: { ...fields, message: error.message, name: error.name } };
 }
 
-port.on('message', (request: ThreadRequest) => {
-  answer(request).then(
-    (value) => port.postMessage({ id: request.id, ok: true, value } satisfies ThreadReply),
-    (error: unknown) => port.postMessage({ ...errorData(error), id: request.id }),
-  );
+port.on('message', async (request: ThreadRequest) => {
+  let reply: ThreadReply;
+  try {
+    reply = { id: request.id, ok: true, value: await answer(request) };
+  } catch (error) {
+    reply = { ...errorData(error), id: request.id };
+  }
+  try {
+    port.postMessage(reply);
+  } catch (error) {
+    // A value the structured clone cannot copy: the caller still gets an answer.
+    port.postMessage({ ...errorData(error), id: request.id });
+  }
 });
 
 pg.waitReady.then(

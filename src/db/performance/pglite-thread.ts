@@ -31,6 +31,9 @@ export type ThreadRequest =
   | { id: number; op: 'end'; tx: number; commit: boolean }
   | { id: number; op: 'close' };
 
+/** A statement's answer from the thread: values parsed, except those of the caller's own types, still text. */
+export type ThreadResults = Omit<RawResults, 'rows'> & { rows: unknown[][] };
+
 export type ThreadReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: Record<string, unknown> & { message: string } };
 
 type Request = ThreadRequest extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
@@ -63,14 +66,17 @@ export async function startPgliteThread(start: ThreadStart): Promise<PgliteThrea
     if (reply.ok) waiting.resolve(reply.value);
     else waiting.reject(Object.assign(new Error(reply.error.message), reply.error));
   });
-  const fail = (error: Error) => {
-    exited ??= error;
+  // A thread that failed (PostgreSQL aborting in WebAssembly) or exited takes the database with it: CONNECTION_ENDED is
+  // what db/errors.ts reads as an unavailable database, answered 503, not 500.
+  const fail = (cause: Error) => {
+    exited ??= Object.assign(new Error(`the embedded database's thread ended: ${cause.message}`), { code: 'CONNECTION_ENDED', cause });
+    const error = exited;
     closed = true;
     for (const waiting of pending.values()) waiting.reject(error);
     pending.clear();
   };
   worker.on('error', fail);
-  worker.on('exit', (code) => fail(Object.assign(new Error(`the embedded database's thread exited (${code})`), { code: 'CONNECTION_ENDED' })));
+  worker.on('exit', (code) => fail(new Error(`exit code ${code}`)));
 
   function send(request: Request): Promise<unknown> {
     if (closed) return Promise.reject(exited ?? Object.assign(new Error('the embedded database is closed'), { code: 'CONNECTION_ENDED' }));
@@ -79,7 +85,15 @@ export async function startPgliteThread(start: ThreadStart): Promise<PgliteThrea
     if (pending.size === 0) worker.ref();
     return new Promise((resolve, reject) => {
       pending.set(id, { resolve, reject });
-      worker.postMessage({ ...request, id });
+      try {
+        worker.postMessage({ ...request, id });
+      } catch (error) {
+        // A parameter the structured clone cannot copy; a text first sent in it must be sent again next time.
+        if (request.op === 'query' && request.text !== undefined) textIds.delete(request.text);
+        pending.delete(id);
+        if (pending.size === 0) worker.unref();
+        reject(error as Error);
+      }
     });
   }
 
@@ -97,17 +111,18 @@ export async function startPgliteThread(start: ThreadStart): Promise<PgliteThrea
    * every message cost more than the rest of it. Bounded, since a text sent once too often only costs that copy.
    */
   const textIds = new Map<string, number>();
+  let lastTextId = 0;
   function statement(text: string): { text?: string; textId?: number } {
     const known = textIds.get(text);
     if (known !== undefined) return { textId: known };
     if (textIds.size >= MAX_TEXT_IDS) return { text };
-    const textId = textIds.size + 1;
+    const textId = ++lastTextId;
     textIds.set(text, textId);
     return { text, textId };
   }
 
   async function query<T>(text: string, params: unknown[], options: QueryOptions | undefined, tx: number | undefined): Promise<Results<T>> {
-    const raw = (await send({ op: 'query', ...statement(text), params, textTypes: textTypes(options?.parsers), ...(tx === undefined ? {} : { tx }) })) as RawResults;
+    const raw = (await send({ op: 'query', ...statement(text), params, textTypes: textTypes(options?.parsers), ...(tx === undefined ? {} : { tx }) })) as ThreadResults;
     return resultsOf<T>(raw, options?.parsers, options?.rowMode);
   }
 
@@ -163,13 +178,13 @@ export async function startPgliteThread(start: ThreadStart): Promise<PgliteThrea
 }
 
 /** The caller's parsers on the values the worker left as text; rows as objects unless `rowMode` is 'array'. */
-function resultsOf<T>(raw: RawResults, parsers: Parsers | undefined, rowMode: QueryOptions['rowMode']): Results<T> {
+function resultsOf<T>(raw: ThreadResults, parsers: Parsers | undefined, rowMode: QueryOptions['rowMode']): Results<T> {
   const { fields } = raw;
   let rows: unknown[][] = raw.rows;
   if (parsers) {
     const own = fields.map((field) => (parsers[field.dataTypeID] ? field.dataTypeID : undefined));
     if (own.some((type) => type !== undefined)) {
-      rows = raw.rows.map((row) => row.map((value, i) => (own[i] === undefined ? value : types.parseType(value, own[i]!, parsers))));
+      rows = raw.rows.map((row) => row.map((value, i) => (own[i] === undefined ? value : types.parseType(value as string | null, own[i]!, parsers))));
     }
   }
   const shaped = rowMode === 'array' ? rows : rows.map((row) => Object.fromEntries(fields.map((field, i) => [field.name, row[i]])));

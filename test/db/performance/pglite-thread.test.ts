@@ -68,6 +68,11 @@ describe('the embedded database on its own thread, against PGlite on the callerâ
     expect((await thread.query<{ n: number }>('select count(*)::int as n from t')).rows).toEqual([{ n: 1 }]);
   });
 
+  it('refuses a parameter that cannot be sent to the thread, and answers the next statement', async () => {
+    await expect(thread.query('select $1::text as v', [() => 'not data'])).rejects.toThrow(/could not be cloned/);
+    expect((await thread.query('select $1::text as v', ['data'])).rows).toEqual([{ v: 'data' }]);
+  });
+
   it('commits a transactionâ€™s writes, and rolls them back when its callback throws', async () => {
     await thread.transaction(async (tx) => {
       await tx.query(`insert into t (id, name) values ($1, $2)`, [20, 'kept']);
