@@ -19,7 +19,7 @@ import express from 'express';
 import { eq } from 'drizzle-orm';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
-import { openRuntime, type Runtime } from '../src/runtime.js';
+import { openConfiguredDatabase, openRuntime, type Runtime } from '../src/runtime.js';
 import { createApp } from '../src/app.js';
 import { applyConnectionBounds } from '../src/server.js';
 import { startIdleCollection } from '../src/idle-collection.js';
@@ -103,7 +103,7 @@ const EXPERIMENTS: Record<string, (runtime: Runtime) => void> = {};
 /** Phase two: serve Fieldgate and the baselines until the orchestrator says stop. */
 async function serve(): Promise<void> {
   const config = loadConfig(process.env);
-  const runtime = await openRuntime(config, createLogger(config.logLevel), undefined, { embeddedThread: true });
+  const runtime = await openRuntime(config, createLogger(config.logLevel), await openConfiguredDatabase(config, { embeddedThread: true }));
   // As `fieldgate serve` does (startServer), so the measured process holds what a real one holds.
   startIdleCollection({ idleSeconds: config.idleCollectionAfter });
   for (const name of (process.env.BENCH_EXPERIMENTS ?? '').split(',').filter(Boolean)) {

@@ -36,11 +36,11 @@ export interface Runtime {
 }
 
 /**
- * `embeddedThread`: whether an embedded database runs on a thread of its own (the server, when DATABASE_EMBEDDED_THREAD
- * allows); a command that runs a few statements and exits keeps it on its own thread.
+ * The database the configuration names. `embeddedThread`: whether an embedded database runs on a thread of its own (the
+ * server, when DATABASE_EMBEDDED_THREAD allows); a command that runs a few statements and exits keeps it on its own.
  */
-export async function openRuntime(config: Config, logger: Logger, database?: Database, { embeddedThread = false } = {}): Promise<Runtime> {
-  database ??= await openDatabase({
+export function openConfiguredDatabase(config: Config, { embeddedThread = false } = {}): Promise<Database> {
+  return openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     poolSize: config.databasePoolSize,
@@ -49,6 +49,11 @@ export async function openRuntime(config: Config, logger: Logger, database?: Dat
     poolWaitMs: config.databasePoolWaitMs,
     embeddedThread: embeddedThread && config.databaseEmbeddedThread,
   });
+}
+
+/** Migrates `database` (by default the one the configuration names) and wires the services over it. */
+export async function openRuntime(config: Config, logger: Logger, database?: Database): Promise<Runtime> {
+  database ??= await openConfiguredDatabase(config);
   try {
     await database.migrate(ensureSigningKey, hasSigningKeys);
     return await wireRuntime(config, logger, database);

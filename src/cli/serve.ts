@@ -42,27 +42,36 @@ function stopSignals() {
 
 async function serve(io: Io, config: Config): Promise<void> {
   const stop = stopSignals();
-  const [{ createLogger, flushLogger }, { openRuntime }, { reservePort, startServer }, { ListenError }, { seedDemo, isEmptyDatabase, demoPasswordHash }, { loadConfig }, { isNewEmbeddedDataDir }] =
-    await Promise.all([
-      import('../logger.js'),
-      import('../runtime.js'),
-      import('../server.js'),
-      import('../http/listen.js'),
-      import('../demo/seed.js'),
-      import('../config.js'),
-      import('../db/database.js'),
-    ]);
+  const [{ openConfiguredDatabase, openRuntime }, { isNewEmbeddedDataDir }, { demoPasswordHash, seedDemo, isEmptyDatabase }] = await Promise.all([
+    import('../runtime.js'),
+    import('../db/database.js'),
+    import('../demo/seed.js'),
+  ]);
+  // On a new embedded data directory the demo user's password is hashed before the database loads, so the two never
+  // hold memory at once (the first start's peak). Otherwise the database opens (on its own thread, when embedded)
+  // while this thread loads the app's modules.
+  const passwordHash = config.demo && !config.databaseUrl && isNewEmbeddedDataDir(config.dataDir) ? await demoPasswordHash() : undefined;
+  const opening = openConfiguredDatabase(config, { embeddedThread: true });
+  opening.catch(() => {}); // awaited below, once the modules are loaded
+  const [{ createLogger, flushLogger }, { reservePort, startServer }, { ListenError }, { loadConfig }] = await Promise.all([
+    import('../logger.js'),
+    import('../server.js'),
+    import('../http/listen.js'),
+    import('../config.js'),
+  ]).catch(async (error: unknown) => {
+    await (await opening.catch(() => undefined))?.close();
+    throw error;
+  });
   // PORT=0 picks a free port; tokens and links need to name it, so pick it before they are made.
   if (config.port === 0 && !io.env.ISSUER?.trim()) {
-    const port = await reservePort(config.host).catch((error: unknown) => {
+    const port = await reservePort(config.host).catch(async (error: unknown) => {
+      await (await opening.catch(() => undefined))?.close();
       throw error instanceof ListenError ? new CommandFailed(error.message, { cause: error }) : error;
     });
     config = loadConfig({ ...io.env, PORT: String(port) });
   }
   const logger = createLogger(config.logLevel);
-  // Hashed before the embedded database loads, so the two never hold memory at once (the first start's peak).
-  const passwordHash = config.demo && !config.databaseUrl && isNewEmbeddedDataDir(config.dataDir) ? await demoPasswordHash() : undefined;
-  const runtime = await openRuntime(config, logger, undefined, { embeddedThread: true });
+  const runtime = await openRuntime(config, logger, await opening);
   const stoppedWhileStarting = async () => {
     if (stop.received === undefined) return false;
     logger.info({ signal: stop.received }, 'stopped while starting');
