@@ -53,19 +53,21 @@ async function serve(io: Io, config: Config): Promise<void> {
   const passwordHash = config.demo && !config.databaseUrl && isNewEmbeddedDataDir(config.dataDir) ? await demoPasswordHash() : undefined;
   const opening = openConfiguredDatabase(config, { embeddedThread: true });
   opening.catch(() => {}); // awaited below, once the modules are loaded
+  /** Closes the database being opened when the start fails before the runtime owns it. */
+  const abandonDatabase = async () => (await opening.catch(() => undefined))?.close();
   const [{ createLogger, flushLogger }, { reservePort, startServer }, { ListenError }, { loadConfig }] = await Promise.all([
     import('../logger.js'),
     import('../server.js'),
     import('../http/listen.js'),
     import('../config.js'),
   ]).catch(async (error: unknown) => {
-    await (await opening.catch(() => undefined))?.close();
+    await abandonDatabase();
     throw error;
   });
   // PORT=0 picks a free port; tokens and links need to name it, so pick it before they are made.
   if (config.port === 0 && !io.env.ISSUER?.trim()) {
     const port = await reservePort(config.host).catch(async (error: unknown) => {
-      await (await opening.catch(() => undefined))?.close();
+      await abandonDatabase();
       throw error instanceof ListenError ? new CommandFailed(error.message, { cause: error }) : error;
     });
     config = loadConfig({ ...io.env, PORT: String(port) });

@@ -172,11 +172,14 @@ function rawResults(messages: BackendMessage[], fields: Described['fields']): Ra
 /** Parses each value with `parsers` (PGlite's, or a caller's on top of them), as PGlite's `query` would. */
 export function toResults<T>(raw: RawResults, parsers: Parsers, rowMode: QueryOptions['rowMode']): Results<T> {
   const { fields } = raw;
-  const rows = raw.rows.map((row) => {
-    const values = row.map((value, i) => types.parseType(value, fields[i]!.dataTypeID, parsers) as unknown);
-    return rowMode === 'array' ? values : Object.fromEntries(fields.map((field, i) => [field.name, values[i]]));
-  });
-  return { rows: rows as T[], fields, affectedRows: raw.affectedRows, ...(raw.command ? { command: raw.command } : {}) } as Results<T>;
+  return shapedResults<T>(raw, raw.rows.map((row) => row.map((value, i) => types.parseType(value, fields[i]!.dataTypeID, parsers) as unknown)), rowMode);
+}
+
+/** Rows of values as PGlite's `query` answers them: objects by column name unless `rowMode` is 'array'. */
+export function shapedResults<T>(raw: Omit<RawResults, 'rows'>, rows: unknown[][], rowMode: QueryOptions['rowMode']): Results<T> {
+  const { fields } = raw;
+  const shaped = rowMode === 'array' ? rows : rows.map((values) => Object.fromEntries(fields.map((field, i) => [field.name, values[i]])));
+  return { rows: shaped as T[], fields, affectedRows: raw.affectedRows, ...(raw.command ? { command: raw.command } : {}) } as Results<T>;
 }
 
 function concat(...parts: Uint8Array[]): Uint8Array {

@@ -4,8 +4,8 @@
  * the caller brings parsers of its own for, which go back as text for the caller to parse.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { PGlite, types, type Transaction } from '@electric-sql/pglite';
-import { pgliteStatementRunner, type RawResults } from './pglite-statements.js';
+import { PGlite, type Transaction } from '@electric-sql/pglite';
+import { pgliteStatementRunner, toResults, type RawResults } from './pglite-statements.js';
 import { PreparedStatementPolicy } from './prepared-statements.js';
 import type { ThreadReply, ThreadRequest, ThreadResults, ThreadStart } from './pglite-thread.js';
 
@@ -28,9 +28,7 @@ function parsersLeaving(textTypes: number[]): typeof pg.parsers {
 }
 
 function parsed(raw: RawResults, textTypes: number[]): ThreadResults {
-  const parsers = parsersLeaving(textTypes);
-  const { fields } = raw;
-  return { ...raw, rows: raw.rows.map((row) => row.map((value, i) => types.parseType(value, fields[i]!.dataTypeID, parsers) as unknown)) };
+  return { ...raw, rows: toResults<unknown[]>(raw, parsersLeaving(textTypes), 'array').rows };
 }
 
 /** Statement texts by the number the caller gives each the first time it sends it. */

@@ -9,7 +9,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { types, type QueryOptions, type Results } from '@electric-sql/pglite';
-import type { PgliteQueryClient, RawResults } from './pglite-statements.js';
+import { shapedResults, type PgliteQueryClient, type RawResults } from './pglite-statements.js';
 
 type Parsers = NonNullable<QueryOptions['parsers']>;
 
@@ -179,14 +179,12 @@ export async function startPgliteThread(start: ThreadStart): Promise<PgliteThrea
 
 /** The caller's parsers on the values the worker left as text; rows as objects unless `rowMode` is 'array'. */
 function resultsOf<T>(raw: ThreadResults, parsers: Parsers | undefined, rowMode: QueryOptions['rowMode']): Results<T> {
-  const { fields } = raw;
-  let rows: unknown[][] = raw.rows;
+  let rows = raw.rows;
   if (parsers) {
-    const own = fields.map((field) => (parsers[field.dataTypeID] ? field.dataTypeID : undefined));
+    const own = raw.fields.map((field) => (parsers[field.dataTypeID] ? field.dataTypeID : undefined));
     if (own.some((type) => type !== undefined)) {
-      rows = raw.rows.map((row) => row.map((value, i) => (own[i] === undefined ? value : types.parseType(value as string | null, own[i]!, parsers))));
+      rows = rows.map((row) => row.map((value, i) => (own[i] === undefined ? value : types.parseType(value as string | null, own[i]!, parsers))));
     }
   }
-  const shaped = rowMode === 'array' ? rows : rows.map((row) => Object.fromEntries(fields.map((field, i) => [field.name, row[i]])));
-  return { rows: shaped as T[], fields, affectedRows: raw.affectedRows, ...(raw.command ? { command: raw.command } : {}) } as Results<T>;
+  return shapedResults<T>(raw, rows, rowMode);
 }
