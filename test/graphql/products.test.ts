@@ -117,6 +117,38 @@ describeEachDatabase('GraphQL products', (context) => {
     expect(data).toEqual({ product: null });
   });
 
+  it('product(id) operations running together, from different callers, share one statement per selection and each get their own answer', async () => {
+    const { runtime } = context();
+    const other = await issueTestToken(runtime, { scope: 'products:read' });
+    const withoutScope = await issueTestToken(runtime, { scope: 'orders:read' });
+    const byId = 'query ($id: Int!) { product(id: $id) { id name } }';
+    const withReviews = 'query ($id: Int!) { product(id: $id) { name reviews { rating } } }';
+    let results: Awaited<ReturnType<typeof executeGraphQL>>[] = [];
+    const sql = await captureSql(runtime, async () => {
+      results = await Promise.all([
+        executeGraphQL(graphql, caller.principal, byId, { id: first.id }),
+        executeGraphQL(graphql, other.principal, byId, { id: second.id }),
+        executeGraphQL(graphql, caller.principal, byId, { id: 999_999 }),
+        executeGraphQL(graphql, withoutScope.principal, byId, { id: first.id }),
+        executeGraphQL(graphql, other.principal, withReviews, { id: first.id }),
+        executeGraphQL(graphql, caller.principal, byId, { id: first.id }),
+      ]);
+    });
+    expect(results.map((result) => result.data)).toEqual([
+      { product: { id: first.id, name: 'Trail Backpack' } },
+      { product: { id: second.id, name: 'Camp Mug' } },
+      { product: null },
+      undefined,
+      { product: { name: 'Trail Backpack', reviews: [{ rating: expect.any(Number) }, { rating: expect.any(Number) }] } },
+      { product: { id: first.id, name: 'Trail Backpack' } },
+    ]);
+    // The caller without products:read is refused before anything is read for it.
+    expect(results[3]!.errors?.[0]?.extensions).toMatchObject({ code: 'FORBIDDEN' });
+    expect(results.filter((result) => result !== results[3]).every((result) => result.errors === undefined)).toBe(true);
+    expect(sql).toHaveLength(2);
+    expect(sql.filter((statement) => /= any\(\$\d+\)/.test(statement))).toHaveLength(1);
+  });
+
   it.each([0, 201, -1])('refuses limit %i with INVALID_ARGUMENT', async (limit) => {
     const result = await executeGraphQL(graphql, caller.principal, 'query ($limit: Int) { products(limit: $limit) { id } }', { limit });
     expect(result.data).toBeNull();

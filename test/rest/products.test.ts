@@ -240,6 +240,18 @@ describeEachDatabase('REST products', (context) => {
       `);
     });
 
+    it('answers reads of many products sent at once each with its own product and fields, and a missing one with 404', async () => {
+      const paths = [`/products/${full.id}?fields=id,name`, `/products/${bare.id}?fields=id,name`, '/products/999999?fields=id,name', `/products/${full.id}?fields=name,reviews.rating`];
+      const responses = await Promise.all([...paths, ...paths].map((path) => get(path)));
+      for (const round of [0, paths.length]) {
+        expect(responses[round]!.body).toEqual({ id: full.id, name: 'Trail Backpack' });
+        expect(responses[round + 1]!.body).toEqual({ id: bare.id, name: 'Camp Mug' });
+        expect(responses[round + 2]!.status).toBe(404);
+        expect(responses[round + 2]!.body.error).toMatchObject({ code: 404, status: 'NOT_FOUND' });
+        expect(responses[round + 3]!.body).toEqual({ name: 'Trail Backpack', reviews: [expect.objectContaining({ rating: expect.any(Number) }), expect.anything(), expect.anything()] });
+      }
+    });
+
     it('reads the seller and reviews only when they are named, still in one statement', async () => {
       const statements = await captureSql(context().runtime, () => get('/products?fields=name,seller.name'));
       expect(statements).toHaveLength(1);

@@ -43,6 +43,19 @@ class Interned<K, V extends object> {
 const placeholders = new Interned((name: string) => sql.placeholder(name));
 const rowCounts = new Interned((value: number) => sql.raw(String(value)));
 
+/** `id = any($ids)`: the primary keys of one batch of `findById` reads, bound as one array. */
+const anyOfIds = sql`any(${placeholders.get('ids')})`;
+/** At most this many keys in one statement; a larger batch is split. */
+const MAX_BATCH = 100;
+
+/** The reads of one selection by primary key waiting for the next batch, by key. */
+interface Batch {
+  readonly db: Db;
+  readonly table: TableName;
+  readonly config: object;
+  readonly waiters: Map<number, Array<{ resolve: (row: unknown) => void; reject: (error: unknown) => void }>>;
+}
+
 /** A named argument of a kept query, bound per request (Drizzle's `sql.placeholder`). */
 export function placeholder(name: string): Placeholder {
   return placeholders.get(name);
@@ -71,8 +84,75 @@ export class RelationalQueryCache {
   /** Prepared queries per database handle (a transaction's handle gets none). */
   private readonly byDb = new WeakMap<Db, LRUCache<string, PreparedRelationalQuery>>();
   private count = 0;
+  /** `findById` reads waiting for the end of this turn of the event loop, by database and selection. */
+  private readonly batches = new WeakMap<Db, Map<string, Batch>>();
 
   constructor(private readonly maxPerDb = 500) {}
+
+  /**
+   * One row by its primary key `id`, or undefined. Reads of the same selection (`config`, which
+   * has no `where`) that arrive in the same turn of the event loop, from any request, share one
+   * statement: alone, `where id = $1 limit 1`; together, `where id = any($1)`. Nothing is kept
+   * beyond the turn: each read sees the table as the statement finds it.
+   */
+  findById<T>(db: Db, table: TableName, config: object, id: number): Promise<T | undefined> {
+    const configKey = keyOf(config);
+    if (configKey === undefined || !selectsColumnsByName(config)) return this.findFirst<T>(db, table, { ...config, where: { id: placeholders.get('id') } }, { id });
+    let pending = this.batches.get(db);
+    if (!pending) this.batches.set(db, (pending = new Map()));
+    const key = `${String(table)} ${configKey}`;
+    let batch = pending.get(key);
+    if (!batch) {
+      batch = { db, table, config, waiters: new Map() };
+      pending.set(key, batch);
+      const scheduled = batch;
+      setImmediate(() => {
+        pending.delete(key);
+        this.flush(scheduled);
+      });
+    }
+    const waiting = batch;
+    return new Promise<T | undefined>((resolve, reject) => {
+      const entry = { resolve: resolve as (row: unknown) => void, reject };
+      const same = waiting.waiters.get(id);
+      if (same) same.push(entry);
+      else waiting.waiters.set(id, [entry]);
+    });
+  }
+
+  /** The rows of `ids` (any order, missing ones left out): the single-read statement for one key. */
+  private async readBatch(batch: Batch, ids: number[]): Promise<Array<Record<string, unknown>>> {
+    if (ids.length === 1) {
+      const row = await this.run(batch.db, batch.table, 'findFirst', { ...batch.config, where: { id: placeholders.get('id') } }, { id: ids[0] });
+      return row === undefined ? [] : [row as Record<string, unknown>];
+    }
+    const config = { ...withIdColumn(batch.config), where: { id: { eq: anyOfIds } } };
+    return (await this.run(batch.db, batch.table, 'findMany', config, { ids })) as Array<Record<string, unknown>>;
+  }
+
+  private flush(batch: Batch): void {
+    const ids = [...batch.waiters.keys()];
+    for (let start = 0; start < ids.length; start += MAX_BATCH) {
+      const chunk = ids.slice(start, start + MAX_BATCH);
+      // Async, so a query that fails to build is this batch's answer, not the event loop's.
+      this.readBatch(batch, chunk).then(
+        (found) => {
+          const byId = new Map<string, Record<string, unknown>>();
+          for (const row of found) byId.set(String(row.id), row);
+          for (const id of chunk) {
+            const row = byId.get(String(id));
+            const waiters = batch.waiters.get(id)!;
+            waiters[0]!.resolve(row);
+            // Each request resolves its own copy: GraphQL execution keys per-row state on the object.
+            for (let index = 1; index < waiters.length; index++) waiters[index]!.resolve(row === undefined ? undefined : structuredClone(row));
+          }
+        },
+        (error: unknown) => {
+          for (const id of chunk) for (const waiter of batch.waiters.get(id)!) waiter.reject(error);
+        },
+      );
+    }
+  }
 
   findFirst<T>(db: Db, table: TableName, config: object, placeholders: Record<string, unknown>): Promise<T | undefined> {
     return this.run(db, table, 'findFirst', config, placeholders) as Promise<T | undefined>;
@@ -98,6 +178,18 @@ export class RelationalQueryCache {
   }
 }
 
+/** Whether `config` reads every column or names those it reads (none left out by `false`). */
+function selectsColumnsByName(config: object): boolean {
+  const columns = (config as { columns?: Record<string, unknown> }).columns;
+  return columns === undefined || Object.values(columns).every((value) => value === true);
+}
+
+/** `config` reading the `id` column too, which matches a batch's rows to their reads. */
+function withIdColumn(config: object): object {
+  const columns = (config as { columns?: Record<string, unknown> }).columns;
+  return columns === undefined || columns.id === true ? config : { ...config, columns: { ...columns, id: true } };
+}
+
 /** The canonical text of plain data, placeholders and row counts; undefined for anything else. */
 export function keyOf(value: unknown): string | undefined {
   if (value === null || typeof value === 'boolean' || typeof value === 'string') return JSON.stringify(value);
@@ -116,6 +208,7 @@ export function keyOf(value: unknown): string | undefined {
   const prototype = Object.getPrototypeOf(value) as unknown;
   if (prototype !== Object.prototype && prototype !== null) {
     // Of all other objects, only the placeholders and row counts made here.
+    if (value === anyOfIds) return '$any("ids")';
     const name = placeholders.keyOf(value);
     if (name !== undefined) return `$${JSON.stringify(name)}`;
     const count = rowCounts.keyOf(value);

@@ -1,4 +1,3 @@
-import { placeholder } from '../../db/performance/relational-query-cache.js';
 import { products } from '../../db/schema.js';
 import { builder } from '../builder.js';
 import { needsScope } from '../scopes.js';
@@ -107,6 +106,6 @@ builder.queryFields((t) => ({
     extensions: needsScope('products:read'),
     args: { id: t.arg.int({ required: true }) },
     resolve: (query, _root, args, context) =>
-      context.queries.findFirst<ProductRow>(context.db, 'products', query({ where: { id: placeholder('id') } }), { id: args.id }),
+      context.queries.findById<ProductRow>(context.db, 'products', query({}), args.id),
   }),
 }));

@@ -1,9 +1,10 @@
 import { describe, expect, it, vi } from 'vitest';
-import { sql } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import { keyOf, placeholder, RelationalQueryCache, rowCount } from '../../../src/db/performance/relational-query-cache.js';
 import { products } from '../../../src/db/schema.js';
 import { describeEachDatabase } from '../../support/runtime.js';
-import { buildProduct } from '../../support/factories.js';
+import { buildProduct, buildReview } from '../../support/factories.js';
+import { captureSql } from '../../support/sql.js';
 
 describe('the key of a relational query config', () => {
   it('is the same for the same plain data, and differs when anything differs', () => {
@@ -74,5 +75,101 @@ describeEachDatabase('relational queries kept built', (context) => {
       where: { id: placeholder('id') },
     };
     expect(await cache.findFirst(runtime.db, 'products', config, { id: product.id })).toEqual({ id: product.id, shout: product.name.toUpperCase() });
+  });
+});
+
+describeEachDatabase('reads by primary key, batched per turn of the event loop', (context) => {
+  type Named = { id: number; name: string };
+  const withReviews = () => ({ columns: { name: true } as const, with: { reviews: { columns: { rating: true } as const, orderBy: { id: 'asc' as const }, limit: 2 } } });
+
+  it('answers reads made together with one statement, each its own row, a missing id with undefined', async () => {
+    const { runtime } = context();
+    const [first, second, third] = [await buildProduct(runtime), await buildProduct(runtime), await buildProduct(runtime)];
+    for (const rating of [5, 4, 3]) await buildReview(runtime, { productId: second.id, rating });
+    const cache = new RelationalQueryCache();
+    let answers: unknown[] = [];
+    const statements = await captureSql(runtime, async () => {
+      answers = await Promise.all([first.id, second.id, -1, third.id].map((id) => cache.findById(runtime.db, 'products', withReviews(), id)));
+    });
+    expect(statements).toHaveLength(1);
+    expect(statements[0]).toMatch(/"id" = any\(\$\d+\)$/);
+    // The id the batch matches rows by is read, though the selection did not name it.
+    expect(answers).toEqual([
+      { id: first.id, name: first.name, reviews: [] },
+      { id: second.id, name: second.name, reviews: [{ rating: 5 }, { rating: 4 }] },
+      undefined,
+      { id: third.id, name: third.name, reviews: [] },
+    ]);
+  });
+
+  it('sends a lone read as the single-row statement, and never answers a later read from an earlier statement', async () => {
+    const { runtime } = context();
+    const product = await buildProduct(runtime, { name: 'before' });
+    const cache = new RelationalQueryCache();
+    const read = () => cache.findById<Named>(runtime.db, 'products', { columns: { id: true, name: true } }, product.id);
+    const statements = await captureSql(runtime, async () => {
+      expect(await read()).toEqual({ id: product.id, name: 'before' });
+      await runtime.db.update(products).set({ name: 'after' }).where(eq(products.id, product.id));
+      expect(await read()).toEqual({ id: product.id, name: 'after' });
+    });
+    expect(statements.filter((statement) => statement.startsWith('select'))).toHaveLength(2);
+    expect(statements[0]).toMatch(/= \$1 limit \$?\d*/);
+    expect(statements[0]).not.toMatch(/any\(/);
+  });
+
+  it('gives each of many reads of one id its own copy, so no request sees another change its row', async () => {
+    const { runtime } = context();
+    const product = await buildProduct(runtime);
+    const cache = new RelationalQueryCache();
+    const rows = await Promise.all(Array.from({ length: 20 }, () => cache.findById<Named>(runtime.db, 'products', { columns: { id: true, name: true } }, product.id)));
+    expect(new Set(rows).size).toBe(20);
+    for (const row of rows) expect(row).toEqual({ id: product.id, name: product.name });
+  });
+
+  it('keeps selections apart: a different selection is a statement of its own, each answered with its own columns', async () => {
+    const { runtime } = context();
+    const product = await buildProduct(runtime);
+    const cache = new RelationalQueryCache();
+    let answers: unknown[] = [];
+    const statements = await captureSql(runtime, async () => {
+      answers = await Promise.all([
+        cache.findById(runtime.db, 'products', { columns: { id: true } }, product.id),
+        cache.findById(runtime.db, 'products', { columns: { id: true, priceCents: true } }, product.id),
+      ]);
+    });
+    expect(statements).toHaveLength(2);
+    expect(answers).toEqual([{ id: product.id }, { id: product.id, priceCents: product.priceCents }]);
+  });
+
+  it('splits a batch of more than a hundred ids, and answers every read', async () => {
+    const { runtime } = context();
+    const made: Array<{ id: number }> = [];
+    for (let i = 0; i < 130; i++) made.push(await buildProduct(runtime));
+    const cache = new RelationalQueryCache();
+    let answers: Array<Named | undefined> = [];
+    const statements = await captureSql(runtime, async () => {
+      answers = await Promise.all(made.map((product) => cache.findById<Named>(runtime.db, 'products', { columns: { id: true, name: true } }, product.id)));
+    });
+    expect(statements).toHaveLength(2);
+    expect(answers.map((row) => row?.id)).toEqual(made.map((product) => product.id));
+  });
+
+  it('rejects every read of a batch whose statement fails, and the next batch runs', async () => {
+    const { runtime } = context();
+    const product = await buildProduct(runtime);
+    const cache = new RelationalQueryCache();
+    const broken = { columns: { id: true }, with: { noSuchRelation: true } };
+    const failed = await Promise.allSettled([product.id, product.id + 1].map((id) => cache.findById(runtime.db, 'products', broken, id)));
+    expect(failed.map((result) => result.status)).toEqual(['rejected', 'rejected']);
+    expect(await cache.findById(runtime.db, 'products', { columns: { id: true } }, product.id)).toEqual({ id: product.id });
+  });
+
+  it('reads a selection it cannot batch (a column left out by false) on its own', async () => {
+    const { runtime } = context();
+    const product = await buildProduct(runtime);
+    const cache = new RelationalQueryCache();
+    const rows = await Promise.all([product.id, product.id].map((id) => cache.findById<Record<string, unknown>>(runtime.db, 'products', { columns: { description: false } }, id)));
+    for (const row of rows) expect(row).toMatchObject({ id: product.id, name: product.name });
+    expect(rows[0]).not.toHaveProperty('description');
   });
 });
