@@ -1,10 +1,10 @@
 /**
- * The shipped artefact: `npm run build` compiles src/ to dist/ (`npm start` only when src/
- * changed), and bin/fieldgate.js runs it (no tsx) — the CLI answers --help, and `serve` finds its migrations from dist/ and serves.
+ * The shipped artefact: `npm run build` compiles src/ to dist/ and bundles it into dist/bundle/ (`npm start` only when
+ * src/, the dependencies or the patches changed), and bin/fieldgate.js runs the bundle (no tsx) — the CLI answers --help, and `serve` finds its migrations from dist/ and serves.
  */
 import { describe, expect, it } from 'vitest';
 import { spawn, spawnSync } from 'node:child_process';
-import { statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { childEnv } from './support/processes.js';
 
@@ -20,6 +20,9 @@ describe('the built package', () => {
     const again = spawnSync(process.execPath, [`${ROOT}bin/build.js`, '--if-changed'], { cwd: ROOT, encoding: 'utf8' });
     expect(again.status, again.stdout + again.stderr).toBe(0);
     expect(statSync(`${ROOT}dist/cli.js`).mtimeMs).toBe(built);
+    // What bin/fieldgate.js runs: the CLI and the embedded database's worker, each bundled with its dependencies.
+    for (const entry of ['cli.js', 'pglite-thread-worker.js']) expect(existsSync(`${ROOT}dist/bundle/${entry}`), entry).toBe(true);
+    expect(readFileSync(`${ROOT}bin/fieldgate.js`, 'utf8')).toContain("'../dist/bundle/cli.js'");
 
     const help = spawnSync(process.execPath, [BIN, '--help'], { cwd: ROOT, encoding: 'utf8', env: childEnv({}) });
     expect(help.status).toBe(0);
