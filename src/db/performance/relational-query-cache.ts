@@ -144,7 +144,7 @@ export class RelationalQueryCache {
             const waiters = batch.waiters.get(id)!;
             waiters[0]!.resolve(row);
             // Each request resolves its own copy: GraphQL execution keys per-row state on the object.
-            for (let index = 1; index < waiters.length; index++) waiters[index]!.resolve(row === undefined ? undefined : structuredClone(row));
+            for (let index = 1; index < waiters.length; index++) waiters[index]!.resolve(row === undefined ? undefined : copyOf(row));
           }
         },
         (error: unknown) => {
@@ -176,6 +176,17 @@ export class RelationalQueryCache {
     }
     return prepared.execute(placeholders);
   }
+}
+
+/** A deep copy of a row as Drizzle returns it: plain objects, arrays, dates and primitives. */
+function copyOf(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) return value.map(copyOf);
+  if (value instanceof Date) return new Date(value.getTime());
+  if (Object.getPrototypeOf(value) !== Object.prototype) return structuredClone(value);
+  const copy: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) copy[key] = copyOf((value as Record<string, unknown>)[key]);
+  return copy;
 }
 
 /** Whether `config` reads every column or names those it reads (none left out by `false`). */

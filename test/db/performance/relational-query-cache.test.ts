@@ -121,9 +121,15 @@ describeEachDatabase('reads by primary key, batched per turn of the event loop',
     const { runtime } = context();
     const product = await buildProduct(runtime);
     const cache = new RelationalQueryCache();
-    const rows = await Promise.all(Array.from({ length: 20 }, () => cache.findById<Named>(runtime.db, 'products', { columns: { id: true, name: true } }, product.id)));
+    await buildReview(runtime, { productId: product.id, rating: 4 });
+    const selection = { columns: { id: true, name: true, createdAt: true }, with: { reviews: { columns: { rating: true } } } } as const;
+    const rows = await Promise.all(
+      Array.from({ length: 20 }, () => cache.findById<Named & { createdAt: unknown; reviews: Array<{ rating: number }> }>(runtime.db, 'products', selection, product.id)),
+    );
     expect(new Set(rows).size).toBe(20);
-    for (const row of rows) expect(row).toEqual({ id: product.id, name: product.name });
+    expect(new Set(rows.map((row) => row!.reviews)).size).toBe(20);
+    expect(new Set(rows.map((row) => row!.reviews[0])).size).toBe(20);
+    for (const row of rows) expect(row).toEqual({ id: product.id, name: product.name, createdAt: rows[0]!.createdAt, reviews: [{ rating: 4 }] });
   });
 
   it('keeps selections apart: a different selection is a statement of its own, each answered with its own columns', async () => {
