@@ -149,6 +149,15 @@ describeEachDatabase('GraphQL products', (context) => {
     expect(sql.filter((statement) => /= any\(\$\d+\)/.test(statement))).toHaveLength(1);
   });
 
+  it('one document asking for several products by alias reads them in one statement', async () => {
+    const { data, sql } = await run(`query ($a: Int!, $b: Int!) { a: product(id: $a) { id name } b: product(id: $b) { id name } none: product(id: 999999) { id name } }`, {
+      a: first.id,
+      b: second.id,
+    });
+    expect(data).toEqual({ a: { id: first.id, name: 'Trail Backpack' }, b: { id: second.id, name: 'Camp Mug' }, none: null });
+    expect(sql).toHaveLength(1);
+  });
+
   it.each([0, 201, -1])('refuses limit %i with INVALID_ARGUMENT', async (limit) => {
     const result = await executeGraphQL(graphql, caller.principal, 'query ($limit: Int) { products(limit: $limit) { id } }', { limit });
     expect(result.data).toBeNull();
