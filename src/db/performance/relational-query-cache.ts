@@ -120,14 +120,23 @@ export class RelationalQueryCache {
     });
   }
 
-  /** The rows of `ids` (any order, missing ones left out): the single-read statement for one key. */
-  private async readBatch(batch: Batch, ids: number[]): Promise<Array<Record<string, unknown>>> {
+  /** The rows of `ids` by id (as text), missing ones left out: the single-read statement for one id. */
+  private async readBatch(batch: Batch, ids: number[]): Promise<Map<string, Record<string, unknown>>> {
+    const byId = new Map<string, Record<string, unknown>>();
     if (ids.length === 1) {
       const row = await this.run(batch.db, batch.table, 'findFirst', { ...batch.config, where: { id: placeholders.get('id') } }, { id: ids[0] });
-      return row === undefined ? [] : [row as Record<string, unknown>];
+      if (row !== undefined) byId.set(String(ids[0]), row as Record<string, unknown>);
+      return byId;
     }
-    const config = { ...withIdColumn(batch.config), where: { id: { eq: anyOfIds } } };
-    return (await this.run(batch.db, batch.table, 'findMany', config, { ids })) as Array<Record<string, unknown>>;
+    // The rows are matched to their reads by id: read it, and leave it out again if the selection did not name it.
+    const addsId = !readsId(batch.config);
+    const columns = (batch.config as { columns?: Record<string, unknown> }).columns;
+    const config = { ...batch.config, ...(addsId && { columns: { ...columns, id: true } }), where: { id: { eq: anyOfIds } } };
+    for (const row of (await this.run(batch.db, batch.table, 'findMany', config, { ids })) as Array<Record<string, unknown>>) {
+      byId.set(String(row.id), row);
+      if (addsId) delete row.id;
+    }
+    return byId;
   }
 
   private flush(batch: Batch): void {
@@ -136,9 +145,7 @@ export class RelationalQueryCache {
       const chunk = ids.slice(start, start + MAX_BATCH);
       // Async, so a query that fails to build is this batch's answer, not the event loop's.
       this.readBatch(batch, chunk).then(
-        (found) => {
-          const byId = new Map<string, Record<string, unknown>>();
-          for (const row of found) byId.set(String(row.id), row);
+        (byId) => {
           for (const id of chunk) {
             const row = byId.get(String(id));
             const waiters = batch.waiters.get(id)!;
@@ -195,10 +202,10 @@ function selectsColumnsByName(config: object): boolean {
   return columns === undefined || Object.values(columns).every((value) => value === true);
 }
 
-/** `config` reading the `id` column too, which matches a batch's rows to their reads. */
-function withIdColumn(config: object): object {
+/** Whether `config` reads the `id` column (every column, or `id` named). */
+function readsId(config: object): boolean {
   const columns = (config as { columns?: Record<string, unknown> }).columns;
-  return columns === undefined || columns.id === true ? config : { ...config, columns: { ...columns, id: true } };
+  return columns === undefined || columns.id === true;
 }
 
 /** The canonical text of plain data, placeholders and row counts; undefined for anything else. */

@@ -93,12 +93,13 @@ describeEachDatabase('reads by primary key, batched per turn of the event loop',
     });
     expect(statements).toHaveLength(1);
     expect(statements[0]).toMatch(/"id" = any\(\$\d+\)$/);
-    // The id the batch matches rows by is read, though the selection did not name it.
+    // The batch reads the id to match rows to reads, and answers each read with the columns it named.
+    expect(statements[0]).toMatch(/"d0"\."id" as "id"/);
     expect(answers).toEqual([
-      { id: first.id, name: first.name, reviews: [] },
-      { id: second.id, name: second.name, reviews: [{ rating: 5 }, { rating: 4 }] },
+      { name: first.name, reviews: [] },
+      { name: second.name, reviews: [{ rating: 5 }, { rating: 4 }] },
       undefined,
-      { id: third.id, name: third.name, reviews: [] },
+      { name: third.name, reviews: [] },
     ]);
   });
 
@@ -115,6 +116,16 @@ describeEachDatabase('reads by primary key, batched per turn of the event loop',
     expect(statements.filter((statement) => statement.startsWith('select'))).toHaveLength(2);
     expect(statements[0]).toMatch(/= \$1 limit \$?\d*/);
     expect(statements[0]).not.toMatch(/any\(/);
+  });
+
+  it('answers a selection without the id, alone and together', async () => {
+    const { runtime } = context();
+    const [first, second] = [await buildProduct(runtime), await buildProduct(runtime)];
+    const cache = new RelationalQueryCache();
+    const nameOnly = () => ({ columns: { name: true } as const });
+    expect(await cache.findById(runtime.db, 'products', nameOnly(), first.id)).toEqual({ name: first.name });
+    const together = await Promise.all([first.id, second.id, first.id].map((id) => cache.findById(runtime.db, 'products', nameOnly(), id)));
+    expect(together).toEqual([{ name: first.name }, { name: second.name }, { name: first.name }]);
   });
 
   it('gives each of many reads of one id its own copy, so no request sees another change its row', async () => {
