@@ -97,7 +97,7 @@ export class RelationalQueryCache {
    */
   findById<T>(db: Db, table: TableName, config: object, id: number): Promise<T | undefined> {
     const configKey = keyOf(config);
-    if (configKey === undefined || !selectsColumnsByName(config)) return this.findFirst<T>(db, table, { ...config, where: { id: placeholders.get('id') } }, { id });
+    if (configKey === undefined || !selectsColumnsByName(config)) return this.findFirst<T>(db, table, byOneId(config), { id });
     let pending = this.batches.get(db);
     if (!pending) this.batches.set(db, (pending = new Map()));
     const key = `${String(table)} ${configKey}`;
@@ -124,14 +124,13 @@ export class RelationalQueryCache {
   private async readBatch(batch: Batch, ids: number[]): Promise<Map<string, Record<string, unknown>>> {
     const byId = new Map<string, Record<string, unknown>>();
     if (ids.length === 1) {
-      const row = await this.run(batch.db, batch.table, 'findFirst', { ...batch.config, where: { id: placeholders.get('id') } }, { id: ids[0] });
+      const row = await this.run(batch.db, batch.table, 'findFirst', byOneId(batch.config), { id: ids[0] });
       if (row !== undefined) byId.set(String(ids[0]), row as Record<string, unknown>);
       return byId;
     }
     // The rows are matched to their reads by id: read it, and leave it out again if the selection did not name it.
     const addsId = !readsId(batch.config);
-    const columns = (batch.config as { columns?: Record<string, unknown> }).columns;
-    const config = { ...batch.config, ...(addsId && { columns: { ...columns, id: true } }), where: { id: { eq: anyOfIds } } };
+    const config = { ...batch.config, ...(addsId && { columns: { ...columnsOf(batch.config), id: true } }), where: { id: { eq: anyOfIds } } };
     for (const row of (await this.run(batch.db, batch.table, 'findMany', config, { ids })) as Array<Record<string, unknown>>) {
       byId.set(String(row.id), row);
       if (addsId) delete row.id;
@@ -196,15 +195,25 @@ function copyOf(value: unknown): unknown {
   return copy;
 }
 
+/** `config` for one row, its `id` bound per read: the statement a lone read sends. */
+function byOneId(config: object): object {
+  return { ...config, where: { id: placeholders.get('id') } };
+}
+
+/** A relational config's `columns`: undefined reads every column. */
+function columnsOf(config: object): Record<string, unknown> | undefined {
+  return (config as { columns?: Record<string, unknown> }).columns;
+}
+
 /** Whether `config` reads every column or names those it reads (none left out by `false`). */
 function selectsColumnsByName(config: object): boolean {
-  const columns = (config as { columns?: Record<string, unknown> }).columns;
+  const columns = columnsOf(config);
   return columns === undefined || Object.values(columns).every((value) => value === true);
 }
 
 /** Whether `config` reads the `id` column (every column, or `id` named). */
 function readsId(config: object): boolean {
-  const columns = (config as { columns?: Record<string, unknown> }).columns;
+  const columns = columnsOf(config);
   return columns === undefined || columns.id === true;
 }
 
