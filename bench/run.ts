@@ -28,6 +28,7 @@ import { formatSummary, summarize, type CpuProfile } from './lib/profile.js';
 import { ROUND_IDS, type RoundId, type RoundResult, type RunResults, type ScenarioResult, type ServerResult, type StartupResults, type Timing } from './lib/results.js';
 import { checkNested, nestedFromFieldgate, nestedFromPostGraphile, POSTGRAPHILE_NESTED_LIST_QUERY, readScenarios, type NestedProduct } from './lib/scenarios.js';
 import { measureCli, measureStart } from './lib/startup.js';
+import { loadConfig } from '../src/config.js';
 
 const argv = process.argv.slice(2);
 const option = (name: string) => argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
@@ -47,6 +48,8 @@ const wanted = (id: string) => !scenarioFilter || scenarioFilter.includes(id);
 const experiments = option('experiment')?.split(',').map((part) => part.trim()).filter(Boolean) ?? [];
 
 const logLevel = process.env.BENCH_LOG_LEVEL?.trim() || 'info';
+/** Fieldgate's PostgreSQL pool on this machine (its default, or DATABASE_POOL_SIZE); PostGraphile gets as many connections. */
+const poolSize = loadConfig({ DATABASE_POOL_SIZE: process.env.DATABASE_POOL_SIZE }).databasePoolSize;
 
 const timing: Timing = quick
   ? { warmupSec: 1, readSec: 2, oauthSec: 2, readConnections: 32, flowConcurrency: 16 }
@@ -454,7 +457,7 @@ async function benchPostGraphile(databaseUrl: string, fieldgateRows: NestedProdu
       kind: 'postgraphile',
       entry: 'bench/peer/postgraphile.ts',
       node,
-      env: { DATABASE_URL: databaseUrl },
+      env: { DATABASE_URL: databaseUrl, PEER_POOL_SIZE: String(poolSize) },
       scenario: 'f',
       scenarioLabel: '`POST /graphql` nested list in PostGraphile\'s inflection',
       path: '/graphql',
@@ -778,6 +781,7 @@ async function main(): Promise<void> {
     machine: machineInfo(),
     timing,
     logLevel,
+    poolSize,
     servers: [],
     rounds,
     notes: [],

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { POLICY, type Setting } from './policy.js';
 import { isLoopbackHost } from './oauth/loopback.js';
 
@@ -184,6 +185,16 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   return value;
 }
 
+/**
+ * Connections when DATABASE_POOL_SIZE is unset: about twice the cores, as PostgreSQL's own guidance has it, and never
+ * more than the policy's default. On a small host that PostgreSQL shares, ten connections for two cores made every
+ * statement dearer (context switches, lock waits) and flows slower; postgres.js pipelines a few statements per
+ * connection, so four connections keep a server busy. Measured: docs/PERFORMANCE.md.
+ */
+export function defaultPoolSize(cores = availableParallelism()): number {
+  return Math.min(POLICY.databasePoolSize.default, Math.max(4, 2 * cores));
+}
+
 function setting(env: Env, entry: Setting): number {
   return integer(env, entry.env, entry.default, entry.min, entry.max);
 }
@@ -349,7 +360,7 @@ export function loadConfig(env: Env = process.env): Config {
     host,
     issuer,
     databaseUrl,
-    databasePoolSize: setting(env, POLICY.databasePoolSize),
+    databasePoolSize: setting(env, { ...POLICY.databasePoolSize, default: defaultPoolSize() }),
     databasePreparedStatements: setting(env, POLICY.databasePreparedStatements),
     databaseStatementTimeoutMs: setting(env, POLICY.databaseStatementTimeoutMs),
     databasePoolWaitMs: setting(env, POLICY.databasePoolWaitMs),

@@ -212,7 +212,8 @@ export const POLICY = {
   },
 
   databasePoolSize: {
-    description: 'Connections in the PostgreSQL pool.',
+    description:
+      'Connections in the PostgreSQL pool. Unset: twice the CPU cores, from 4 up to this default, as PostgreSQL on the same small host serves more with fewer connections.',
     default: 10,
     env: 'DATABASE_POOL_SIZE',
     min: 1,

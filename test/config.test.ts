@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import path from 'node:path';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { availableParallelism } from 'node:os';
+import { ConfigError, defaultPoolSize, loadConfig } from '../src/config.js';
 
 describe('configuration from the environment', () => {
   it('has the documented defaults', () => {
@@ -10,7 +11,7 @@ describe('configuration from the environment', () => {
       host: '127.0.0.1',
       issuer: 'http://localhost:3000',
       databaseUrl: undefined,
-      databasePoolSize: 10,
+      databasePoolSize: defaultPoolSize(availableParallelism()),
       databasePreparedStatements: 256,
       dataDir: path.resolve('./data'),
       accessTokenTtl: 3600,
@@ -24,6 +25,12 @@ describe('configuration from the environment', () => {
       dpopNonce: 'token',
       clientJwksAllowPrivate: false,
     });
+  });
+
+  it('sizes the PostgreSQL pool at twice the cores, from 4 to 10, unless DATABASE_POOL_SIZE says otherwise', () => {
+    expect([1, 2, 3, 4, 5, 64].map((cores) => defaultPoolSize(cores))).toEqual([4, 4, 6, 8, 10, 10]);
+    expect(loadConfig({ DATABASE_POOL_SIZE: '25' }).databasePoolSize).toBe(25);
+    expect(loadConfig({ DATABASE_POOL_SIZE: '1' }).databasePoolSize).toBe(1);
   });
 
   it('derives the default issuer from PORT and strips a trailing slash from ISSUER', () => {

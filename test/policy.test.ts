@@ -14,7 +14,8 @@ describe('the policy table', () => {
   it.each(settings().map((setting) => [setting.env, setting] as const))('%s: default within its bounds, in README, read by loadConfig', (env, setting) => {
     expect(setting.default).toBeGreaterThanOrEqual(setting.min);
     expect(setting.default).toBeLessThanOrEqual(setting.max);
-    expect(readme).toContain(`| \`${env}\` | \`${setting.default}\` |`);
+    // A default the host decides (DATABASE_POOL_SIZE) is the policy's bound, then how the host lowers it.
+    expect(readme).toMatch(new RegExp(`\\| \`${env}\` \\| \`${setting.default}\`(, [^|]+)? \\|`));
     expect(() => loadConfig({ [env]: String(setting.min - 1) })).toThrow(ConfigError);
     if (setting.max < Number.MAX_SAFE_INTEGER) expect(() => loadConfig({ [env]: String(setting.max + 1) })).toThrow(ConfigError);
     const other = setting.default === setting.min ? setting.min + 1 : setting.min;

@@ -83,6 +83,8 @@ export interface RunResults {
   postgresVersion?: string;
   timing: Timing;
   logLevel: string;
+  /** Connections in Fieldgate's PostgreSQL pool, and in PostGraphile's (absent in runs before it was recorded: 10). */
+  poolSize?: number;
   servers: ServerResult[];
   /** Rounds this run measured (`--drivers`). */
   rounds?: RoundId[];

@@ -3,7 +3,7 @@
  * seeded, on the same PostgreSQL database, at POST /graphql. Needs Node >= 22: bench/run.ts runs
  * it under the Node 24 it installs into bench/.node24. No authentication (PostGraphile checks no
  * token; Fieldgate's token check is work the comparison keeps on Fieldgate's side), no GraphiQL,
- * no schema watching, a pg pool of 10 connections like Fieldgate's default.
+ * no schema watching, a pg pool of as many connections as Fieldgate's (PEER_POOL_SIZE, from the orchestrator).
  */
 import http from 'node:http';
 import { postgraphile } from 'postgraphile';
@@ -18,7 +18,7 @@ async function main(): Promise<void> {
   if (!connectionString) throw new Error('DATABASE_URL is required');
   const pgl = postgraphile({
     extends: [PostGraphileAmberPreset],
-    pgServices: [makePgService({ connectionString, schemas: ['public'], poolConfig: { max: 10 } })],
+    pgServices: [makePgService({ connectionString, schemas: ['public'], poolConfig: { max: Number(process.env.PEER_POOL_SIZE) || 10 } })],
     grafserv: { graphqlPath: '/graphql', graphiql: false, watch: false },
     grafast: { explain: false },
   });
