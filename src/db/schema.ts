@@ -127,14 +127,21 @@ export const grants = pgTable(
   (t) => [index('grants_client_user_idx').on(t.clientId, t.userId)],
 );
 
+/**
+ * Codes and refresh tokens hang off their grant, whose foreign key cascades a deleted client or user to them. They
+ * keep the grant's client and user as plain columns: a foreign key of their own would make every insert lock the
+ * client's and the user's row (FOR KEY SHARE), the same two rows for every concurrent flow of one client, which
+ * PostgreSQL then shares through multixacts (measured: docs/PERFORMANCE.md).
+ */
 export const authorizationCodes = pgTable(
   'authorization_codes',
   {
     /** SHA-256 of the code; the code itself is never stored. */
     codeHash: text('code_hash').primaryKey(),
     grantId: text('grant_id').notNull().references(() => grants.id, { onDelete: 'cascade' }),
-    clientId: text('client_id').notNull().references(() => clients.id, { onDelete: 'cascade' }),
-    userId: integer('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    /** The grant's client and user, copied (see above). */
+    clientId: text('client_id').notNull(),
+    userId: integer('user_id').notNull(),
     /** The redirect_uri sent to /authorize, or null when the request relied on the only registered one. */
     redirectUri: text('redirect_uri'),
     scope: text('scope').notNull(),
@@ -158,8 +165,9 @@ export const refreshTokens = pgTable(
     tokenHash: text('token_hash').primaryKey(),
     /** The rotation family: every refresh token descended from one code shares it. */
     grantId: text('grant_id').notNull().references(() => grants.id, { onDelete: 'cascade' }),
-    clientId: text('client_id').notNull().references(() => clients.id, { onDelete: 'cascade' }),
-    userId: integer('user_id').notNull().references(() => users.id, { onDelete: 'cascade' }),
+    /** The grant's client and user, copied (see authorizationCodes). */
+    clientId: text('client_id').notNull(),
+    userId: integer('user_id').notNull(),
     scope: text('scope').notNull(),
     /** RFC 9449 §5: thumbprint of the DPoP key a public client's refresh token is bound to. */
     dpopJkt: text('dpop_jkt'),
