@@ -27,7 +27,7 @@ export function consumeIfUnused({ table, hashColumn, hash, clientId, returning, 
 
 /**
  * Runs a redemption that also issues a refresh token, answering no rows when the grant's user or client is deleted
- * while it runs: the successor's foreign keys then fail, or PostgreSQL aborts it as a deadlock with the delete's
+ * while it runs: the successor's foreign key to the grant then fails, or PostgreSQL aborts it as a deadlock with the delete's
  * cascade (the redemption locks the credential, then the grant; the cascade the grant, then the credentials). A
  * deadlock is tried once more, as it may have had another cause; an aborted statement consumed nothing.
  */
