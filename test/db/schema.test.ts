@@ -18,7 +18,8 @@ describeEachDatabase('codes and refresh tokens of a grant', (context) => {
     return codes.length + tokens.length;
   }
 
-  it('go with the user: the rows are deleted and neither the refresh token nor an unredeemed code works', async () => {
+  /** A client and user with two grants: one whose code was redeemed for a refresh token, one with a code pending. */
+  async function grantsWithCredentials() {
     const { runtime, app } = context();
     const client = await buildClient(runtime);
     const user = await buildUser(runtime);
@@ -26,6 +27,12 @@ describeEachDatabase('codes and refresh tokens of a grant', (context) => {
     const pending = await issueCode(runtime, client, user);
     expect(await credentialsOf(tokens.grantId)).toBe(2);
     expect(await credentialsOf(pending.grantId)).toBe(1);
+    return { client, user, tokens, pending };
+  }
+
+  it('go with the user: the rows are deleted and neither the refresh token nor an unredeemed code works', async () => {
+    const { runtime, app } = context();
+    const { client, user, tokens, pending } = await grantsWithCredentials();
 
     expect(await runtime.users.delete(user.username)).toBe(true);
 
@@ -42,11 +49,8 @@ describeEachDatabase('codes and refresh tokens of a grant', (context) => {
   });
 
   it('go with the client', async () => {
-    const { runtime, app } = context();
-    const client = await buildClient(runtime);
-    const user = await buildUser(runtime);
-    const tokens = await obtainTokens(app, runtime, client, user, { scope: 'products:read offline_access' });
-    const pending = await issueCode(runtime, client, user);
+    const { runtime } = context();
+    const { client, tokens, pending } = await grantsWithCredentials();
 
     expect(await runtime.clients.delete(client.id)).toBe(true);
 
