@@ -5,6 +5,7 @@ import { issuerPath, stripIssuerPath } from './http/issuer-path.js';
 import { DATABASE_RETRY_AFTER_SECONDS } from './db/errors.js';
 import { requestLog } from './http/request-log.js';
 import { SegmentDispatcher } from './http/dispatch.js';
+import { inSequence } from './http/middleware-sequence.js';
 import { refuseLongUrl } from './http/client-error.js';
 import { answerServerWideOptions, readAbsoluteForm, refuseInvalidHost } from './http/request-target.js';
 import { createOAuthRouter, OAUTH_PATHS } from './oauth/router.js';
@@ -63,28 +64,27 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): express.E
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.set('trust proxy', runtime.config.trustProxy);
-  app.use(readAbsoluteForm);
+  // The middleware every request passes runs as one layer of the app's router (see middleware-sequence.ts).
+  const everyRequest: RequestHandler[] = [readAbsoluteForm];
   const prefix = issuerPath(runtime.config.issuer);
-  if (prefix) app.use(stripIssuerPath(prefix));
-  if (options.embedderRoutes?.bare) app.use(options.embedderRoutes.bare);
-  app.use(requestLog(runtime.logger));
+  if (prefix) everyRequest.push(stripIssuerPath(prefix));
+  if (options.embedderRoutes?.bare) everyRequest.push(options.embedderRoutes.bare);
+  everyRequest.push(requestLog(runtime.logger));
   const { metricsPort, metricsToken } = runtime.config;
   if (metricsPort !== undefined || metricsToken !== undefined) {
-    app.use(httpMetrics);
+    everyRequest.push(httpMetrics);
     if (runtime.database.poolLoad) observeDatabasePool(runtime.database.poolLoad);
   }
-  if (metricsToken !== undefined) app.use(metricsEndpoint(metricsToken));
+  if (metricsToken !== undefined) everyRequest.push(metricsEndpoint(metricsToken));
   if (options.isShuttingDown) {
     const isShuttingDown = options.isShuttingDown;
-    app.use((_req, res, next) => {
+    everyRequest.push((_req, res, next) => {
       if (isShuttingDown()) res.setHeader('Connection', 'close');
       next();
     });
   }
-  app.use(refuseInvalidHost);
-  app.use(answerServerWideOptions);
-  app.use(refuseLongUrl([GRAPHQL_PATH]));
-  if (options.embedderRoutes?.served) app.use(options.embedderRoutes.served);
+  everyRequest.push(refuseInvalidHost, answerServerWideOptions, refuseLongUrl([GRAPHQL_PATH]));
+  if (options.embedderRoutes?.served) everyRequest.push(options.embedderRoutes.served);
   const graphql = createGraphQL(runtime);
   const rest = createRestRouter(runtime, graphql);
   const faces = new SegmentDispatcher()
@@ -93,7 +93,8 @@ export function createApp(runtime: Runtime, options: AppOptions = {}): express.E
     .mount(rest.paths, rest.router)
     .mount(OAUTH_PATHS, createOAuthRouter(runtime, options.clientMetadataCa === undefined ? {} : { clientMetadataCa: options.clientMetadataCa }));
   if (runtime.config.demo) faces.mount(DEMO_PATHS, createDemoRouter(runtime));
-  app.use(faces.handler);
+  everyRequest.push(faces.handler);
+  app.use(inSequence(everyRequest));
   if (runtime.config.frontDoor) app.use(createFrontDoorRouter(runtime));
   app.use(notFound);
   // Last resort for anything a face did not answer itself.

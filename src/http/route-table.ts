@@ -4,6 +4,7 @@
  * Measured gain and removal condition: docs/PERFORMANCE.md.
  */
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler } from 'express';
+import { callHandler } from './middleware-sequence.js';
 
 interface Route {
   method: string;
@@ -57,13 +58,7 @@ export class RouteTable {
         req.params = found.params;
         (req as { route?: unknown }).route = { path: route.path, methods: { [route.method.toLowerCase()]: true } };
       }
-      const handler = route.handlers[handlerIndex++]!;
-      try {
-        const result = handler(req, res, step) as unknown;
-        if (result instanceof Promise) result.then(undefined, (rejection: unknown) => step(rejection ?? new Error('Rejected promise')));
-      } catch (thrown) {
-        step(thrown);
-      }
+      callHandler(route.handlers[handlerIndex++]!, req, res, step);
     };
     step();
   };
