@@ -84,14 +84,19 @@ describe('middleware in sequence, as one Express layer', () => {
   it('runs each request through its own position in the list, whatever the others do meanwhile', async () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
+    let arrived!: () => void;
+    const holding = new Promise<void>((resolve) => (arrived = resolve));
     const { sequence } = apps([
       step('a', (req, _res, next) => {
-        if (req.query.hold) void held.then(() => next());
-        else next();
+        if (!req.query.hold) return next();
+        arrived();
+        void held.then(() => next());
       }),
       step('b'),
     ]);
     const slow = request(sequence).get('/x?hold=1').then((response) => response.body as unknown);
+    // The second request runs the whole sequence while the first is held inside it.
+    await holding;
     const fast = await request(sequence).get('/x');
     release();
     expect(fast.body).toEqual({ fellThrough: ['a', 'b'] });
