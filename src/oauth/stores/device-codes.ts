@@ -18,6 +18,11 @@ export const USER_CODE_LENGTH = 8;
 /** Seconds a client must wait between polls (RFC 8628 §3.2 `interval`), until slow_down raises it. */
 export const POLLING_INTERVAL_SECONDS = 5;
 export const SLOW_DOWN_SECONDS = 5;
+/**
+ * How much sooner than its interval a poll may arrive and still count as waiting it: a client that waits its interval
+ * between requests sees the arrivals drift by network and queueing delay, and should not be slowed down for that.
+ */
+export const POLL_ARRIVAL_TOLERANCE_SECONDS = 1;
 
 export function generateUserCode(): string {
   let code = '';
@@ -186,7 +191,10 @@ export class DeviceCodeStore {
     }
   }
 
-  /** A poll sooner than the interval raises it by SLOW_DOWN_SECONDS for good; another client's code is left untouched. */
+  /**
+   * A poll sooner than the interval (less POLL_ARRIVAL_TOLERANCE_SECONDS) raises it by SLOW_DOWN_SECONDS for good; another
+   * client's code is left untouched.
+   */
   async poll(deviceCode: string, clientId: string): Promise<DevicePoll | undefined> {
     const [row] = await queryRows<{ status: DevicePoll['status']; expired: boolean; too_fast: boolean; interval_seconds: number }>(
       this.db,
@@ -194,7 +202,7 @@ export class DeviceCodeStore {
         with previous as (
           select device_code_hash, status, expires_at, interval_seconds,
                  (status = 'pending' and last_polled_at is not null
-                  and last_polled_at > now() - make_interval(secs => interval_seconds)) as too_fast
+                  and last_polled_at > now() - make_interval(secs => interval_seconds - ${sql.raw(String(POLL_ARRIVAL_TOLERANCE_SECONDS))})) as too_fast
           from ${deviceCodes}
           where device_code_hash = ${sha256(deviceCode)} and client_id = ${clientId}
           for update

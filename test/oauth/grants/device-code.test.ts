@@ -151,6 +151,22 @@ describeEachDatabase('device authorization grant', (context) => {
     expect((await poll(started.device_code)).body.error).toBe('authorization_pending');
   });
 
+  it('lets a poll arrive up to a second early (network and queueing delay), and slows down one that comes sooner', async () => {
+    const started = await start();
+    expect((await poll(started.device_code)).body.error).toBe('authorization_pending');
+    const lastPolledSecondsAgo = (seconds: number) =>
+      context()
+        .runtime.db.update(deviceCodes)
+        .set({ lastPolledAt: sql`now() - make_interval(secs => ${seconds})` })
+        .where(eq(deviceCodes.deviceCodeHash, sha256(started.device_code)));
+    await lastPolledSecondsAgo(4.5);
+    expect((await poll(started.device_code)).body.error).toBe('authorization_pending');
+    await lastPolledSecondsAgo(3.5);
+    const tooSoon = await poll(started.device_code);
+    expect(tooSoon.body.error).toBe('slow_down');
+    expect(tooSoon.body.error_description).toMatch(/10 seconds/);
+  });
+
   it('counts concurrent too-fast polls one after another: one pending, the rest slow_down', async () => {
     const started = await start();
     const answers = await Promise.all(Array.from({ length: 10 }, () => poll(started.device_code)));
