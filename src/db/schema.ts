@@ -342,7 +342,16 @@ export const reviews = pgTable(
     body: text('body'),
     createdAt: createdAt(),
   },
-  (t) => [index('reviews_product_idx').on(t.productId)],
+  (t) => [
+    // A product's page of reviews in each order it can be read (nestedOrder: one field either way, ties by id
+    // ascending), so the page is read from an index in order: never all of a product's reviews sorted (ratings and a
+    // bulk import's timestamps come in large groups of equals), nor the table's ids walked past other products' reviews.
+    index('reviews_product_id_idx').on(t.productId, t.id),
+    index('reviews_product_rating_id_idx').on(t.productId, t.rating, t.id),
+    index('reviews_product_rating_desc_id_idx').on(t.productId, t.rating.desc().nullsFirst(), t.id),
+    index('reviews_product_created_id_idx').on(t.productId, t.createdAt, t.id),
+    index('reviews_product_created_desc_id_idx').on(t.productId, t.createdAt.desc().nullsFirst(), t.id),
+  ],
 );
 
 export const orderStatus = pgEnum('order_status', ['pending', 'paid', 'shipped', 'delivered', 'cancelled']);

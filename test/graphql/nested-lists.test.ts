@@ -1,7 +1,10 @@
-import { beforeAll, describe, expect, it } from 'vitest';
-import { describeEachDatabase } from '../support/runtime.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import postgres from 'postgres';
+import { sql } from 'drizzle-orm';
+import { createTestRuntime, describeEachDatabase, type TestRuntime } from '../support/runtime.js';
+import { TEST_DATABASE_URL } from '../support/databases.js';
 import { issueTestToken, type TestToken } from '../support/tokens.js';
-import { buildOrder, buildProduct, type Product } from '../support/factories.js';
+import { buildOrder, buildProduct, buildSeller, type Product } from '../support/factories.js';
 import { executeGraphQL, postGraphQL } from '../support/graphql.js';
 import { captureSql } from '../support/sql.js';
 import { createGraphQL, type GraphQLService } from '../../src/graphql/index.js';
@@ -91,4 +94,80 @@ describeEachDatabase('GraphQL nested lists', (context) => {
     const refused = await run(query, { id: order.id, n: 101 });
     expect(refused.errors?.[0]?.extensions).toMatchObject({ code: 'INVALID_ARGUMENT', field: 'items.limit' });
   });
+});
+
+/**
+ * A product's page of reviews is read from an index in the page's order: never every review of the product sorted, nor
+ * the table walked in id order past other products' reviews (which PostgreSQL picks when products average many reviews).
+ */
+describe.runIf(TEST_DATABASE_URL)('a page of reviews reads only that page [postgres]', () => {
+  let test: TestRuntime;
+  let explainer: ReturnType<typeof postgres>;
+  let graphql: GraphQLService;
+  let caller: TestToken;
+  const PROLIFIC_REVIEWS = 20_000;
+
+  beforeAll(async () => {
+    test = await createTestRuntime('postgres');
+    explainer = postgres(test.testDatabase.url!, { max: 1, onnotice: () => {} });
+    const { runtime } = test;
+    graphql = createGraphQL(runtime);
+    caller = await issueTestToken(runtime, { scope: 'products:read' });
+    const seller = await buildSeller(runtime);
+    const prolific = await buildProduct(runtime, { sellerId: seller.id, name: 'prolific' });
+    const quiet = await buildProduct(runtime, { sellerId: seller.id, name: 'quiet' });
+    // The prolific product's reviews come in one import, so they share one timestamp, and five ratings; the quiet
+    // product's five come after all of them by id.
+    await runtime.db.execute(
+      sql.raw(
+        `insert into reviews (product_id, author, rating, body)
+         select ${prolific.id}, 'a' || g, 1 + g % 5, 'x' from generate_series(1, ${PROLIFIC_REVIEWS}) g`,
+      ),
+    );
+    await runtime.db.execute(sql.raw(`insert into reviews (product_id, author, rating, body) select ${quiet.id}, 'q' || g, g, 'x' from generate_series(1, 5) g`));
+    await runtime.db.execute(sql`analyze reviews`);
+  });
+
+  afterAll(async () => {
+    await explainer?.end();
+    await test?.close();
+  });
+
+  interface PlanNode {
+    'Relation Name'?: string;
+    'Actual Rows': number;
+    'Actual Loops': number;
+    'Rows Removed by Filter'?: number;
+    'Rows Removed by Index Recheck'?: number;
+    Plans?: PlanNode[];
+  }
+
+  /** Rows every scan of the reviews table produced or threw away, over all its loops. */
+  const reviewRowsRead = (node: PlanNode): number =>
+    (node['Relation Name'] === 'reviews'
+      ? (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)) * node['Actual Loops']
+      : 0) + (node.Plans ?? []).reduce((sum, child) => sum + reviewRowsRead(child), 0);
+
+  it.each(['', '(orderBy: "id desc")', '(orderBy: "rating")', '(orderBy: "rating desc")', '(orderBy: "createdAt")', '(orderBy: "createdAt desc")'])(
+    'reviews%s of a page of products reads at most 30 review rows, however many the products have',
+    async (args) => {
+      const sent: { query: string; params: unknown[] }[] = [];
+      const stop = test.runtime.database.onQuery((query, params) => {
+        if (query.includes('"reviews"')) sent.push({ query, params });
+      });
+      const result = await executeGraphQL(graphql, caller.principal, `{ products(limit: 20) { name reviews${args} { rating } } }`);
+      stop();
+      expect(result.errors).toBeUndefined();
+      const pages = (result.data as { products: { name: string; reviews: unknown[] }[] }).products;
+      expect(pages.map((product) => [product.name, product.reviews.length])).toEqual([
+        ['prolific', 10],
+        ['quiet', 5],
+      ]);
+      expect(sent).toHaveLength(1);
+      const [{ 'QUERY PLAN': [explained] }] = (await explainer.unsafe(`explain (analyze, format json) ${sent[0]!.query}`, sent[0]!.params as never[])) as unknown as [
+        { 'QUERY PLAN': [{ Plan: PlanNode }] },
+      ];
+      expect(reviewRowsRead(explained.Plan), JSON.stringify(explained.Plan)).toBeLessThanOrEqual(30);
+    },
+  );
 });
