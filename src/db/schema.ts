@@ -322,10 +322,14 @@ export const products = pgTable(
   },
   (t) => [
     index('products_seller_idx').on(t.sellerId),
-    // Sortable list fields (order_by), each with id as the keyset tie-breaker.
+    // Sortable list fields (order_by), each with id as the keyset tie-breaker (ascending, whatever the field's
+    // direction). Prices and a bulk import's timestamps come in large groups of equals, so they are indexed descending
+    // too: read backwards, the ascending index would give the ties in the wrong order, and every page would sort its group.
     index('products_name_id_idx').on(t.name, t.id),
     index('products_price_id_idx').on(t.priceCents, t.id),
+    index('products_price_desc_id_idx').on(t.priceCents.desc().nullsFirst(), t.id),
     index('products_created_id_idx').on(t.createdAt, t.id),
+    index('products_created_desc_id_idx').on(t.createdAt.desc().nullsFirst(), t.id),
     check('products_price_nonnegative', sql`${t.priceCents} >= 0`),
   ],
 );

@@ -77,3 +77,30 @@ export async function openServerLoggedRuntime(): Promise<ServerLoggedRuntime> {
     },
   };
 }
+
+/** A node of PostgreSQL's `EXPLAIN (ANALYZE, FORMAT JSON)` plan, as far as the tests read it. */
+export interface PlanNode {
+  'Relation Name'?: string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Index Recheck'?: number;
+  Plans?: PlanNode[];
+}
+
+/** The plan PostgreSQL runs for a statement the app sent, with its parameters, executed (EXPLAIN ANALYZE). */
+export async function explainAnalyze(client: postgres.Sql, statement: { query: string; params: unknown[] }): Promise<PlanNode> {
+  const [{ 'QUERY PLAN': [explained] }] = (await client.unsafe(`explain (analyze, format json) ${statement.query}`, statement.params as never[])) as unknown as [
+    { 'QUERY PLAN': [{ Plan: PlanNode }] },
+  ];
+  return explained.Plan;
+}
+
+/** Rows every scan of `table` produced or read and threw away (filter, index recheck), over all its loops. */
+export function rowsReadFrom(table: string, node: PlanNode): number {
+  const own =
+    node['Relation Name'] === table
+      ? (node['Actual Rows'] + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)) * node['Actual Loops']
+      : 0;
+  return own + (node.Plans ?? []).reduce((sum, child) => sum + rowsReadFrom(table, child), 0);
+}
