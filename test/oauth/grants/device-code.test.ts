@@ -161,7 +161,7 @@ describeEachDatabase('device authorization grant', (context) => {
         .where(eq(deviceCodes.deviceCodeHash, sha256(started.device_code)));
     await lastPolledSecondsAgo(4.5);
     expect((await poll(started.device_code)).body.error).toBe('authorization_pending');
-    await lastPolledSecondsAgo(3.5);
+    await lastPolledSecondsAgo(2.5);
     const tooSoon = await poll(started.device_code);
     expect(tooSoon.body.error).toBe('slow_down');
     expect(tooSoon.body.error_description).toMatch(/10 seconds/);
