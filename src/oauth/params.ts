@@ -2,14 +2,21 @@
  * RFC 6749 §3.1, §3.2: a parameter without a value counts as omitted and may not be repeated. Repetition is checked
  * only for the parameters an endpoint knows; unknown ones are ignored, as the RFC asks.
  */
+import { isUtf8 } from 'node:buffer';
 import express, { type RequestHandler } from 'express';
 import { InvalidRequest, InvalidHttpRequest } from './errors.js';
 import { refusingUnsentBodyOver } from '../http/expect-continue.js';
 
 export const FORM_BODY_LIMIT_BYTES = 16 * 1024;
 
+const NONE: ReadonlySet<string> = new Set();
+
 export class Parameters {
-  private constructor(private readonly values: ReadonlyMap<string, readonly string[]>) {}
+  private constructor(
+    private readonly values: ReadonlyMap<string, readonly string[]>,
+    /** Parameters with a value whose percent-encoded bytes are not UTF-8 (URLSearchParams makes each such byte U+FFFD). */
+    private readonly notUtf8: ReadonlySet<string> = NONE,
+  ) {}
 
   static parse(encoded: string): Parameters {
     const values = new Map<string, string[]>();
@@ -19,7 +26,7 @@ export class Parameters {
       if (list) list.push(value);
       else values.set(name, [value]);
     }
-    return new Parameters(values);
+    return new Parameters(values, encoded.includes('%') ? namesWithValuesNotUtf8(encoded) : NONE);
   }
 
   static readonly empty = new Parameters(new Map());
@@ -29,14 +36,20 @@ export class Parameters {
     const list = this.values.get(name);
     if (!list) return undefined;
     if (list.length > 1) throw new InvalidRequest(`the ${name} parameter is repeated`);
-    if (list[0]!.includes('\0')) throw new InvalidRequest(`the ${name} parameter contains a NUL character`);
+    this.refuseUnreadable(name, list);
     return list[0];
   }
 
   getAll(name: string): string[] {
     const list = this.values.get(name) ?? [];
-    if (list.some((value) => value.includes('\0'))) throw new InvalidRequest(`the ${name} parameter contains a NUL character`);
+    this.refuseUnreadable(name, list);
     return [...list];
+  }
+
+  /** Only the parameters an endpoint reads are checked: unknown ones are ignored, whatever they hold. */
+  private refuseUnreadable(name: string, list: readonly string[]): void {
+    if (this.notUtf8.has(name)) throw new InvalidRequest(`the ${name} parameter is not valid percent-encoded UTF-8`);
+    if (list.some((value) => value.includes('\0'))) throw new InvalidRequest(`the ${name} parameter contains a NUL character`);
   }
 
   require(name: string): string {
@@ -62,6 +75,41 @@ export class Parameters {
     for (const [name, list] of this.values) for (const value of list) search.append(name, value);
     return search.toString();
   }
+}
+
+/**
+ * The names (decoded as URLSearchParams decodes them) whose value percent-encodes bytes that are not UTF-8, such as `%FF`
+ * or half of a character: such a value would reach the endpoint with U+FFFD in place of what was sent, so distinct
+ * inputs would read alike. Malformed escapes (`%zz`) stay literal text, as URLSearchParams leaves them.
+ */
+function namesWithValuesNotUtf8(encoded: string): ReadonlySet<string> {
+  let names: Set<string> | undefined;
+  for (const pair of encoded.split('&')) {
+    const equals = pair.indexOf('=');
+    if (equals < 0 || !pair.includes('%', equals) || isUtf8(percentDecode(pair.slice(equals + 1)))) continue;
+    for (const name of new URLSearchParams(`${pair.slice(0, equals)}=`).keys()) (names ??= new Set()).add(name);
+  }
+  return names ?? NONE;
+}
+
+/** The bytes `%XX` escapes stand for, everything else as its UTF-8 bytes (the WHATWG URL standard's percent-decode). */
+function percentDecode(text: string): Buffer {
+  const input = Buffer.from(text, 'utf8');
+  const output = Buffer.allocUnsafe(input.length);
+  let length = 0;
+  for (let i = 0; i < input.length; i++) {
+    if (input[i] === 0x25 && i + 2 < input.length && isHexDigit(input[i + 1]!) && isHexDigit(input[i + 2]!)) {
+      output[length++] = Number.parseInt(String.fromCharCode(input[i + 1]!, input[i + 2]!), 16);
+      i += 2;
+    } else {
+      output[length++] = input[i]!;
+    }
+  }
+  return output.subarray(0, length);
+}
+
+function isHexDigit(byte: number): boolean {
+  return (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66);
 }
 
 /** From the raw URL, not Express' parser. */

@@ -55,6 +55,30 @@ describeEachDatabase('robustness', (context) => {
     expect(basicNul.body.error).toBe('invalid_client');
   });
 
+  it('answers percent-encoded bytes that are not UTF-8 as bad input, not as U+FFFD; ignores them in unknown parameters', async () => {
+    const { app } = context();
+    const authorize = (extra: string) =>
+      request(app)
+        .get(`/authorize?response_type=code&client_id=${client.id}&scope=products:read&${extra}`)
+        .redirects(0);
+    for (const state of ['%FF', '%C3%28', 'ok%E2%82']) {
+      const res = await authorize(`state=${state}`);
+      expect(res.status, state).toBe(302);
+      const location = new URL(res.headers.location!);
+      expect(location.searchParams.get('error'), state).toBe('invalid_request');
+      expect(location.searchParams.get('error_description'), state).toBe('the state parameter is not valid percent-encoded UTF-8');
+    }
+    // Well-formed: a two-byte character, a malformed escape left as text, and a bad byte in a parameter nobody reads.
+    for (const extra of ['state=%C3%A9', 'state=%zz', 'state=a&unknown=%FF']) {
+      const res = await authorize(extra);
+      expect(res.status, extra).toBe(200);
+      expect(res.headers['content-type'], extra).toMatch(/^text\/html/);
+    }
+    const token = await request(app).post('/token').type('form').send(`grant_type=%C3%28&client_id=${client.id}`);
+    expect(token.status).toBe(400);
+    expect(token.body).toEqual({ error: 'invalid_request', error_description: 'the grant_type parameter is not valid percent-encoded UTF-8' });
+  });
+
   it('GET /authorize answers any query with a page (200/400) or a redirect (302), never 5xx', async () => {
     await fc.assert(
       fc.asyncProperty(pairs(values()), async (list) => {
