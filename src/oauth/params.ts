@@ -10,6 +10,8 @@ import { refusingUnsentBodyOver } from '../http/expect-continue.js';
 export const FORM_BODY_LIMIT_BYTES = 16 * 1024;
 
 const NONE: ReadonlySet<string> = new Set();
+/** An escape of a byte above 0x7F: only these can be out of UTF-8 (`%3A`, `%2F`, `%20` never are). */
+const NON_ASCII_ESCAPE = /%[89a-f][0-9a-f]/i;
 
 export class Parameters {
   private constructor(
@@ -26,7 +28,7 @@ export class Parameters {
       if (list) list.push(value);
       else values.set(name, [value]);
     }
-    return new Parameters(values, encoded.includes('%') ? namesWithValuesNotUtf8(encoded) : NONE);
+    return new Parameters(values, NON_ASCII_ESCAPE.test(encoded) ? namesWithValuesNotUtf8(encoded) : NONE);
   }
 
   static readonly empty = new Parameters(new Map());
@@ -86,7 +88,7 @@ function namesWithValuesNotUtf8(encoded: string): ReadonlySet<string> {
   let names: Set<string> | undefined;
   for (const pair of encoded.split('&')) {
     const equals = pair.indexOf('=');
-    if (equals < 0 || !pair.includes('%', equals) || isUtf8(percentDecode(pair.slice(equals + 1)))) continue;
+    if (equals < 0 || !NON_ASCII_ESCAPE.test(pair.slice(equals + 1)) || isUtf8(percentDecode(pair.slice(equals + 1)))) continue;
     for (const name of new URLSearchParams(`${pair.slice(0, equals)}=`).keys()) (names ??= new Set()).add(name);
   }
   return names ?? NONE;
