@@ -18,7 +18,8 @@
  *
  * graphql-jit is patched (patches/graphql-jit+0.8.9.patch) to hand resolvers one path link per
  * parent link and key, as graphql-js does: plugin-drizzle finds the plan that loaded a relation
- * through those links, and without them loads every relation with a query of its own.
+ * through those links, and without them loads every relation with a query of its own. The patch
+ * also builds a resolver's `info.path` only when it is read: column fields never read it.
  */
 import { LRUCache } from 'lru-cache';
 import {

@@ -3,7 +3,8 @@
  * from them, and answer exactly what graphql-js answers. Every case here is run on an Executor
  * that compiles and on one that never does, and the two results must be the same JSON.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { createRequire } from 'node:module';
 import { parse, type DocumentNode, type ExecutionResult } from 'graphql';
 import { Executor, type ExecutorOptions } from '../../../src/graphql/executor.js';
 import { DEFAULT_LIMITS } from '../../../src/graphql/limits.js';
@@ -17,6 +18,9 @@ import { captureSql } from '../../support/sql.js';
 import { postGraphQL } from '../../support/graphql.js';
 import request from 'supertest';
 import { issueTestToken, type TestToken } from '../../support/tokens.js';
+
+/** graphql-jit's runtime helpers, as the compiled code calls them (the CommonJS build is what runs). */
+const { jitRuntime } = createRequire(import.meta.url)('graphql-jit/dist/runtime.js') as { jitRuntime: { pathLink: (...args: unknown[]) => unknown } };
 
 const NESTED_LIST = '{ products(limit: 20) { id name seller { name } reviews { rating } } }';
 
@@ -93,6 +97,25 @@ describeEachDatabase('compiled queries', (context) => {
     expect(statements).toHaveLength(1);
     expect(json(result!)).toEqual(json(await run(reference, { source: NESTED_LIST })));
     expect(compiled.compiled?.stats).toEqual({ compiled: 1, refused: 0 });
+  });
+
+  it('builds path links only for the fields that read one: the root and the relations, not the columns', async () => {
+    const compiled = executor();
+    await run(compiled, { source: NESTED_LIST });
+    const pathLink = vi.spyOn(jitRuntime, 'pathLink');
+    try {
+      const result = await run(compiled, { source: NESTED_LIST });
+      const rows = (result.data as { products: unknown[] }).products.length;
+      expect(rows).toBeGreaterThanOrEqual(3);
+      // `products`, then per row the paths of `seller` and `reviews`, three links each (a path is
+      // asked for from the root, the links above it found again). Without
+      // patches/graphql-jit+0.8.9.patch every field's path is built (id, name, seller.name and each
+      // review's rating as well); without patches/@pothos+plugin-drizzle+0.20.0.patch every column
+      // field reads its path.
+      expect(pathLink).toHaveBeenCalledTimes(1 + 6 * rows);
+    } finally {
+      pathLink.mockRestore();
+    }
   });
 
   it('never compiles a document used once', async () => {
