@@ -4,7 +4,9 @@
  * per parsed field node and the values of the variables used beneath it, instead of walking the
  * selection on every execution. These tests build a small schema on the installed plugin and
  * count the calls of a relation's `query` callback, which runs once per walk; they fail on the
- * unpatched plugin, which walks every time. docs/PERFORMANCE.md says when the patch can go.
+ * unpatched plugin, which walks every time. A kept plan played behind a seed of plain data builds
+ * its query once: every execution gets the same frozen query, and its own mappings.
+ * docs/PERFORMANCE.md says when the patch can go.
  */
 import SchemaBuilder from '@pothos/core';
 import DrizzlePlugin from '@pothos/plugin-drizzle';
@@ -24,6 +26,8 @@ interface Context {
 }
 
 const calls = { reviews: 0, reviewsByContext: 0 };
+/** The queries the `seeded` field's resolver was handed, in order. */
+const seen: object[] = [];
 
 function testSchema(): GraphQLSchema {
   const builder = new SchemaBuilder<{ Context: Context; DrizzleRelations: typeof relations }>({
@@ -58,6 +62,21 @@ function testSchema(): GraphQLSchema {
   });
   builder.queryType({
     fields: (t) => ({
+      // Its resolver's seed: an order as plain data, or (`newest`) as a function.
+      seeded: t.drizzleField({
+        type: 'products',
+        nullable: true,
+        args: { id: t.arg.int({ required: true }), newest: t.arg.boolean(), limit: t.arg.int() },
+        resolve: (query, _root, args, context) => {
+          const config = query(
+            args.newest
+              ? ({ orderBy: (products: { id: unknown }, { desc }: { desc: (column: unknown) => unknown }) => desc(products.id) } as never)
+              : { orderBy: { id: 'asc' }, ...(args.limit != null && { limit: args.limit }) },
+          );
+          seen.push(config);
+          return context.db.query.products.findFirst({ ...config, where: { id: args.id } });
+        },
+      }),
       product: t.drizzleField({
         type: 'products',
         nullable: true,
@@ -128,6 +147,38 @@ describeEachDatabase('plugin-drizzle plans kept across executions (patched)', (c
     expect((await run(document, {}, 4)).product.reviewsByContext!.map((review) => review.id)).toEqual(reviewIds.slice(0, 4));
     expect((await run(document, {}, 1)).product.reviewsByContext!.map((review) => review.id)).toEqual(reviewIds.slice(0, 1));
     expect(calls.reviewsByContext - before).toBe(3);
+  });
+
+  it('hands every execution of a kept plan the same frozen query for the same seed, and plays other seeds afresh', async () => {
+    const document = parse('query ($id: Int!, $newest: Boolean, $limit: Int) { seeded(id: $id, newest: $newest, limit: $limit) { id reviews { id } } }');
+    const { runtime } = context();
+    seen.length = 0;
+    for (let i = 0; i < 3; i++) {
+      const sql = await captureSql(runtime, async () => {
+        const data = (await execute({ schema, document, variableValues: { id: productId }, contextValue: { db: runtime.db, reviewLimit: 10 } })) as {
+          data: { seeded: { reviews: { id: number }[] } };
+        };
+        expect(data.data.seeded.reviews.map((review) => review.id)).toEqual(reviewIds);
+      });
+      // The mappings still reach each execution: the reviews come with the product.
+      expect(sql).toHaveLength(1);
+    }
+    const [first, ...rest] = seen as Array<{ with: { reviews: object } }>;
+    for (const query of rest) expect(query).toBe(first);
+    expect(Object.isFrozen(first)).toBe(true);
+    expect(Object.isFrozen(first!.with.reviews)).toBe(true);
+    // Another seed is another query; a seed holding a function is never kept, so each execution gets its own.
+    const other = async (variables: Record<string, unknown>) => {
+      const result = await execute({ schema, document, variableValues: { id: productId, ...variables }, contextValue: { db: runtime.db, reviewLimit: 10 } });
+      expect(result.errors).toBeUndefined();
+      return seen.at(-1)!;
+    };
+    const limited = await other({ limit: 1 });
+    expect(limited).not.toBe(first);
+    expect(await other({ limit: 1 })).toBe(limited);
+    const newest = await other({ newest: true });
+    expect(await other({ newest: true })).not.toBe(newest);
+    expect(Object.isFrozen(newest)).toBe(false);
   });
 
   it('records the mappings on each execution’s own context, however executions interleave', async () => {

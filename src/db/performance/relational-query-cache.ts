@@ -217,8 +217,24 @@ function readsId(config: object): boolean {
   return columns === undefined || columns.id === true;
 }
 
+/**
+ * Keys of frozen objects: plugin-drizzle hands every execution of a kept plan the same frozen query
+ * (patches/@pothos+plugin-drizzle+0.20.0.patch), whose content, and so key, cannot change.
+ */
+const frozenKeys = new WeakMap<object, string>();
+
 /** The canonical text of plain data, placeholders and row counts; undefined for anything else. */
 export function keyOf(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null || !Object.isFrozen(value)) return keyOfValue(value);
+  let key = frozenKeys.get(value);
+  if (key === undefined) {
+    key = keyOfValue(value);
+    if (key !== undefined) frozenKeys.set(value, key);
+  }
+  return key;
+}
+
+function keyOfValue(value: unknown): string | undefined {
   if (value === null || typeof value === 'boolean' || typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'number') return Number.isFinite(value) ? String(value) : undefined;
   if (value === undefined) return 'undefined';

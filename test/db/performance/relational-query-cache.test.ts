@@ -20,6 +20,23 @@ describe('the key of a relational query config', () => {
     expect(keyOf({ limit: rowCount(20) })).not.toBe(keyOf({ limit: placeholder('limit') }));
   });
 
+  it('of a frozen config (a kept plan’s query, shared by executions) is the key its content gives, kept with it', () => {
+    const deepFrozen = <T>(value: T): T => {
+      if (typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype) {
+        for (const inner of Object.values(value)) deepFrozen(inner);
+        Object.freeze(value);
+      }
+      return value;
+    };
+    const config = () => ({ columns: { id: true }, with: { reviews: { columns: { rating: true }, limit: rowCount(10) } }, where: { id: placeholder('id') } });
+    const shared = deepFrozen(config());
+    expect(keyOf(shared)).toBe(keyOf(config()));
+    expect(keyOf(shared)).toBe(keyOf(config()));
+    // A frozen part inside a config built per request counts as its content too.
+    expect(keyOf({ ...shared, where: { id: placeholder('other') } })).toBe(keyOf({ ...config(), where: { id: placeholder('other') } }));
+    expect(keyOf(deepFrozen({ orderBy: (table: unknown) => table }))).toBeUndefined();
+  });
+
   it('takes a row count only as a non-negative integer, one SQL chunk per value', () => {
     expect(rowCount(7)).toBe(rowCount(7));
     for (const bad of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53]) expect(() => rowCount(bad)).toThrow(RangeError);
