@@ -218,20 +218,28 @@ function readsId(config: object): boolean {
 }
 
 /**
- * Keys of frozen objects: plugin-drizzle hands every execution of a kept plan the same frozen query
- * (patches/@pothos+plugin-drizzle+0.20.0.patch), whose content, and so key, cannot change.
+ * Keys of deeply frozen objects: plugin-drizzle hands every execution of a kept plan the same frozen
+ * query (patches/@pothos+plugin-drizzle+0.20.0.patch), whose content, and so key, cannot change.
  */
 const frozenKeys = new WeakMap<object, string>();
 
 /** The canonical text of plain data, placeholders and row counts; undefined for anything else. */
 export function keyOf(value: unknown): string | undefined {
   if (typeof value !== 'object' || value === null || !Object.isFrozen(value)) return keyOfValue(value);
-  let key = frozenKeys.get(value);
-  if (key === undefined) {
-    key = keyOfValue(value);
-    if (key !== undefined) frozenKeys.set(value, key);
-  }
+  const known = frozenKeys.get(value);
+  if (known !== undefined) return known;
+  const key = keyOfValue(value);
+  // Only a key no later change can reach is kept: a frozen object may hold an object that is not.
+  if (key !== undefined && isDeeplyFrozen(value)) frozenKeys.set(value, key);
   return key;
+}
+
+/** Whether no plain object or array in `value` can change (the placeholders and row counts made here never do). */
+function isDeeplyFrozen(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return true;
+  const prototype = Object.getPrototypeOf(value) as unknown;
+  if (!Array.isArray(value) && prototype !== Object.prototype && prototype !== null) return true;
+  return Object.isFrozen(value) && Object.values(value).every(isDeeplyFrozen);
 }
 
 function keyOfValue(value: unknown): string | undefined {

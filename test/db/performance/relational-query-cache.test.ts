@@ -37,6 +37,15 @@ describe('the key of a relational query config', () => {
     expect(keyOf(deepFrozen({ orderBy: (table: unknown) => table }))).toBeUndefined();
   });
 
+  it('of a config frozen on the outside only follows what its inner objects hold now', () => {
+    const inner = { id: 1 };
+    const outside = Object.freeze({ where: inner });
+    const before = keyOf(outside);
+    inner.id = 2;
+    expect(keyOf(outside)).not.toBe(before);
+    expect(keyOf(outside)).toBe(keyOf({ where: { id: 2 } }));
+  });
+
   it('takes a row count only as a non-negative integer, one SQL chunk per value', () => {
     expect(rowCount(7)).toBe(rowCount(7));
     for (const bad of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53]) expect(() => rowCount(bad)).toThrow(RangeError);
