@@ -22,6 +22,7 @@ import { answerPlainPost } from './plain-post.js';
 import { namesPersistedDocument, PersistedOperations, type PersistedRequest } from './persisted-operations.js';
 import { awaitsContinue } from '../http/expect-continue.js';
 import { repeatedMemberProblem } from '../http/json-members.js';
+import { inSequence } from '../http/middleware-sequence.js';
 
 export const GRAPHQL_PATH = '/graphql';
 /** Documents are at most a few thousand tokens; variables of one order fit easily. */
@@ -456,20 +457,26 @@ export function createGraphQLRouter(runtime: Runtime, executor: Executor): expre
     },
     plugins: [useParameterJsonErrors, useExecutor(runtime, executor, persisted), useRequestErrorShape],
   });
-  const router = express.Router();
-  router.use(GRAPHQL_PATH, onlyTheEndpoint, allowOnOptions, headAsGet);
-  if (runtime.config.frontDoor) router.use(GRAPHQL_PATH, graphiqlPageHeaders);
   const refuse = refusalSender(origins);
+  const router = express.Router();
+  // One layer for the steps every request takes, as the app's own (src/http/middleware-sequence.ts): as separate
+  // layers the router matched the path and rewrote the URL once per step. Errors go to the layer after it.
   router.use(
     GRAPHQL_PATH,
-    refuseLongUrl(refuse),
-    refuseUnacceptableAnswer(refuse, runtime.config.frontDoor),
-    refuseUnsupportedMediaType(refuse),
-    refuseOversizedBody(refuse),
-    readTextBody(MAX_REQUEST_BODY_BYTES),
-    refuseAmbiguousParameters(refuse),
-    answerPlainPost(runtime, executor, persisted),
-    yoga,
+    inSequence([
+      onlyTheEndpoint,
+      allowOnOptions,
+      headAsGet,
+      ...(runtime.config.frontDoor ? [graphiqlPageHeaders] : []),
+      refuseLongUrl(refuse),
+      refuseUnacceptableAnswer(refuse, runtime.config.frontDoor),
+      refuseUnsupportedMediaType(refuse),
+      refuseOversizedBody(refuse),
+      readTextBody(MAX_REQUEST_BODY_BYTES),
+      refuseAmbiguousParameters(refuse),
+      answerPlainPost(runtime, executor, persisted),
+      (req, res) => yoga(req, res),
+    ]),
     refuseUnreadableBody(refuse),
   );
   return router;
