@@ -19,7 +19,8 @@
  * graphql-jit is patched (patches/graphql-jit+0.8.9.patch) to hand resolvers one path link per
  * parent link and key, as graphql-js does: plugin-drizzle finds the plan that loaded a relation
  * through those links, and without them loads every relation with a query of its own. The patch
- * also builds a resolver's `info.path` only when it is read: column fields never read it.
+ * also builds a resolver's `info.path` only when it is read, and reads an exposed column straight
+ * from its row (`JIT_OPTIONS` below).
  */
 import { LRUCache } from 'lru-cache';
 import {
@@ -30,6 +31,7 @@ import {
   type DocumentNode,
   type ExecutionResult,
   type FragmentDefinitionNode,
+  type GraphQLField,
   type GraphQLSchema,
   type OperationDefinitionNode,
   type SelectionSetNode,
@@ -140,7 +142,7 @@ export class CompiledQueries {
       return undefined;
     }
     // graphql-jit writes onto the nodes it compiles; the cached document stays graphql-js' own.
-    const result = compileQuery(this.schema, copyNodes(document), operation.name?.value);
+    const result = compileQuery(this.schema, copyNodes(document), operation.name?.value, JIT_OPTIONS);
     if (!isCompiledQuery(result)) {
       this.stats.refused++;
       return undefined;
@@ -149,6 +151,17 @@ export class CompiledQueries {
     return { query: result, nullableConditions: nullableConditions(operation, document) };
   }
 }
+
+/**
+ * The row property an exposed column's resolver returns when the row has it, which plugin-drizzle (patched) says on the
+ * resolver: graphql-jit (patched) compiles such a field as a read of the property and calls the resolver only for a row
+ * without it. Said only when nothing wraps plugin-drizzle's resolver, so no other plugin's work is skipped.
+ */
+const COLUMN_PROPERTY = Symbol.for('pothos-drizzle.columnProperty');
+const JIT_OPTIONS = {
+  propertyRead: (field: GraphQLField<unknown, unknown>): string | undefined =>
+    (field.resolve as { [COLUMN_PROPERTY]?: string } | undefined)?.[COLUMN_PROPERTY],
+};
 
 /** A copy of an AST's nodes; locations are never written to, so they are shared. */
 function copyNodes<T>(value: T): T {
