@@ -1,6 +1,7 @@
 /**
- * Matches as an Express router with `caseSensitive: true` does (`/PRODUCTS` is not `/products`,
- * as in Google's APIs), with its `next` semantics, without its per-layer dispatch.
+ * Matches as an Express router does, with its `next` semantics, without its per-layer dispatch:
+ * case-sensitively by default (`/PRODUCTS` is not `/products`, as in Google's APIs, an Express router
+ * with `caseSensitive: true`), or ignoring the case of ASCII letters, as Express's default does.
  * Measured gain and removal condition: docs/PERFORMANCE.md.
  */
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler } from 'express';
@@ -13,17 +14,28 @@ interface Route {
   handlers: readonly RequestHandler[];
 }
 
+export interface RouteTableOptions {
+  /** Default true. False: `/TOKEN` is `/token`, as an Express router's default (`caseSensitive: false`). */
+  caseSensitive?: boolean;
+}
+
 export class RouteTable {
   private readonly routes: Route[] = [];
+  private readonly caseSensitive: boolean;
 
-  constructor(private readonly onError: ErrorRequestHandler) {}
+  constructor(
+    private readonly onError: ErrorRequestHandler,
+    options: RouteTableOptions = {},
+  ) {
+    this.caseSensitive = options.caseSensitive ?? true;
+  }
 
   add(method: string, path: string, handlers: readonly RequestHandler[]): this {
     if (!path.startsWith('/')) throw new Error(`a route path starts with "/": "${path}"`);
     const segments = path
       .slice(1)
       .split('/')
-      .map((segment) => (segment.startsWith(':') ? { param: segment.slice(1) } : segment));
+      .map((segment) => (segment.startsWith(':') ? { param: segment.slice(1) } : this.caseSensitive ? segment : segment.toLowerCase()));
     this.routes.push({ method: method.toUpperCase(), path, segments, handlers });
     return this;
   }
@@ -72,7 +84,7 @@ export class RouteTable {
       for (let i = 0; i < segments.length && matches; i++) {
         const expected = route.segments[i]!;
         const actual = segments[i]!;
-        if (typeof expected === 'string') matches = expected === actual;
+        if (typeof expected === 'string') matches = this.caseSensitive ? expected === actual : equalsIgnoringAsciiCase(expected, actual);
         else if (actual === '') matches = false;
         else (params ??= {})[expected.param] = decodeParam(actual);
       }
@@ -84,6 +96,20 @@ export class RouteTable {
 
 function methodMatches(routeMethod: string, method: string): boolean {
   return routeMethod === method || routeMethod === 'ALL' || (routeMethod === 'GET' && method === 'HEAD');
+}
+
+/**
+ * `lower` (lower case) against `actual`, ASCII letters in any case: a path-to-regexp pattern with its `i` flag (no `u`)
+ * folds no other letter onto an ASCII one (`/to\u212Aen`, with a Kelvin sign, is not `/token`), where `toLowerCase` would.
+ */
+function equalsIgnoringAsciiCase(lower: string, actual: string): boolean {
+  if (lower.length !== actual.length) return false;
+  for (let i = 0; i < lower.length; i++) {
+    const expected = lower.charCodeAt(i);
+    const code = actual.charCodeAt(i);
+    if (code !== expected && !(code >= 65 && code <= 90 && code + 32 === expected)) return false;
+  }
+  return true;
 }
 
 /** `/products/7/` → `['products', '7']`: one trailing slash is ignored, as Express's non-strict routing does. */

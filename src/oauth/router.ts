@@ -5,13 +5,13 @@ import type { Runtime } from '../runtime.js';
 import { createAuthorizeRouter } from './endpoints/authorize.js';
 import { createOAuthContext, type OAuthContextOptions } from './context.js';
 import { oauthCors } from './cors.js';
-import { addIntrospectionEndpoint } from './endpoints/introspect.js';
+import { createIntrospectionEndpoint } from './endpoints/introspect.js';
 import { addJwksEndpoint } from './endpoints/jwks.js';
 import { addMetadataEndpoint } from './endpoints/metadata.js';
-import { addRevocationEndpoint } from './endpoints/revoke.js';
+import { createRevocationEndpoint } from './endpoints/revoke.js';
 import { addResourceMetadataEndpoints } from './endpoints/resource-metadata.js';
 import { addRegistrationEndpoint } from './endpoints/register.js';
-import { addTokenEndpoint } from './endpoints/token.js';
+import { createTokenEndpoint } from './endpoints/token.js';
 import { addUserinfoEndpoint } from './endpoints/userinfo.js';
 import { createEndSessionRouter } from './endpoints/end-session.js';
 import { createAccountRouter } from './browser/account.js';
@@ -36,15 +36,15 @@ export function createOAuthRouter(runtime: Runtime, options: OAuthContextOptions
   const cors = oauthCors(runtime.config.corsOrigins);
   const browser = createBrowserContext(oauth);
   const registration = { mode: runtime.config.registration, rateLimit: runtime.config.registrationRateLimit, db: runtime.db };
-  const routers: Record<(typeof OAUTH_PATHS)[number], express.Router> = {
+  const routers: Record<(typeof OAUTH_PATHS)[number], RequestHandler> = {
     '/authorize': createAuthorizeRouter(oauth, browser),
     [END_SESSION_PATH]: createEndSessionRouter(oauth, browser),
     [ACCOUNT_PATH]: createAccountRouter(oauth, browser),
     [DEVICE_PATH]: createDeviceRouter(oauth),
-    '/token': routerWith((router) => addTokenEndpoint(router, oauth, cors)),
+    '/token': createTokenEndpoint(oauth, cors),
     [DEVICE_AUTHORIZATION_PATH]: routerWith((router) => addDeviceAuthorizationEndpoint(router, oauth, cors, { rateLimit: runtime.config.deviceAuthorizationRateLimit, db: runtime.db })),
-    '/revoke': routerWith((router) => addRevocationEndpoint(router, oauth, cors)),
-    '/introspect': routerWith((router) => addIntrospectionEndpoint(router, oauth, cors)),
+    '/revoke': createRevocationEndpoint(oauth, cors),
+    '/introspect': createIntrospectionEndpoint(oauth, cors),
     '/.well-known': routerWith((router) => {
       addMetadataEndpoint(router, oauth, cors);
       addJwksEndpoint(router, oauth, cors);

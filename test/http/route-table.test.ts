@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
+import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
 import request from 'supertest';
 import { RouteTable } from '../../src/http/route-table.js';
 
@@ -79,3 +79,43 @@ describe('route table', () => {
     expect((await request(app(steps)).get('/skip')).body.name).toBe('after skip');
   });
 });
+
+describe('route table ignoring case', () => {
+  const table = new RouteTable(onError, { caseSensitive: false })
+    .add('GET', '/authorize', [answer('page')])
+    .add('POST', '/authorize/login', [answer('login')])
+    .add('ALL', '/authorize/login', [answer('other method')])
+    .add('GET', '/items/:Id', [answer('item')]);
+
+  it('matches ASCII letters in any case, as an Express router does by default, and keeps parameters as sent', async () => {
+    expect((await request(app(table)).get('/AUTHORIZE')).body).toMatchObject({ name: 'page', route: '/authorize' });
+    expect((await request(app(table)).get('/Authorize/')).body.name).toBe('page');
+    expect((await request(app(table)).post('/authorize/LOGIN')).body.name).toBe('login');
+    expect((await request(app(table)).get('/Authorize/Login')).body.name).toBe('other method');
+    expect((await request(app(table)).get('/ITEMS/AbC')).body).toEqual({ name: 'item', params: { Id: 'AbC' }, route: '/items/:Id' });
+  });
+
+  it('folds no other letter onto an ASCII one, as Express does not', async () => {
+    const express = expressRouterAnswering('/authorize');
+    for (const path of ['/authorıze', '/authorizé', '/authoriz%C3%89', '/authorize_', '/authoriz']) {
+      expect((await request(app(table)).get(path)).body.fellThrough, path).toBeDefined();
+      expect((await request(express).get(path)).status, path).toBe(404);
+    }
+    expect((await request(express).get('/AUTHORIZE')).status).toBe(200);
+    // A Kelvin sign lowercases to "k"; clients percent-encode it, so the table is called directly with it raw.
+    const reached: string[] = [];
+    const kelvin = new RouteTable(onError, { caseSensitive: false }).add('GET', '/token', [() => reached.push('token')]);
+    kelvin.handler({ method: 'GET', path: '/TO\u212AEN' } as Request, {} as Response, (error?: unknown) => reached.push(`next ${String(error)}`));
+    kelvin.handler({ method: 'GET', path: '/ToKeN' } as Request, {} as Response, (error?: unknown) => reached.push(`next ${String(error)}`));
+    expect(reached).toEqual(['next undefined', 'token']);
+    expect(/^\/token$/i.test('/to\u212Aen')).toBe(false);
+  });
+});
+
+function expressRouterAnswering(path: string): express.Express {
+  const router = express.Router();
+  router.get(path, (_req, res) => res.send('matched'));
+  const server = express();
+  server.use(router);
+  return server;
+}

@@ -2,7 +2,8 @@
  * `GET|POST /authorize` (RFC 6749 §4.1.1, OIDC Core §3.1.2.1): login page, consent page, then a code. No CORS: top-level
  * pages only.
  */
-import express, { type ErrorRequestHandler, type Request, type Response } from 'express';
+import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express';
+import { RouteTable } from '../../http/route-table.js';
 import { AuthorizationError, readAuthorizationRequest, UntrustedAuthorizationRequest, type AuthorizationRequest } from '../authorization-request.js';
 import { errorRedirectLocation, redirectWithCode, redirectWithError, repeatFormAsGet } from '../authorize-response.js';
 import { CONSENT_PATH, createBrowserContext, LOGIN_PATH, showConsent, showLogin, SWITCH_ACCOUNT_PATH, type BrowserContext } from '../browser/flow.js';
@@ -135,17 +136,20 @@ function authorizeErrorHandler(oauth: OAuthContext): ErrorRequestHandler {
   };
 }
 
-export function createAuthorizeRouter(oauth: OAuthContext, browser: BrowserContext = createBrowserContext(oauth)): express.Router {
-  const router = express.Router();
-  router
-    .route('/authorize')
-    .get(browser.sessions.cookies, authorizeHandler(browser))
-    // OIDC Core §3.1.2.1: the endpoint MUST take a form POST too; it is validated and answered as the GET it becomes.
-    .post(...formBody, repeatFormAsGet(`${oauth.issuer}/authorize`))
-    .all(pageMethodNotAllowed('GET, POST'));
-  router.route(LOGIN_PATH).post(browser.sessions.cookies, ...formBody, loginHandler(browser)).all(pageMethodNotAllowed('POST'));
-  router.route(CONSENT_PATH).post(browser.sessions.cookies, ...formBody, consentHandler(browser)).all(pageMethodNotAllowed('POST'));
-  router.route(SWITCH_ACCOUNT_PATH).post(browser.sessions.cookies, ...formBody, switchAccountHandler(browser)).all(pageMethodNotAllowed('POST'));
-  router.use(['/authorize', LOGIN_PATH, CONSENT_PATH, SWITCH_ACCOUNT_PATH], authorizeErrorHandler(oauth));
-  return router;
+/** The endpoint and its pages, matched as the OAuth routers' Express default (any case, one trailing slash). */
+export function createAuthorizeRouter(oauth: OAuthContext, browser: BrowserContext = createBrowserContext(oauth)): RequestHandler {
+  const cookies = browser.sessions.cookies;
+  return (
+    new RouteTable(authorizeErrorHandler(oauth), { caseSensitive: false })
+      .add('GET', '/authorize', [cookies, authorizeHandler(browser)])
+      // OIDC Core §3.1.2.1: the endpoint MUST take a form POST too; it is validated and answered as the GET it becomes.
+      .add('POST', '/authorize', [...formBody, repeatFormAsGet(`${oauth.issuer}/authorize`)])
+      .add('ALL', '/authorize', [pageMethodNotAllowed('GET, POST')])
+      .add('POST', LOGIN_PATH, [cookies, ...formBody, loginHandler(browser)])
+      .add('ALL', LOGIN_PATH, [pageMethodNotAllowed('POST')])
+      .add('POST', CONSENT_PATH, [cookies, ...formBody, consentHandler(browser)])
+      .add('ALL', CONSENT_PATH, [pageMethodNotAllowed('POST')])
+      .add('POST', SWITCH_ACCOUNT_PATH, [cookies, ...formBody, switchAccountHandler(browser)])
+      .add('ALL', SWITCH_ACCOUNT_PATH, [pageMethodNotAllowed('POST')]).handler
+  );
 }

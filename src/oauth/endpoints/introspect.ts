@@ -2,7 +2,6 @@
  * RFC 7662: only an authenticated confidential client may call it (§2.1), for its own tokens; anything else is
  * `{"active": false}` and nothing more. Refresh tokens have no `token_type`: they are never presented to resource servers.
  */
-import type express from 'express';
 import type { RequestHandler } from 'express';
 import type { Client } from '../stores/clients.js';
 import { authenticatedClient, clientAuthentication } from '../client-auth.js';
@@ -10,7 +9,7 @@ import type { OAuthContext } from '../context.js';
 import { InvalidToken } from '../errors.js';
 import { sendJson } from '../json-response.js';
 import { bodyParameters } from '../params.js';
-import { addPostEndpoint } from './post-endpoint.js';
+import { createPostEndpoint } from './post-endpoint.js';
 import { looksLikeJwt, REVOKE_PARAMETERS } from './revoke.js';
 import { formatScope } from '../scopes.js';
 import { subjectFor } from '../oidc/subject.js';
@@ -73,8 +72,8 @@ function introspectHandler(oauth: OAuthContext): RequestHandler {
   };
 }
 
-export function addIntrospectionEndpoint(router: express.Router, oauth: OAuthContext, cors: RequestHandler): void {
-  addPostEndpoint(router, {
+export function createIntrospectionEndpoint(oauth: OAuthContext, cors: RequestHandler): RequestHandler {
+  return createPostEndpoint({
     path: '/introspect',
     cors,
     logger: oauth.logger,

@@ -10,7 +10,7 @@ import type { OAuthContext } from '../context.js';
 import { InvalidRequest, InvalidToken } from '../errors.js';
 import { noStore } from '../json-response.js';
 import { bodyParameters } from '../params.js';
-import { addPostEndpoint } from './post-endpoint.js';
+import { createPostEndpoint } from './post-endpoint.js';
 
 export const REVOKE_PARAMETERS = ['token', 'token_type_hint'] as const;
 
@@ -58,6 +58,6 @@ function revokeHandler(oauth: OAuthContext): RequestHandler {
   };
 }
 
-export function addRevocationEndpoint(router: express.Router, oauth: OAuthContext, cors: RequestHandler): void {
-  addPostEndpoint(router, { path: '/revoke', cors, logger: oauth.logger, steps: [clientAuthentication(oauth), revokeHandler(oauth)] });
+export function createRevocationEndpoint(oauth: OAuthContext, cors: RequestHandler): RequestHandler {
+  return createPostEndpoint({ path: '/revoke', cors, logger: oauth.logger, steps: [clientAuthentication(oauth), revokeHandler(oauth)] });
 }

@@ -1,5 +1,5 @@
 /** `POST /token` (RFC 6749 §3.2) as named steps; a grant type is one module in grants/ and one line in GRANTS. */
-import express, { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { authenticatedClient, clientAuthentication } from '../client-auth.js';
 import type { OAuthContext } from '../context.js';
 import { InvalidDpopProof, InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from '../errors.js';
@@ -10,7 +10,7 @@ import type { Grant } from '../grants/grant.js';
 import * as refreshToken from '../grants/refresh-token.js';
 import { noStore, sendJson } from '../json-response.js';
 import { bodyParameters } from '../params.js';
-import { addPostEndpoint } from './post-endpoint.js';
+import { createPostEndpoint } from './post-endpoint.js';
 import { GRANT_TYPES_SUPPORTED } from '../../policy.js';
 import type { DpopProof } from '../../tokens/dpop.js';
 
@@ -79,8 +79,8 @@ function callGrantHandler(oauth: OAuthContext): RequestHandler {
   };
 }
 
-export function addTokenEndpoint(router: express.Router, oauth: OAuthContext, cors: RequestHandler): void {
-  addPostEndpoint(router, {
+export function createTokenEndpoint(oauth: OAuthContext, cors: RequestHandler): RequestHandler {
+  return createPostEndpoint({
     path: '/token',
     cors,
     logger: oauth.logger,
