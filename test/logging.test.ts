@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import request from 'supertest';
 import { describeEachDatabase, LogCapture } from './support/runtime.js';
@@ -75,5 +76,47 @@ describe('the logger', () => {
       expect(access![name], name).toBe('[redacted]');
     }
     expect(lines.text).not.toContain('value-of');
+  });
+});
+
+describe('the stdout logger', () => {
+  /** Starts test/support/log-writer.ts; `lines` holds the records read from its stdout so far. */
+  function logWriter(mode: 'wait' | 'exit' | 'throw', count: number) {
+    const child = spawn(process.execPath, ['bin/run-ts.js', 'test/support/log-writer.ts', mode, String(count)], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const lines: { line: number }[] = [];
+    let pending = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      const parts = (pending + chunk).split('\n');
+      pending = parts.pop()!;
+      for (const part of parts) lines.push(JSON.parse(part) as { line: number });
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    return { child, lines, exited };
+  }
+  const numbered = (count: number) => Array.from({ length: count }, (_, i) => i + 1);
+
+  it('shows the line of a quiet process while it runs, though its batch is far from full', async () => {
+    const { child, lines, exited } = logWriter('wait', 1);
+    await expect.poll(() => lines.length, { timeout: 10_000 }).toBe(1);
+    expect(child.exitCode).toBeNull();
+    child.stdin.end();
+    expect(await exited).toBe(0);
+    expect(lines.map((record) => record.line)).toEqual([1]);
+  });
+
+  it('writes every line of a burst, in order', async () => {
+    const { child, lines, exited } = logWriter('wait', 5_000);
+    await expect.poll(() => lines.length, { timeout: 10_000 }).toBe(5_000);
+    child.stdin.end();
+    await exited;
+    expect(lines.map((record) => record.line)).toEqual(numbered(5_000));
+  });
+
+  it('loses no batched line when the process exits at once or fails', async () => {
+    for (const mode of ['exit', 'throw'] as const) {
+      const { lines, exited } = logWriter(mode, 30);
+      expect(await exited, mode).toBe(mode === 'exit' ? 0 : 1);
+      expect(lines.map((record) => record.line), mode).toEqual(numbered(30));
+    }
   });
 });
