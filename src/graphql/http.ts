@@ -381,11 +381,15 @@ function refuseLongUrl(refuse: Refuse): express.RequestHandler {
  * (/graphql/x) is no endpoint: it gets the app's 404 whatever the method, where yoga would
  * answer an empty 404 and the fast path would have run the operation.
  */
-const onlyTheEndpoint: express.RequestHandler = (req, _res, next) => {
-  if (req.path !== '/') return next('router');
-  if (req.baseUrl !== GRAPHQL_PATH) req.originalUrl = GRAPHQL_PATH + req.originalUrl.slice(req.baseUrl.length);
-  next();
-};
+function isTheEndpoint(req: express.Request): boolean {
+  const path = req.path;
+  const rest = path.slice(GRAPHQL_PATH.length);
+  if ((rest !== '' && rest !== '/') || path.slice(0, GRAPHQL_PATH.length).toLowerCase() !== GRAPHQL_PATH) return false;
+  if (!req.originalUrl.startsWith(GRAPHQL_PATH) && req.originalUrl.slice(0, GRAPHQL_PATH.length).toLowerCase() === GRAPHQL_PATH) {
+    req.originalUrl = GRAPHQL_PATH + req.originalUrl.slice(GRAPHQL_PATH.length);
+  }
+  return true;
+}
 
 /** Yoga answers OPTIONS (a CORS preflight or not) with 204; with Allow, it also says what the endpoint serves (RFC 9110 §9.3.7). */
 const allowOnOptions: express.RequestHandler = (req, res, next) => {
@@ -430,7 +434,7 @@ function yogaLogger(runtime: Runtime): YogaLogger {
   };
 }
 
-export function createGraphQLRouter(runtime: Runtime, executor: Executor): express.Router {
+export function createGraphQLRouter(runtime: Runtime, executor: Executor): express.RequestHandler {
   const origins = runtime.config.corsOrigins;
   const persisted = new PersistedOperations({ schema: executor.schema, trustedDocuments: runtime.config.graphqlTrustedDocuments });
   const yoga = createYoga({
@@ -458,26 +462,31 @@ export function createGraphQLRouter(runtime: Runtime, executor: Executor): expre
     plugins: [useParameterJsonErrors, useExecutor(runtime, executor, persisted), useRequestErrorShape],
   });
   const refuse = refusalSender(origins);
-  const router = express.Router();
-  // One layer for the steps every request takes, as the app's own (src/http/middleware-sequence.ts): as separate
-  // layers the router matched the path and rewrote the URL once per step. Errors go to the layer after it.
-  router.use(
-    GRAPHQL_PATH,
-    inSequence([
-      onlyTheEndpoint,
-      allowOnOptions,
-      headAsGet,
-      ...(runtime.config.frontDoor ? [graphiqlPageHeaders] : []),
-      refuseLongUrl(refuse),
-      refuseUnacceptableAnswer(refuse, runtime.config.frontDoor),
-      refuseUnsupportedMediaType(refuse),
-      refuseOversizedBody(refuse),
-      readTextBody(MAX_REQUEST_BODY_BYTES),
-      refuseAmbiguousParameters(refuse),
-      answerPlainPost(runtime, executor, persisted),
-      (req, res) => yoga(req, res),
-    ]),
-    refuseUnreadableBody(refuse),
-  );
-  return router;
+  // The steps every request takes run as one function, as the app's own middleware (src/http/middleware-sequence.ts),
+  // with no Express router: mounted on one, each step's layer matched the path and rewrote the URL again.
+  const steps = inSequence([
+    allowOnOptions,
+    headAsGet,
+    ...(runtime.config.frontDoor ? [graphiqlPageHeaders] : []),
+    refuseLongUrl(refuse),
+    refuseUnacceptableAnswer(refuse, runtime.config.frontDoor),
+    refuseUnsupportedMediaType(refuse),
+    refuseOversizedBody(refuse),
+    readTextBody(MAX_REQUEST_BODY_BYTES),
+    refuseAmbiguousParameters(refuse),
+    answerPlainPost(runtime, executor, persisted),
+    (req, res) => yoga(req, res),
+  ]);
+  const onError = refuseUnreadableBody(refuse);
+  return function graphqlEndpoint(req, res, next) {
+    if (!isTheEndpoint(req)) return next();
+    steps(req, res, (error?: unknown) => {
+      if (error === undefined || error === null || error === 'router' || error === 'route') return next();
+      try {
+        onError(error, req, res, next);
+      } catch (thrown) {
+        next(thrown);
+      }
+    });
+  };
 }

@@ -31,7 +31,7 @@ export interface ExecuteRequest {
 }
 
 export interface GraphQLService {
-  router: express.Router;
+  router: express.RequestHandler;
   /** Executes in-process with the limits and authorization of /graphql; errors as an HTTP client sees them. */
   execute(request: ExecuteRequest): Promise<ExecutionResult>;
   /** The executable schema (printed into schema.graphql). */
