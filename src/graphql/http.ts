@@ -4,7 +4,7 @@
  * headers — and hands each request's parameters to the shared Executor after checking the
  * bearer token, so HTTP clients and the REST layer go through the very same pipeline.
  */
-import express from 'express';
+import type express from 'express';
 import type { IncomingMessage } from 'node:http';
 import type { ExecutionResult } from 'graphql';
 import { createYoga, type GraphQLParams, type Plugin, type YogaLogger } from 'graphql-yoga';
@@ -22,7 +22,7 @@ import { answerPlainPost } from './plain-post.js';
 import { namesPersistedDocument, PersistedOperations, type PersistedRequest } from './persisted-operations.js';
 import { awaitsContinue } from '../http/expect-continue.js';
 import { repeatedMemberProblem } from '../http/json-members.js';
-import { inSequence } from '../http/middleware-sequence.js';
+import { callErrorHandler, inSequence } from '../http/middleware-sequence.js';
 
 export const GRAPHQL_PATH = '/graphql';
 /** Documents are at most a few thousand tokens; variables of one order fit easily. */
@@ -480,13 +480,7 @@ export function createGraphQLRouter(runtime: Runtime, executor: Executor): expre
   const onError = refuseUnreadableBody(refuse);
   return function graphqlEndpoint(req, res, next) {
     if (!isTheEndpoint(req)) return next();
-    steps(req, res, (error?: unknown) => {
-      if (error === undefined || error === null || error === 'router' || error === 'route') return next();
-      try {
-        onError(error, req, res, next);
-      } catch (thrown) {
-        next(thrown);
-      }
-    });
+    // The sequence hands on only an error or `'router'` (leave: the app's 404), as a router's layer would.
+    steps(req, res, (error?: unknown) => (error === undefined || error === 'router' ? next() : callErrorHandler(onError, error, req, res, next)));
   };
 }

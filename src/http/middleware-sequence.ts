@@ -5,12 +5,22 @@
  * walking the app-wide middleware every request passes as separate layers was about a quarter of its garbage on a REST read.
  * Measured gain and removal condition: docs/PERFORMANCE.md.
  */
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { ErrorRequestHandler, NextFunction, Request, RequestHandler, Response } from 'express';
 
 /** Calls one handler as an Express layer does: a throw or a rejected promise goes to `next` as an error. */
 export function callHandler(handler: RequestHandler, req: Request, res: Response, next: NextFunction): void {
   try {
     const result = handler(req, res, next) as unknown;
+    if (result instanceof Promise) result.then(undefined, (rejection: unknown) => next(rejection ?? new Error('Rejected promise')));
+  } catch (thrown) {
+    next(thrown);
+  }
+}
+
+/** Calls an error handler as an Express error layer does: a throw or a rejected promise goes on to `next`. */
+export function callErrorHandler(handler: ErrorRequestHandler, error: unknown, req: Request, res: Response, next: NextFunction): void {
+  try {
+    const result = handler(error, req, res, next) as unknown;
     if (result instanceof Promise) result.then(undefined, (rejection: unknown) => next(rejection ?? new Error('Rejected promise')));
   } catch (thrown) {
     next(thrown);

@@ -5,7 +5,7 @@
  * Measured gain and removal condition: docs/PERFORMANCE.md.
  */
 import type { ErrorRequestHandler, NextFunction, Request, RequestHandler } from 'express';
-import { callHandler } from './middleware-sequence.js';
+import { callErrorHandler, callHandler } from './middleware-sequence.js';
 
 interface Route {
   method: string;
@@ -46,13 +46,7 @@ export class RouteTable {
     let handlerIndex = 0;
     let route: Route | undefined;
 
-    const fail = (error: unknown) => {
-      try {
-        this.onError(error, req, res, next);
-      } catch (thrown) {
-        next(thrown);
-      }
-    };
+    const fail = (error: unknown) => callErrorHandler(this.onError, error, req, res, next);
 
     const step: NextFunction = (error?: unknown) => {
       if (error !== undefined && error !== null && error !== 'route' && error !== 'router') return fail(error);

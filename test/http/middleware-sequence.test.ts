@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import request from 'supertest';
-import { inSequence } from '../../src/http/middleware-sequence.js';
+import { callErrorHandler, inSequence } from '../../src/http/middleware-sequence.js';
 
 /** A handler that notes its name in the request's trail, then does `then`. */
 function step(name: string, then: RequestHandler = (_req, _res, next) => next()): RequestHandler {
@@ -101,5 +101,32 @@ describe('middleware in sequence, as one Express layer', () => {
     release();
     expect(fast.body).toEqual({ fellThrough: ['a', 'b'] });
     expect(await slow).toEqual({ fellThrough: ['a', 'b'] });
+  });
+});
+
+describe('an error handler called as an Express error layer', () => {
+  // Four parameters: Express tells an error handler by its arity.
+  const failing =
+    (fail: (error: Error) => unknown): ErrorRequestHandler =>
+    (error: Error, _req, _res, _next) =>
+      fail(error);
+
+  it('hands a throw or a rejected promise of the handler on to next, as Express does', async () => {
+    const handlers: [string, ErrorRequestHandler][] = [
+      ['thrown', failing((error) => {
+        throw new Error(`thrown while handling ${error.message}`);
+      })],
+      ['rejected', failing(async (error) => {
+        throw new Error(`rejected while handling ${error.message}`);
+      })],
+    ];
+    for (const [name, handler] of handlers) {
+      for (const app of [express().use(step('a', (_req, _res, next) => next(new Error('boom')))).use(handler).use(onError),
+        express().use((req, res, next) => callErrorHandler(handler, new Error('boom'), req, res, (error?: unknown) => onError(error, req, res, next)))]) {
+        const response = await request(app).get('/x');
+        expect(response.status, name).toBe(500);
+        expect(response.body.error, name).toBe(`${name} while handling boom`);
+      }
+    }
   });
 });

@@ -139,17 +139,16 @@ function authorizeErrorHandler(oauth: OAuthContext): ErrorRequestHandler {
 /** The endpoint and its pages, matched as the OAuth routers' Express default (any case, one trailing slash). */
 export function createAuthorizeRouter(oauth: OAuthContext, browser: BrowserContext = createBrowserContext(oauth)): RequestHandler {
   const cookies = browser.sessions.cookies;
-  return (
-    new RouteTable(authorizeErrorHandler(oauth), { caseSensitive: false })
-      .add('GET', '/authorize', [cookies, authorizeHandler(browser)])
-      // OIDC Core §3.1.2.1: the endpoint MUST take a form POST too; it is validated and answered as the GET it becomes.
-      .add('POST', '/authorize', [...formBody, repeatFormAsGet(`${oauth.issuer}/authorize`)])
-      .add('ALL', '/authorize', [pageMethodNotAllowed('GET, POST')])
-      .add('POST', LOGIN_PATH, [cookies, ...formBody, loginHandler(browser)])
-      .add('ALL', LOGIN_PATH, [pageMethodNotAllowed('POST')])
-      .add('POST', CONSENT_PATH, [cookies, ...formBody, consentHandler(browser)])
-      .add('ALL', CONSENT_PATH, [pageMethodNotAllowed('POST')])
-      .add('POST', SWITCH_ACCOUNT_PATH, [cookies, ...formBody, switchAccountHandler(browser)])
-      .add('ALL', SWITCH_ACCOUNT_PATH, [pageMethodNotAllowed('POST')]).handler
-  );
+  const table = new RouteTable(authorizeErrorHandler(oauth), { caseSensitive: false })
+    .add('GET', '/authorize', [cookies, authorizeHandler(browser)])
+    // OIDC Core §3.1.2.1: the endpoint MUST take a form POST too; it is validated and answered as the GET it becomes.
+    .add('POST', '/authorize', [...formBody, repeatFormAsGet(`${oauth.issuer}/authorize`)])
+    .add('ALL', '/authorize', [pageMethodNotAllowed('GET, POST')]);
+  const forms: [string, RequestHandler][] = [
+    [LOGIN_PATH, loginHandler(browser)],
+    [CONSENT_PATH, consentHandler(browser)],
+    [SWITCH_ACCOUNT_PATH, switchAccountHandler(browser)],
+  ];
+  for (const [path, handler] of forms) table.add('POST', path, [cookies, ...formBody, handler]).add('ALL', path, [pageMethodNotAllowed('POST')]);
+  return table.handler;
 }

@@ -1,5 +1,5 @@
 /** `POST /token` (RFC 6749 §3.2) as named steps; a grant type is one module in grants/ and one line in GRANTS. */
-import { type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { authenticatedClient, clientAuthentication } from '../client-auth.js';
 import type { OAuthContext } from '../context.js';
 import { InvalidDpopProof, InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from '../errors.js';
