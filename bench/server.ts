@@ -13,7 +13,6 @@
  * LOG_LEVEL). With BENCH_PHASE=setup it only seeds the demo catalogue and registers a bench
  * user and a confidential client, reports them to the orchestrator over IPC, and exits.
  */
-import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { RequestHandler } from 'express';
 import { eq } from 'drizzle-orm';
@@ -22,6 +21,7 @@ import { createLogger } from '../src/logger.js';
 import { openConfiguredDatabase, openRuntime, type Runtime } from '../src/runtime.js';
 import { createApp } from '../src/app.js';
 import { applyConnectionBounds } from '../src/server.js';
+import { createAppServer } from '../src/http/app-server.js';
 import { startIdleCollection } from '../src/idle-collection.js';
 import { seedDemo } from '../src/demo/seed.js';
 import { products } from '../src/db/schema.js';
@@ -120,7 +120,7 @@ async function serve(): Promise<void> {
   // Fieldgate's own app, as `fieldgate serve` builds it, with the baselines mounted into it.
   const app = createApp(runtime, { embedderRoutes: { bare: bareRoute(), served: directRoute(runtime) } });
 
-  const server = http.createServer(app);
+  const server = createAppServer(app);
   applyConnectionBounds(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -8,6 +8,7 @@ import { janitorPolicy, sweep, sweptRows } from './oauth/janitor.js';
 import { startMetricsServer } from './http/metrics.js';
 import { listen, ListenError } from './http/listen.js';
 import { startIdleCollection } from './idle-collection.js';
+import { createAppServer } from './http/app-server.js';
 
 export const SHUTDOWN_TIMEOUT_MS = 10_000;
 
@@ -65,7 +66,7 @@ export async function startServer(runtime: Runtime): Promise<RunningServer> {
   let shuttingDown = false;
   const app = createApp(runtime, { isShuttingDown: () => shuttingDown });
   // A request without Host is refused by the app (src/http/request-target.ts), in the Google error shape, not by Node with an empty body.
-  const server = http.createServer({ connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS, requireHostHeader: false }, app);
+  const server = createAppServer(app, { connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS, requireHostHeader: false });
   applyConnectionBounds(server);
   answerClientErrors(server, runtime.logger);
 
