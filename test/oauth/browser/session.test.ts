@@ -2,7 +2,7 @@
  * The browser session cookie: signed, so a forged or edited cookie is no session;
  * bounded in time by its own expiry, whatever the browser keeps.
  */
-import { beforeAll, expect, it } from 'vitest';
+import { afterEach, beforeAll, expect, it, vi } from 'vitest';
 import { createHmac } from 'node:crypto';
 import request from 'supertest';
 import { SESSION_TTL_SECONDS } from '../../../src/oauth/browser/session.js';
@@ -68,5 +68,31 @@ describeEachDatabase('browser session', (context) => {
     const cookie = signed(sessionValue({ sid: 'x', userId: 987654, authTime: now(), expiresAt: now() + 60 }), context().runtime.sessionSecret);
     expect(gone.id).not.toBe(987654);
     expect((await open(cookie)).status).toBe(200);
+  });
+
+  afterEach(() => vi.useRealTimers());
+
+  it('a session accepted before is still refused once it expires (remembered cookies are checked for expiry on each use)', async () => {
+    const cookie = signed(sessionValue({ sid: 'remembered', userId: user.id, authTime: now(), expiresAt: now() + 30 }), context().runtime.sessionSecret);
+    expect((await open(cookie)).status).toBe(302);
+    expect((await open(cookie)).status).toBe(302);
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 31_000 });
+    const res = await open(cookie);
+    expect(res.status).toBe(200);
+    expect(res.text).toContain('name="password"');
+  });
+
+  it('the signature of a session accepted before does not carry over to another value', async () => {
+    const secret = context().runtime.sessionSecret;
+    const value = sessionValue({ sid: 'kept', userId: user.id, authTime: now(), expiresAt: now() + 60 });
+    const cookie = signed(value, secret);
+    expect((await open(cookie)).status).toBe(302);
+    const mac = decodeURIComponent(cookie).split('.').pop()!;
+    const other = sessionValue({ sid: 'kept', userId: user.id + 1, authTime: now(), expiresAt: now() + 60 });
+    expect((await open(encodeURIComponent(`s:${other}.${mac}`))).status).toBe(200);
+    // Nor does the value without its signature, or with the prefix alone.
+    expect((await open(encodeURIComponent(value))).status).toBe(200);
+    expect((await open(encodeURIComponent(`s:${value}`))).status).toBe(200);
+    expect((await open(cookie)).status).toBe(302);
   });
 });
