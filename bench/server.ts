@@ -14,6 +14,7 @@
  * user and a confidential client, reports them to the orchestrator over IPC, and exits.
  */
 import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import type { RequestHandler } from 'express';
 import { eq } from 'drizzle-orm';
 import { loadConfig } from '../src/config.js';
@@ -141,6 +142,7 @@ async function serve(): Promise<void> {
     {
       memory: () => process.memoryUsage(),
       cpu: () => process.cpuUsage(),
+      elu: () => performance.eventLoopUtilization(),
       'sql-start': () => {
         statements.clear();
         stopCounting?.();
