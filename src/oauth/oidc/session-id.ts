@@ -11,7 +11,10 @@ import { POLICY } from '../../policy.js';
 export class SessionIds {
   private readonly key: string;
   /** A browser authorizing a client again (every code flow of a signed-in user) asks for the same value. */
-  private readonly known = new LRUCache<string, string>({ max: POLICY.sessionIdEntries.value });
+  private readonly known = new LRUCache<string, string>({
+    max: POLICY.sessionIdEntries.value,
+    memoMethod: (input) => hmacSha256(this.key, input),
+  });
 
   constructor(sessionSecret: string) {
     this.key = hmacSha256(sessionSecret, 'fieldgate oidc sid');
@@ -19,12 +22,6 @@ export class SessionIds {
 
   /** `browserSessionId` is BrowserSession.sid, replaced at every sign-in. */
   forClient(clientId: string, browserSessionId: string): string {
-    const input = `${clientId}\n${browserSessionId}`;
-    let sid = this.known.get(input);
-    if (sid === undefined) {
-      sid = hmacSha256(this.key, input);
-      this.known.set(input, sid);
-    }
-    return sid;
+    return this.known.memo(`${clientId}\n${browserSessionId}`);
   }
 }
