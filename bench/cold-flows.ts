@@ -6,10 +6,12 @@
  *
  * Sets up a database and a bench user and client as `npm run bench` does, starts bench/server.ts
  * afresh, signs in through the pages, then prints the server's CPU time of each of five single
- * flows and, for SECONDS (default 6) of 16 concurrent undici flows, flows/s and server CPU µs per
- * flow (user + system) for every second, and the total. Wrap it in `flock /tmp/fieldgate-bench.lock`.
+ * flows and, for SECONDS (default 6) of 16 concurrent undici flows, flows/s, server CPU µs per
+ * flow (user + system, all threads: V8's compiler threads included) and the event loop's busy µs per
+ * flow, for every second and in total. Wrap it in `flock /tmp/fieldgate-bench.lock`.
  */
 import os from 'node:os';
+import type { EventLoopUtilization } from 'node:perf_hooks';
 import path from 'node:path';
 import { Child } from './lib/child.js';
 import { signInAndConsent } from './lib/browser.js';
@@ -68,24 +70,33 @@ try {
       done++;
     }
   });
+  const eventLoopBusyMs = async () => (await server.call<EventLoopUtilization>('elu')).active;
   let last = await cpu();
+  let lastBusy = await eventLoopBusyMs();
   let lastDone = 0;
-  const total = { user: 0, system: 0, flows: 0 };
+  const total = { user: 0, system: 0, busyMs: 0, flows: 0 };
   let second = 0;
   while (Date.now() < end) {
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const now = await cpu();
+    const busy = await eventLoopBusyMs();
     const flows = done - lastDone;
     const user = now.user - last.user;
     const system = now.system - last.system;
+    const busyMs = busy - lastBusy;
     second++;
-    console.log(`second ${second}: ${flows} flows/s, ${(user / flows).toFixed(0)} µs user + ${(system / flows).toFixed(0)} µs system per flow`);
-    Object.assign(total, { user: total.user + user, system: total.system + system, flows: total.flows + flows });
+    console.log(
+      `second ${second}: ${flows} flows/s, ${(user / flows).toFixed(0)} µs user + ${(system / flows).toFixed(0)} µs system per flow, event loop busy ${((busyMs * 1000) / flows).toFixed(0)} µs per flow`,
+    );
+    Object.assign(total, { user: total.user + user, system: total.system + system, busyMs: total.busyMs + busyMs, flows: total.flows + flows });
     last = now;
+    lastBusy = busy;
     lastDone = done;
   }
   await Promise.all(loops);
-  console.log(`total: ${total.flows} flows, ${((total.user + total.system) / total.flows).toFixed(0)} µs server CPU per flow (${(total.user / total.flows).toFixed(0)} user + ${(total.system / total.flows).toFixed(0)} system)`);
+  console.log(
+    `total: ${total.flows} flows, ${((total.user + total.system) / total.flows).toFixed(0)} µs server CPU per flow (${(total.user / total.flows).toFixed(0)} user + ${(total.system / total.flows).toFixed(0)} system), event loop busy ${((total.busyMs * 1000) / total.flows).toFixed(0)} µs per flow`,
+  );
 } finally {
   await agent.close();
   await server.stop();
