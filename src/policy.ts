@@ -93,14 +93,6 @@ export const POLICY = {
     description: 'Access tokens remembered as verified (signature and claims) until their exp; revocation is still checked per request.',
     value: 10_000,
   } satisfies Fixed<number>,
-  verifiedSessionCookieEntries: {
-    description: 'Session cookies remembered as verified (signature and contents); expiry, sign-out and the session epoch are still checked per request.',
-    value: 10_000,
-  } satisfies Fixed<number>,
-  sessionIdEntries: {
-    description: "Per-client OpenID `sid` values remembered, each an HMAC of a browser session's id and a client's.",
-    value: 10_000,
-  } satisfies Fixed<number>,
   signingKeyReloadMs: {
     description: 'How often each instance reloads the signing keys, so a rotation done elsewhere is used for signing within this time.',
     value: 30_000,

@@ -4,9 +4,7 @@
  * (stores/ended-sessions.ts), so a copy of the cookie kept elsewhere is refused too.
  */
 import cookieParser from 'cookie-parser';
-import { sign, unsign } from 'cookie-signature';
 import type { CookieOptions, Request, RequestHandler, Response } from 'express';
-import { LRUCache } from 'lru-cache';
 import { randomToken } from '../../crypto/secrets.js';
 import { POLICY } from '../../policy.js';
 import type { EndedSessionStore, SessionCheck } from '../stores/ended-sessions.js';
@@ -57,28 +55,19 @@ function isSession(value: unknown): value is BrowserSession {
   );
 }
 
-/** Signed as Express's `res.cookie(…, { signed: true })` and cookie-parser do: `s:` + value + `.` + HMAC-SHA256. */
-const SIGNED_PREFIX = 's:';
-
 export class Sessions {
   readonly cookieName: string;
-  /** Reads the request's cookies; the session cookie's signature is checked by `current`, once per cookie value. */
-  readonly cookies: RequestHandler = cookieParser() as RequestHandler;
+  readonly cookies: RequestHandler;
   private readonly secure: boolean;
-  /**
-   * A signed cookie's value cannot change, so one whose signature and contents checked out is remembered by its exact
-   * text: a browser sends the same cookie on every request until sign-in replaces it. Expiry is checked on every use,
-   * and sign-out and "sign out everywhere" by the stores, as before.
-   */
-  private readonly verified = new LRUCache<string, Readonly<BrowserSession>>({ max: POLICY.verifiedSessionCookieEntries.value });
 
   constructor(
     issuer: string,
-    private readonly secret: string,
+    secret: string,
     private readonly ended: Pick<EndedSessionStore, 'end' | 'isEnded'>,
   ) {
     this.secure = issuer.startsWith('https:');
     this.cookieName = this.secure ? '__Host-fieldgate-session' : 'fieldgate-session';
+    this.cookies = cookieParser(secret) as RequestHandler;
   }
 
   get isSecure(): boolean {
@@ -86,34 +75,23 @@ export class Sessions {
   }
 
   private cookieOptions(): CookieOptions {
-    return { httpOnly: true, sameSite: 'lax', secure: this.secure, path: '/', maxAge: SESSION_TTL_SECONDS * 1000 };
+    return { httpOnly: true, sameSite: 'lax', secure: this.secure, path: '/', signed: true, maxAge: SESSION_TTL_SECONDS * 1000 };
   }
 
   current(req: Request): BrowserSession | undefined {
     const known = sessions.get(req);
     if (known) return known;
-    const cookie: unknown = (req.cookies as Record<string, unknown> | undefined)?.[this.cookieName];
-    if (typeof cookie !== 'string') return undefined;
-    const session = this.verified.get(cookie) ?? this.verify(cookie);
-    if (!session || session.expiresAt <= Math.floor(Date.now() / 1000)) return undefined;
-    sessions.set(req, session);
-    return session;
-  }
-
-  /** The session a cookie carries if its signature and contents check out (remembered then), else undefined. */
-  private verify(cookie: string): Readonly<BrowserSession> | undefined {
-    const value = cookie.startsWith(SIGNED_PREFIX) ? unsign(cookie.slice(SIGNED_PREFIX.length), this.secret) : false;
-    if (value === false) return undefined;
+    const raw: unknown = req.signedCookies?.[this.cookieName];
+    if (typeof raw !== 'string') return undefined;
     let session: unknown;
     try {
-      session = JSON.parse(Buffer.from(value, 'base64url').toString('utf8'));
+      session = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
     } catch {
       return undefined;
     }
-    if (!isSession(session)) return undefined;
-    const frozen = Object.freeze(session);
-    this.verified.set(cookie, frozen);
-    return frozen;
+    if (!isSession(session) || session.expiresAt <= Math.floor(Date.now() / 1000)) return undefined;
+    sessions.set(req, session);
+    return session;
   }
 
   ensure(req: Request, res: Response): BrowserSession {
@@ -153,8 +131,7 @@ export class Sessions {
 
   private start(req: Request, res: Response, fields: Pick<BrowserSession, 'userId' | 'authTime' | 'epoch'>, sid = randomToken(16)): BrowserSession {
     const session: BrowserSession = { sid, ...fields, expiresAt: Math.floor(Date.now() / 1000) + SESSION_TTL_SECONDS };
-    const value = Buffer.from(JSON.stringify(session)).toString('base64url');
-    res.cookie(this.cookieName, `${SIGNED_PREFIX}${sign(value, this.secret)}`, this.cookieOptions());
+    res.cookie(this.cookieName, Buffer.from(JSON.stringify(session)).toString('base64url'), this.cookieOptions());
     sessions.set(req, session);
     return session;
   }
