@@ -15,7 +15,7 @@ import type { EventLoopUtilization } from 'node:perf_hooks';
 import path from 'node:path';
 import { Child } from './lib/child.js';
 import { signInAndConsent } from './lib/browser.js';
-import { runFlow, type OAuthTarget } from './lib/oauth-client.js';
+import { oauthTarget, runFlow, type OAuthTarget, type ServerInfo } from './lib/oauth-client.js';
 import { createBenchStorage } from './lib/storage.js';
 import { createUndiciAgent, undiciSender } from './lib/undici.js';
 import { freePort } from '../test/support/processes.js';
@@ -31,24 +31,14 @@ const { env: storage, drop: cleanup } = created;
 const port = await freePort();
 const env = { PORT: String(port), HOST: '127.0.0.1', ISSUER: `http://127.0.0.1:${port}`, LOG_LEVEL: 'info', NODE_ENV: 'production', ...storage };
 const setup = Child.start({ entry: 'bench/server.ts', env: { ...env, BENCH_PHASE: 'setup' } });
-const credentials = (await setup.ready) as unknown as { username: string; password: string; clientId: string; clientSecret: string; redirectUri: string; scope: string };
+const credentials = (await setup.ready) as unknown as Omit<ServerInfo, 'url'>;
 await setup.stop();
 
 const server = Child.start({ entry: 'bench/server.ts', env, stdoutFile: path.join(os.tmpdir(), 'fieldgate-cold-flows.log') });
 const agent = createUndiciAgent(concurrency);
 try {
   const { url } = (await server.ready) as unknown as { url: string };
-  const base: Omit<OAuthTarget, 'cookie'> = {
-    label: `Fieldgate · ${kind}`,
-    baseUrl: url,
-    authorizePath: '/authorize',
-    tokenPath: '/token',
-    introspectPath: '/introspect',
-    clientId: credentials.clientId,
-    clientSecret: credentials.clientSecret,
-    redirectUri: credentials.redirectUri,
-    scope: credentials.scope,
-  };
+  const base = oauthTarget(`Fieldgate · ${kind}`, { ...credentials, url });
   const target: OAuthTarget = { ...base, cookie: (await signInAndConsent(base, credentials.username, credentials.password)).cookie };
   const send = undiciSender(agent);
   const cpu = () => server.call<NodeJS.CpuUsage>('cpu');

@@ -20,7 +20,7 @@ import { signInAndConsent } from './lib/browser.js';
 import type { Measurement } from './lib/drivers.js';
 import { basicAuth, formBody, request } from './lib/http.js';
 import { machineInfo } from './lib/machine.js';
-import { introspect, refresh, runFlow, type OAuthTarget } from './lib/oauth-client.js';
+import { introspect, oauthTarget, refresh, runFlow, type OAuthTarget, type ServerInfo } from './lib/oauth-client.js';
 import { freePort } from '../test/support/processes.js';
 import { createBenchStorage } from './lib/storage.js';
 import { writeReport } from './lib/report.js';
@@ -217,33 +217,6 @@ function markOAuthUnavailable(result: ServerResult, reason: string): void {
   for (const [key, label] of Object.entries(OAUTH_LABELS)) {
     result.oauth[key as keyof typeof OAUTH_LABELS] = unavailable(`${result.label} · ${label}`, reason);
   }
-}
-
-interface ServerInfo {
-  url: string;
-  username: string;
-  password: string;
-  clientId: string;
-  clientSecret: string;
-  redirectUri: string;
-  scope: string;
-  resource?: string;
-  productId?: number;
-}
-
-function oauthTarget(label: string, info: ServerInfo): Omit<OAuthTarget, 'cookie'> {
-  return {
-    label,
-    baseUrl: info.url,
-    authorizePath: '/authorize',
-    tokenPath: '/token',
-    introspectPath: '/introspect',
-    clientId: info.clientId,
-    clientSecret: info.clientSecret,
-    redirectUri: info.redirectUri,
-    scope: info.scope,
-    ...(info.resource ? { resource: info.resource } : {}),
-  };
 }
 
 function serverEnv(port: number, env: Record<string, string | undefined>): Record<string, string | undefined> {

@@ -22,7 +22,7 @@ import { parseArgs } from 'node:util';
 import type { Child } from './lib/child.js';
 import { signInAndConsent } from './lib/browser.js';
 import { createSender, type ClientStack } from './lib/drivers.js';
-import { runFlow, type OAuthTarget } from './lib/oauth-client.js';
+import { oauthTarget, runFlow, type OAuthTarget, type ServerInfo } from './lib/oauth-client.js';
 import { createBenchStorage } from './lib/storage.js';
 import { freePort } from '../test/support/processes.js';
 
@@ -127,14 +127,13 @@ async function session(roles: [Role, Role]): Promise<Record<Role, Burst[]>> {
     const ports = [await freePort(), await freePort()];
     const env = (port: number) => ({ PORT: String(port), HOST: '127.0.0.1', ISSUER: `http://127.0.0.1:${port}`, LOG_LEVEL: 'info', NODE_ENV: 'production', ...created.env });
     const setup = (await childClassOf(TREES[roles[0]])).start({ entry: 'bench/server.ts', env: { ...env(ports[0]!), BENCH_PHASE: 'setup' } });
-    const credentials = (await setup.ready) as unknown as { username: string; password: string; clientId: string; clientSecret: string; redirectUri: string; scope: string };
+    const credentials = (await setup.ready) as unknown as Omit<ServerInfo, 'url'>;
     await setup.stop();
     for (const [index, role] of roles.entries()) {
       const server = (await childClassOf(TREES[role])).start({ entry: 'bench/server.ts', env: env(ports[index]!) });
       running.push(server);
       const { url } = (await server.ready) as unknown as { url: string };
-      const { clientId, clientSecret, redirectUri, scope } = credentials;
-      const base = { label: role, baseUrl: url, authorizePath: '/authorize', tokenPath: '/token', introspectPath: '/introspect', clientId, clientSecret, redirectUri, scope };
+      const base = oauthTarget(role, { ...credentials, url });
       const target: OAuthTarget = { ...base, cookie: (await signInAndConsent(base, credentials.username, credentials.password)).cookie };
       const sender = createSender(client, CONCURRENCY);
       senders.push(sender);

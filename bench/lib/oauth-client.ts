@@ -23,6 +23,35 @@ export interface OAuthTarget {
   cookie: string;
 }
 
+/** What a bench server reports once it has set up its user and client: where it listens and the credentials for flows. */
+export interface ServerInfo {
+  url: string;
+  username: string;
+  password: string;
+  clientId: string;
+  clientSecret: string;
+  redirectUri: string;
+  scope: string;
+  resource?: string;
+  productId?: number;
+}
+
+/** The target of a server's flows before its browser session is signed in. */
+export function oauthTarget(label: string, info: ServerInfo): Omit<OAuthTarget, 'cookie'> {
+  return {
+    label,
+    baseUrl: info.url,
+    authorizePath: '/authorize',
+    tokenPath: '/token',
+    introspectPath: '/introspect',
+    clientId: info.clientId,
+    clientSecret: info.clientSecret,
+    redirectUri: info.redirectUri,
+    scope: info.scope,
+    ...(info.resource ? { resource: info.resource } : {}),
+  };
+}
+
 export interface TokenResponse {
   access_token: string;
   token_type: string;
