@@ -502,7 +502,7 @@ async function benchStartupPglite(startup: StartupResults, load: Child): Promise
   const logFile = path.join(runDir, 'startup.log');
   const idleMs = quick ? 1000 : 2000;
   try {
-    // `npm start` builds first (prestart); its first start also fills dirs[0].
+    // `npm start` builds first (bin/start.js, dist/ absent); its first start also fills dirs[0].
     log('start-up: npm start on a fresh PGlite directory (builds first)');
     startup.npmStartFresh = await measureStart({ argv: ['npm', 'start'], ...(await envFor(dirs[0]!)), logFile, memory: false, idleMs });
     if (!existsSync(path.join(REPO_ROOT, 'dist', 'cli.js'))) throw new Error('dist/cli.js is missing after npm start');

@@ -1,50 +1,21 @@
 #!/usr/bin/env node
 // Compiles src/ to dist/ (`npm run build`), then bundles the CLI and the embedded database's
 // worker into dist/bundle/, which bin/fieldgate.js runs: one file to load instead of some two
-// thousand modules to resolve (docs/PERFORMANCE.md, "One file to load"). With --if-changed (what
-// `npm start` runs first) it skips both when dist/ was built from the same sources, dependencies and
-// settings, so a restart does not pay for a build, and an installation pruned of TypeScript still starts.
-import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+// thousand modules to resolve (docs/PERFORMANCE.md, "One file to load"). With --if-changed it skips
+// both when dist/ was built from the same sources, dependencies and settings (bin/build-stamp.js),
+// the check `npm start` (bin/start.js) makes, so a restart does not pay for a build, and an
+// installation pruned of TypeScript still starts.
+import { existsSync, rmSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import { BUNDLE, isBuilt, sourceDigest, writeStamp } from './build-stamp.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const STAMP = path.join(ROOT, 'dist', '.build-stamp');
 const TSC = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-const BUNDLE = path.join(ROOT, 'dist', 'bundle');
-
-function files(dir) {
-  return readdirSync(dir, { withFileTypes: true, recursive: true })
-    .filter((entry) => entry.isFile())
-    .map((entry) => path.join(entry.parentPath ?? entry.path, entry.name));
-}
-
-/** A digest of everything the compiled output depends on: contents, not times (checkouts rewrite times). */
-function sourceDigest() {
-  const inputs = [
-    ...files(path.join(ROOT, 'src')),
-    path.join(ROOT, 'tsconfig.json'),
-    path.join(ROOT, 'tsconfig.build.json'),
-    // The bundle holds the dependencies as installed and patched, and is made by this script.
-    path.join(ROOT, 'package-lock.json'),
-    ...(existsSync(path.join(ROOT, 'patches')) ? files(path.join(ROOT, 'patches')) : []),
-    fileURLToPath(import.meta.url),
-  ].sort();
-  const hash = createHash('sha256');
-  for (const file of inputs) {
-    hash.update(`${path.relative(ROOT, file)}\0`);
-    hash.update(readFileSync(file));
-    hash.update('\0');
-  }
-  return hash.digest('hex');
-}
 
 const digest = sourceDigest();
-if (process.argv.includes('--if-changed') && existsSync(path.join(BUNDLE, 'cli.js')) && existsSync(STAMP) && readFileSync(STAMP, 'utf8').trim() === digest) {
-  process.exit(0);
-}
+if (process.argv.includes('--if-changed') && isBuilt(digest)) process.exit(0);
 if (!existsSync(TSC)) {
   console.error('fieldgate: src/ changed since dist/ was built and TypeScript is not installed; run `npm ci` then `npm run build`');
   process.exit(1);
@@ -53,7 +24,7 @@ const build = spawnSync(process.execPath, [TSC, '-p', 'tsconfig.build.json'], { 
 if (build.status !== 0) process.exit(build.status ?? 1);
 await bundle();
 // The digest of the sources read before compiling: a file changed meanwhile forces the next build.
-writeFileSync(STAMP, `${digest}\n`);
+writeStamp(digest);
 
 /**
  * dist/bundle/cli.js and pglite-thread-worker.js (the name pglite-thread.ts starts it by), each
