@@ -1,6 +1,6 @@
 /** The long-lived services of one process, shared by the OAuth server, GraphQL, REST and the CLI. */
 import type { Config } from './config.js';
-import { openDatabase, type Database, type Db } from './db/database.js';
+import { openDatabase, type Database, type DatabaseOptions, type Db } from './db/database.js';
 import { instanceSecret } from './db/instance-secrets.js';
 import type { Logger } from './logger.js';
 import { AccessTokens } from './tokens/access-token.js';
@@ -37,9 +37,10 @@ export interface Runtime {
 
 /**
  * The database the configuration names. `embeddedThread`: whether an embedded database runs on a thread of its own (the
- * server, when DATABASE_EMBEDDED_THREAD allows); a command that runs a few statements and exits keeps it on its own.
+ * server, when DATABASE_EMBEDDED_THREAD allows), or that thread as `openConfiguredEmbeddedThread` is already opening it;
+ * a command that runs a few statements and exits keeps it on its own.
  */
-export function openConfiguredDatabase(config: Config, { embeddedThread = false } = {}): Promise<Database> {
+export function openConfiguredDatabase(config: Config, { embeddedThread = false }: Pick<DatabaseOptions, 'embeddedThread'> = {}): Promise<Database> {
   return openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
@@ -47,7 +48,7 @@ export function openConfiguredDatabase(config: Config, { embeddedThread = false 
     preparedStatements: config.databasePreparedStatements,
     statementTimeoutMs: config.databaseStatementTimeoutMs,
     poolWaitMs: config.databasePoolWaitMs,
-    embeddedThread: embeddedThread && config.databaseEmbeddedThread,
+    embeddedThread: config.databaseEmbeddedThread ? embeddedThread : false,
   });
 }
 

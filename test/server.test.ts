@@ -131,6 +131,40 @@ describe('fieldgate serve on an embedded data directory', () => {
     expect(await next.stop('SIGTERM')).toBe(0);
   });
 
+  it('on an existing data directory, stops cleanly on SIGTERM while its database thread starts ahead of the app', async () => {
+    const dir = dataDir();
+    const first = await start({ DATA_DIR: dir });
+    expect(await first.stop('SIGTERM')).toBe(0);
+    const child = spawn(process.execPath, [FIELDGATE_BIN, 'serve'], {
+      env: childEnv({ DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'info' }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    cleanups.push(() => void child.kill('SIGKILL'));
+    let err = '';
+    child.stderr.on('data', (chunk) => (err += chunk));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    // The lock is taken before the app's modules load: the signal arrives while both are under way.
+    const lockFile = path.join(dir, 'fieldgate.lock');
+    while (!existsSync(lockFile)) await new Promise((resolve) => setTimeout(resolve, 5));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(err).not.toMatch(/unexpected error|Error:/);
+    expect(existsSync(lockFile)).toBe(false);
+    const next = await start({ DATA_DIR: dir });
+    expect(next.stderr()).toMatch(/Demo client id: +demo-client/);
+    expect(await next.stop('SIGTERM')).toBe(0);
+  });
+
+  it('refuses a second server on a held data directory in one line naming the holder, and the first serves on', async () => {
+    const dir = dataDir();
+    const first = await start({ DATA_DIR: dir, DEMO: 'false' });
+    const second = await runCli(['serve'], { DATA_DIR: dir, PORT: '0' });
+    expect(second.code).toBe(1);
+    expect(second.stderr.trim().split('\n')).toEqual([expect.stringContaining(`is in use by process ${first.child.pid}`)]);
+    expect((await fetch(`${first.url}/readyz`)).status).toBe(200);
+    expect(await first.stop('SIGTERM')).toBe(0);
+  });
+
   it('exits non-zero with one line naming a bad configuration variable', async () => {
     const result = await runCli(['serve'], { DATA_DIR: 'memory://', PORT: 'abc' });
     expect(result.code).toBe(1);

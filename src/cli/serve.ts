@@ -42,16 +42,22 @@ function stopSignals() {
 
 async function serve(io: Io, config: Config): Promise<void> {
   const stop = stopSignals();
-  const [{ openConfiguredDatabase, openRuntime }, { isNewEmbeddedDataDir }, { demoPasswordHash, seedDemo, isEmptyDatabase }] = await Promise.all([
+  // The embedded database's thread takes longer to start than the app's modules take to load, so it starts first
+  // (docs/PERFORMANCE.md, round 20). Except on a new data directory with the demo: there the demo user's password is
+  // hashed before the database loads, so the two never hold memory at once (the first start's peak).
+  const { closeEmbedded, isNewEmbeddedDataDir, openConfiguredEmbeddedThread } = await import('../db/embedded-open.js');
+  const hashFirst = config.demo && !config.databaseUrl && isNewEmbeddedDataDir(config.dataDir);
+  const startedThread = hashFirst ? undefined : openConfiguredEmbeddedThread(config);
+  startedThread?.catch(() => {}); // awaited by openConfiguredDatabase below
+  const [{ openConfiguredDatabase, openRuntime }, { demoPasswordHash, seedDemo, isEmptyDatabase }] = await Promise.all([
     import('../runtime.js'),
-    import('../db/database.js'),
     import('../demo/seed.js'),
-  ]);
-  // On a new embedded data directory the demo user's password is hashed before the database loads, so the two never
-  // hold memory at once (the first start's peak). Otherwise the database opens (on its own thread, when embedded)
-  // while this thread loads the app's modules.
-  const passwordHash = config.demo && !config.databaseUrl && isNewEmbeddedDataDir(config.dataDir) ? await demoPasswordHash() : undefined;
-  const opening = openConfiguredDatabase(config, { embeddedThread: true });
+  ]).catch(async (error: unknown) => {
+    if (startedThread) await closeEmbedded(startedThread);
+    throw error;
+  });
+  const passwordHash = hashFirst ? await demoPasswordHash() : undefined;
+  const opening = openConfiguredDatabase(config, { embeddedThread: startedThread ?? true });
   opening.catch(() => {}); // awaited below, once the modules are loaded
   /** Closes the database being opened when the start fails before the runtime owns it. */
   const abandonDatabase = async () => (await opening.catch(() => undefined))?.close();

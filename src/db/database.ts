@@ -14,9 +14,8 @@ import { relations, type Relations } from './relations.js';
 import { DEFAULT_PREPARED_STATEMENTS } from '../config.js';
 import { PreparedStatementPolicy, withPreparedStatements } from './performance/prepared-statements.js';
 import { GENERIC_PLAN_START_PARAMS, withPgliteStatements, type PgliteQueryClient } from './performance/pglite-statements.js';
-import { startPgliteThread } from './performance/pglite-thread.js';
-import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.js';
-import { clusterDirectory, hasCluster } from './embedded-cluster.js';
+import type { PgliteThread } from './performance/pglite-thread.js';
+import { openEmbedded, openEmbeddedThread, openingFailure, type OpenedEmbedded } from './embedded-open.js';
 import { DatabaseUnavailableError, sqlState } from './errors.js';
 import { PIPELINE_DEPTH, PoolAdmission, withPoolAdmission, type PoolLoad } from './pool-admission.js';
 
@@ -82,8 +81,12 @@ export interface DatabaseOptions {
   statementTimeoutMs?: number;
   /** Milliseconds a statement may wait for one of the pool's connections before it is refused (0 or absent: no limit). */
   poolWaitMs?: number;
-  /** Runs the embedded database on a thread of its own (pglite-thread.ts) rather than the caller's. */
-  embeddedThread?: boolean;
+  /**
+   * Runs the embedded database on a thread of its own (pglite-thread.ts) rather than the caller's; or the thread as
+   * `openEmbeddedThread` is already opening it, for this `dataDir` and `preparedStatements` (what `fieldgate serve` does
+   * before it loads the app).
+   */
+  embeddedThread?: boolean | Promise<OpenedEmbedded<PgliteThread>>;
 }
 
 export interface Database {
@@ -111,11 +114,6 @@ export interface Database {
   close(): Promise<void>;
 }
 
-/** Whether `dataDir` holds no embedded database yet (memory:// never does). */
-export function isNewEmbeddedDataDir(dataDir: string): boolean {
-  return dataDir === 'memory://' || !hasCluster(clusterDirectory(dataDir));
-}
-
 /**
  * postgres.js splits the URL's host at its first colon, so `postgres://…@[::1]:5432/db` would look up a host named `[`.
  * An IPv6 literal is therefore handed over as options: lists of one host and one port, which the driver takes as they
@@ -130,26 +128,6 @@ function ipv6Host(databaseUrl: string): { host?: string; port?: number } {
   }
   if (!url.hostname.startsWith('[')) return {};
   return { host: [url.hostname.slice(1, -1)], port: [Number(url.port || 5432)] } as unknown as { host: string; port: number };
-}
-
-/** An error from opening the database, as the one-line DatabaseUnavailableError when it names the setting's fault. */
-function openingFailure(location: string, error: unknown): unknown {
-  return DatabaseUnavailableError.isConnectionFailure(error) ? new DatabaseUnavailableError(location, { cause: error }) : error;
-}
-
-/**
- * The embedded engine could not create or start its cluster. PGlite says only that it "failed to initialize": the
- * causes an operator can fix are the directory's, so the one line names them rather than a stack trace.
- */
-function embeddedStartFailure(dataDir: string, error: unknown): DatabaseUnavailableError {
-  if (DatabaseUnavailableError.isConnectionFailure(error)) return new DatabaseUnavailableError(dataDir, { cause: error });
-  const detail = String((error as Error)?.message ?? error).split('\n')[0];
-  return new DatabaseUnavailableError(dataDir, {
-    cause: error,
-    reason:
-      `the embedded database did not start (${detail}); DATA_DIR must be a directory this user can write (mode 0700 or 0750), ` +
-      'on a disk with free space, holding a database made by this version of Fieldgate',
-  });
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
@@ -245,36 +223,26 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     };
   }
 
-  const [{ PGlite }, { drizzle: drizzlePglite }, { migrate: migratePglite }, { EMBEDDED_START_PARAMS, initializeDataDir, limitWasmCompilation }] = await Promise.all([
-    import('@electric-sql/pglite'),
+  const dataDir = options.dataDir ?? 'memory://';
+  const preparedStatements = options.preparedStatements ?? DEFAULT_PREPARED_STATEMENTS;
+  // The thread starts before Drizzle's PGlite modules load on this one: its start takes longer.
+  const openingThread =
+    options.embeddedThread === true ? openEmbeddedThread(dataDir, preparedStatements) : options.embeddedThread || undefined;
+  openingThread?.catch(() => {}); // awaited below, once the modules are loaded
+  const [{ drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
     import('drizzle-orm/pglite'),
     import('drizzle-orm/pglite/migrator'),
-    import('./performance/pglite-memory.js'),
   ]);
-  limitWasmCompilation();
-  const dataDir = options.dataDir ?? 'memory://';
-  const startParams = [...EMBEDDED_START_PARAMS, ...GENERIC_PLAN_START_PARAMS];
-  const preparedStatements = options.preparedStatements ?? DEFAULT_PREPARED_STATEMENTS;
-  let lock: DataDirLock | undefined;
-  let client: PgliteQueryClient & { readonly closed: boolean; close(): Promise<void> };
-  if (dataDir !== 'memory://') {
-    try {
-      mkdirSync(dataDir, { recursive: true });
-      lock = acquireDataDirLock(dataDir);
-    } catch (error) {
-      throw openingFailure(dataDir, error);
-    }
-  }
-  try {
-    const pgdata = dataDir === 'memory://' ? undefined : clusterDirectory(dataDir);
-    if (pgdata) await initializeDataDir(pgdata);
-    if (options.embeddedThread) {
-      client = await startPgliteThread({ pgdata, startParams, preparedStatements });
-    } else {
-      const pglite = new PGlite({ ...(pgdata ? { dataDir: pgdata } : {}), startParams });
+  const { client, lock }: OpenedEmbedded<PgliteQueryClient & { readonly closed: boolean; close(): Promise<void> }> = await (openingThread ??
+    openEmbedded(dataDir, async (pgdata) => {
+      const [{ PGlite }, { EMBEDDED_SETTINGS }] = await Promise.all([import('@electric-sql/pglite'), import('./performance/pglite-memory.js')]);
+      const pglite = new PGlite({
+        ...(pgdata ? { dataDir: pgdata } : {}),
+        startParams: [...PGlite.defaultStartParams, ...EMBEDDED_SETTINGS, ...GENERIC_PLAN_START_PARAMS],
+      });
       await pglite.waitReady;
       const statements = withPgliteStatements(pglite, new PreparedStatementPolicy(preparedStatements));
-      client = {
+      return {
         query: statements.query,
         transaction: statements.transaction,
         get closed() {
@@ -282,12 +250,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         },
         close: () => pglite.close(),
       };
-    }
-  } catch (error) {
-    if (!lock) throw error;
-    lock.release();
-    throw embeddedStartFailure(dataDir, error);
-  }
+    }));
   const db = drizzlePglite({ client: client as unknown as PGlite, relations, logger });
   return {
     db: db as unknown as Db,

@@ -137,11 +137,14 @@ describe('fieldgate with a database it cannot open', () => {
       expect((await runCliBounded(['migrate'], { DATA_DIR: dataDir }, 120_000)).code).toBe(0);
       // Made read-only, as after a careless chmod -R or a volume mounted read-only: PostgreSQL refuses to start on it.
       setModes(path.join(dataDir, 'pgdata'), 0o555, 0o444);
-      expectOneLineFailure(
-        await runCliBounded(['client', 'list'], { DATA_DIR: dataDir }, 120_000),
-        /^fieldgate: cannot open the database .*data: the embedded database did not start \(.*\); DATA_DIR must be a directory this user can write/,
-      );
-      expect(existsSync(path.join(dataDir, 'fieldgate.lock'))).toBe(false);
+      // `client list` runs PGlite on its main thread; `serve` on a thread of its own, started before the app loads.
+      for (const command of [['client', 'list'], ['serve']]) {
+        expectOneLineFailure(
+          await runCliBounded(command, { DATA_DIR: dataDir, PORT: '0' }, 120_000),
+          /^fieldgate: cannot open the database .*data: the embedded database did not start \(.*\); DATA_DIR must be a directory this user can write/,
+        );
+        expect(existsSync(path.join(dataDir, 'fieldgate.lock')), command.join(' ')).toBe(false);
+      }
     } finally {
       setModes(dir, 0o755, 0o644);
       rmSync(dir, { recursive: true, force: true });

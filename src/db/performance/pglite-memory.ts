@@ -15,11 +15,13 @@ import { createRequire } from 'node:module';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import v8 from 'node:v8';
-import { PGlite } from '@electric-sql/pglite';
 import { hasCluster } from '../embedded-cluster.js';
 
-/** Server settings given to every embedded start, after PGlite's own. */
-export const EMBEDDED_START_PARAMS: readonly string[] = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'];
+/**
+ * Server settings given to every embedded start, after PGlite's own (`PGlite.defaultStartParams`, which each place that
+ * starts PGlite puts first: this module does not load PGlite, see embedded-open.ts).
+ */
+export const EMBEDDED_SETTINGS: readonly string[] = ['-c', 'shared_buffers=16MB'];
 
 /**
  * V8 flags for every process that runs PGlite: one compile task, and no tier-up from the baseline
@@ -33,17 +35,17 @@ export function limitWasmCompilation(): void {
   v8.setFlagsFromString(EMBEDDED_WASM_FLAGS.join(' '));
 }
 
-/** Run as `node EMBEDDED_WASM_FLAGS -e INITDB PGLITE_ENTRY PGDATA START_PARAMS_JSON`. */
+/** Run as `node EMBEDDED_WASM_FLAGS -e INITDB PGLITE_ENTRY PGDATA SETTINGS_JSON`. */
 const INITDB = `
-const [pglite, pgdata, startParams] = process.argv.slice(1);
+const [pglite, pgdata, settings] = process.argv.slice(1);
 const { PGlite } = require(pglite);
-const pg = new PGlite(pgdata, { startParams: JSON.parse(startParams) });
+const pg = new PGlite(pgdata, { startParams: [...PGlite.defaultStartParams, ...JSON.parse(settings)] });
 pg.waitReady.then(() => pg.close()).catch((error) => { console.error(error); process.exitCode = 1; });
 `;
 
 /** The command line (after `node`) of the process that creates a cluster in `pgdata`. */
 export function initdbArguments(pgliteEntry: string, pgdata: string): string[] {
-  return [...EMBEDDED_WASM_FLAGS, '-e', INITDB, pgliteEntry, pgdata, JSON.stringify(EMBEDDED_START_PARAMS)];
+  return [...EMBEDDED_WASM_FLAGS, '-e', INITDB, pgliteEntry, pgdata, JSON.stringify(EMBEDDED_SETTINGS)];
 }
 
 /** Creates the PostgreSQL cluster in `pgdata` if there is none yet, in a process of its own. */

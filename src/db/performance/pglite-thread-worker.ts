@@ -5,13 +5,16 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
-import { pgliteStatementRunner, toResults, type RawResults } from './pglite-statements.js';
+import { GENERIC_PLAN_START_PARAMS, pgliteStatementRunner, toResults, type RawResults } from './pglite-statements.js';
 import { PreparedStatementPolicy } from './prepared-statements.js';
 import type { ThreadReply, ThreadRequest, ThreadResults, ThreadStart } from './pglite-thread.js';
 
 const port = parentPort!;
 const start = workerData as ThreadStart;
-const pg = new PGlite({ ...(start.pgdata ? { dataDir: start.pgdata } : {}), startParams: [...start.startParams] });
+const pg = new PGlite({
+  ...(start.pgdata ? { dataDir: start.pgdata } : {}),
+  startParams: [...PGlite.defaultStartParams, ...start.startParams, ...GENERIC_PLAN_START_PARAMS],
+});
 const { run } = pgliteStatementRunner(pg, new PreparedStatementPolicy(start.preparedStatements));
 
 /** PGlite's parsers with the caller's own types left as text, per set of such types. */

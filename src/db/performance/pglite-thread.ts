@@ -8,8 +8,8 @@
  * Measured gain and removal condition: docs/PERFORMANCE.md.
  */
 import { Worker } from 'node:worker_threads';
-import { types, type QueryOptions, type Results } from '@electric-sql/pglite';
-import { shapedResults, type PgliteQueryClient, type RawResults } from './pglite-statements.js';
+import type { QueryOptions, Results } from '@electric-sql/pglite';
+import type { PgliteQueryClient, RawResults } from './pglite-statements.js';
 
 type Parsers = NonNullable<QueryOptions['parsers']>;
 
@@ -20,6 +20,10 @@ const MAX_TEXT_IDS = 1_024;
 export interface ThreadStart {
   /** The cluster directory, or undefined for an in-memory database. */
   pgdata: string | undefined;
+  /**
+   * Server settings after PGlite's own; the thread puts those first, and the generic-plan setting its statements need
+   * (pglite-statements.ts) last.
+   */
   startParams: readonly string[];
   preparedStatements: number;
 }
@@ -52,6 +56,8 @@ function startWorker(start: ThreadStart): Worker {
 /** Starts PGlite on its own thread and resolves once it is ready; rejects with PGlite's error if it cannot start. */
 export async function startPgliteThread(start: ThreadStart): Promise<PgliteThread> {
   const worker = startWorker(start);
+  // PGlite's modules load on this thread while the worker starts, not before: nothing here needs them until it answers.
+  const parsing = Promise.all([import('@electric-sql/pglite'), import('./pglite-statements.js')]);
   const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
   let ids = 0;
   let closed = false;
@@ -126,13 +132,27 @@ export async function startPgliteThread(start: ThreadStart): Promise<PgliteThrea
     return resultsOf<T>(raw, options?.parsers, options?.rowMode);
   }
 
+  let types: typeof import('@electric-sql/pglite').types;
+  let shapedResults: typeof import('./pglite-statements.js').shapedResults;
   try {
-    await ready;
+    [[{ types }, { shapedResults }]] = await Promise.all([parsing, ready]);
   } catch (error) {
     await worker.terminate();
     throw error;
   }
   worker.unref();
+
+  /** The caller's parsers on the values the worker left as text; rows as objects unless `rowMode` is 'array'. */
+  function resultsOf<T>(raw: ThreadResults, parsers: Parsers | undefined, rowMode: QueryOptions['rowMode']): Results<T> {
+    let rows = raw.rows;
+    if (parsers) {
+      const own = raw.fields.map((field) => (parsers[field.dataTypeID] ? field.dataTypeID : undefined));
+      if (own.some((type) => type !== undefined)) {
+        rows = rows.map((row) => row.map((value, i) => (own[i] === undefined ? value : types.parseType(value as string | null, own[i]!, parsers))));
+      }
+    }
+    return shapedResults<T>(raw, rows, rowMode);
+  }
 
   return {
     get closed() {
@@ -175,16 +195,4 @@ export async function startPgliteThread(start: ThreadStart): Promise<PgliteThrea
       }
     },
   };
-}
-
-/** The caller's parsers on the values the worker left as text; rows as objects unless `rowMode` is 'array'. */
-function resultsOf<T>(raw: ThreadResults, parsers: Parsers | undefined, rowMode: QueryOptions['rowMode']): Results<T> {
-  let rows = raw.rows;
-  if (parsers) {
-    const own = raw.fields.map((field) => (parsers[field.dataTypeID] ? field.dataTypeID : undefined));
-    if (own.some((type) => type !== undefined)) {
-      rows = rows.map((row) => row.map((value, i) => (own[i] === undefined ? value : types.parseType(value as string | null, own[i]!, parsers))));
-    }
-  }
-  return shapedResults<T>(raw, rows, rowMode);
 }

@@ -7,8 +7,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { openDatabase, rowsOf, type Database } from '../../../src/db/database.js';
 import { isForeignKeyViolation } from '../../../src/db/errors.js';
 import { startPgliteThread, type PgliteThread } from '../../../src/db/performance/pglite-thread.js';
-import { EMBEDDED_START_PARAMS } from '../../../src/db/performance/pglite-memory.js';
-import { GENERIC_PLAN_START_PARAMS } from '../../../src/db/performance/pglite-statements.js';
+import { EMBEDDED_SETTINGS } from '../../../src/db/performance/pglite-memory.js';
 import { products } from '../../../src/db/schema.js';
 
 const SETUP = `
@@ -26,7 +25,7 @@ describe('the embedded database on its own thread, against PGlite on the callerâ
     pg = new PGlite();
     await pg.waitReady;
     await pg.exec(SETUP);
-    thread = await startPgliteThread({ pgdata: undefined, startParams: [...EMBEDDED_START_PARAMS, ...GENERIC_PLAN_START_PARAMS], preparedStatements: 8 });
+    thread = await startPgliteThread({ pgdata: undefined, startParams: EMBEDDED_SETTINGS, preparedStatements: 8 });
     for (const statement of SETUP.split(';').filter((text) => text.trim())) await thread.query(statement);
   });
 
@@ -35,9 +34,15 @@ describe('the embedded database on its own thread, against PGlite on the callerâ
     await pg.close();
   });
 
-  it('starts PostgreSQL with the settings it is given', async () => {
-    const { rows } = await thread.query<{ plan_cache_mode: string }>('show plan_cache_mode');
-    expect(rows).toEqual([{ plan_cache_mode: 'force_generic_plan' }]);
+  it('starts PostgreSQL with PGliteâ€™s settings, those it is given and the generic plans its statements need', async () => {
+    const { rows } = await thread.query<{ name: string; setting: string }>(
+      `select name, setting from pg_settings where name in ('plan_cache_mode', 'shared_buffers', 'search_path') order by name`,
+    );
+    expect(rows).toEqual([
+      { name: 'plan_cache_mode', setting: 'force_generic_plan' },
+      { name: 'search_path', setting: 'public' },
+      { name: 'shared_buffers', setting: '2048' },
+    ]);
   });
 
   it('gives the same rows for every parameter and column type, first and repeated use alike', async () => {
@@ -137,7 +142,7 @@ describe('the embedded database on its own thread, against PGlite on the callerâ
   });
 
   it('refuses statements once closed, with the error the service reads as an unavailable database', async () => {
-    const other = await startPgliteThread({ pgdata: undefined, startParams: [...EMBEDDED_START_PARAMS], preparedStatements: 8 });
+    const other = await startPgliteThread({ pgdata: undefined, startParams: [], preparedStatements: 8 });
     await other.close();
     expect(other.closed).toBe(true);
     await expect(other.query('select 1')).rejects.toMatchObject({ code: 'CONNECTION_ENDED' });
