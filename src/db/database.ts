@@ -4,7 +4,7 @@
  * schema and relations, so nothing outside this file knows which one it talks to.
  */
 import { fileURLToPath } from 'node:url';
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
 import type { Sql } from 'postgres';
