@@ -15,6 +15,7 @@ import { DEFAULT_PREPARED_STATEMENTS } from '../config.js';
 import { PreparedStatementPolicy, withPreparedStatements } from './performance/prepared-statements.js';
 import { GENERIC_PLAN_START_PARAMS, withPgliteStatements, type PgliteQueryClient } from './performance/pglite-statements.js';
 import type { PgliteThread } from './performance/pglite-thread.js';
+import { EMBEDDED_SETTINGS } from './performance/pglite-memory.js';
 import { openEmbedded, openEmbeddedThread, openingFailure, type OpenedEmbedded } from './embedded-open.js';
 import { DatabaseUnavailableError, sqlState } from './errors.js';
 import { PIPELINE_DEPTH, PoolAdmission, withPoolAdmission, type PoolLoad } from './pool-admission.js';
@@ -235,7 +236,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   ]);
   const { client, lock }: OpenedEmbedded<PgliteQueryClient & { readonly closed: boolean; close(): Promise<void> }> = await (openingThread ??
     openEmbedded(dataDir, async (pgdata) => {
-      const [{ PGlite }, { EMBEDDED_SETTINGS }] = await Promise.all([import('@electric-sql/pglite'), import('./performance/pglite-memory.js')]);
+      const { PGlite } = await import('@electric-sql/pglite');
       const pglite = new PGlite({
         ...(pgdata ? { dataDir: pgdata } : {}),
         startParams: [...PGlite.defaultStartParams, ...EMBEDDED_SETTINGS, ...GENERIC_PLAN_START_PARAMS],
