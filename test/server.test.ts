@@ -109,8 +109,8 @@ describe('fieldgate serve on an embedded data directory', () => {
     expect(await second.stop('SIGTERM')).toBe(0);
   });
 
-  it('stops cleanly on SIGTERM during start-up: the step under way finishes, the data directory is released, exit 0', async () => {
-    const dir = dataDir();
+  /** Starts `serve` on `dir`, sends SIGTERM as soon as its lock file appears, and checks it stopped cleanly. */
+  const stopAsTheLockAppears = async (dir: string) => {
     const child = spawn(process.execPath, [FIELDGATE_BIN, 'serve'], {
       env: childEnv({ DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'info' }),
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -119,13 +119,18 @@ describe('fieldgate serve on an embedded data directory', () => {
     let err = '';
     child.stderr.on('data', (chunk) => (err += chunk));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    // The lock appears when the database starts opening: a first start then creates and migrates it.
     const lockFile = path.join(dir, 'fieldgate.lock');
-    while (!existsSync(lockFile)) await new Promise((resolve) => setTimeout(resolve, 20));
+    while (!existsSync(lockFile)) await new Promise((resolve) => setTimeout(resolve, 5));
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(err).not.toMatch(/unexpected error|Error:/);
     expect(existsSync(lockFile)).toBe(false);
+  };
+
+  it('stops cleanly on SIGTERM during start-up: the step under way finishes, the data directory is released, exit 0', async () => {
+    const dir = dataDir();
+    // The lock appears when the database starts opening: a first start then creates and migrates it.
+    await stopAsTheLockAppears(dir);
     // Nothing was left half done: the next start uses the directory as it is.
     const next = await start({ DATA_DIR: dir, DEMO: 'false' });
     expect(await next.stop('SIGTERM')).toBe(0);
@@ -135,21 +140,8 @@ describe('fieldgate serve on an embedded data directory', () => {
     const dir = dataDir();
     const first = await start({ DATA_DIR: dir });
     expect(await first.stop('SIGTERM')).toBe(0);
-    const child = spawn(process.execPath, [FIELDGATE_BIN, 'serve'], {
-      env: childEnv({ DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'info' }),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    cleanups.push(() => void child.kill('SIGKILL'));
-    let err = '';
-    child.stderr.on('data', (chunk) => (err += chunk));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     // The lock is taken before the app's modules load: the signal arrives while both are under way.
-    const lockFile = path.join(dir, 'fieldgate.lock');
-    while (!existsSync(lockFile)) await new Promise((resolve) => setTimeout(resolve, 5));
-    child.kill('SIGTERM');
-    expect(await exited).toBe(0);
-    expect(err).not.toMatch(/unexpected error|Error:/);
-    expect(existsSync(lockFile)).toBe(false);
+    await stopAsTheLockAppears(dir);
     const next = await start({ DATA_DIR: dir });
     expect(next.stderr()).toMatch(/Demo client id: +demo-client/);
     expect(await next.stop('SIGTERM')).toBe(0);
