@@ -17,7 +17,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Child, REPO_ROOT } from './lib/child.js';
 import { signInAndConsent } from './lib/browser.js';
-import type { Measurement } from './lib/drivers.js';
+import { combineWindows, type Measurement } from './lib/drivers.js';
 import { basicAuth, formBody, request } from './lib/http.js';
 import { machineInfo } from './lib/machine.js';
 import { introspect, oauthTarget, refresh, runFlow, type OAuthTarget, type ServerInfo } from './lib/oauth-client.js';
@@ -26,7 +26,7 @@ import { createBenchStorage } from './lib/storage.js';
 import { writeReport } from './lib/report.js';
 import { formatSummary, summarize, type CpuProfile } from './lib/profile.js';
 import { ROUND_IDS, type RoundId, type RoundResult, type RunResults, type ScenarioResult, type ServerResult, type StartupResults, type Timing } from './lib/results.js';
-import { checkNested, nestedFromFieldgate, nestedFromPostGraphile, POSTGRAPHILE_NESTED_LIST_QUERY, readScenarios, type NestedProduct } from './lib/scenarios.js';
+import { checkNested, nestedFromFieldgate, nestedFromPostGraphile, POSTGRAPHILE_NESTED_LIST_QUERY, readScenarios, type NestedProduct, type ReadScenario } from './lib/scenarios.js';
 import { measureCli, measureStart } from './lib/startup.js';
 import { loadConfig } from '../src/config.js';
 
@@ -51,9 +51,9 @@ const logLevel = process.env.BENCH_LOG_LEVEL?.trim() || 'info';
 /** Fieldgate's PostgreSQL pool on this machine (its default, or DATABASE_POOL_SIZE); PostGraphile gets as many connections. */
 const poolSize = loadConfig({ DATABASE_POOL_SIZE: process.env.DATABASE_POOL_SIZE }).databasePoolSize;
 
-const timing: Timing = quick
-  ? { warmupSec: 1, readSec: 2, oauthSec: 2, readConnections: 32, flowConcurrency: 16 }
-  : { warmupSec: 3, readSec: 10, oauthSec: 10, readConnections: 32, flowConcurrency: 16 };
+const timing: Timing & { interleavedWindows: number } = quick
+  ? { warmupSec: 1, readSec: 2, interleavedWindows: 2, oauthSec: 2, readConnections: 32, flowConcurrency: 16 }
+  : { warmupSec: 3, readSec: 10, interleavedWindows: 5, oauthSec: 10, readConnections: 32, flowConcurrency: 16 };
 
 const startedAt = new Date();
 const runDir = path.join(REPO_ROOT, 'bench', 'results', startedAt.toISOString().replace(/[:.]/g, '-'));
@@ -116,6 +116,71 @@ async function measure(
     log(`${result.label} · ${label}: not measured — ${message}`);
     return { label, unavailable: message };
   }
+}
+
+/** One side of a ratio measured in turn with the other: its server, and one window of its load. */
+interface InterleavedArm {
+  server: Child;
+  result: ServerResult;
+  /** Names its CPU profile (with --profile). */
+  name: string;
+  /** Names it among the others in the log: "(c)", "the bare Express process". */
+  short: string;
+  label: string;
+  /** Statements per operation, counted on a probe before any window (Fieldgate only). */
+  sql?: () => Promise<SqlCount>;
+  window(warmupSec: number, durationSec: number): Promise<Measurement>;
+}
+
+/**
+ * Scenarios whose ratio is a target, measured in turn: `timing.interleavedWindows` windows each, the
+ * order reversed every window (A B, B A, A B, …), the first window of each after the round's
+ * warm-up. A change in the machine's load during the run then falls on both sides of the ratio
+ * alike, where one scenario after the other can put it all on one side (round 20's (b) readings
+ * moved 35–40 % within one run). Server CPU is read around each window. With --profile, each
+ * scenario is measured whole, one after the other, so that each gets a profile of its own.
+ */
+async function measureInterleaved(arms: InterleavedArm[], warmupSec: number, durationSec: number): Promise<ScenarioResult[]> {
+  if (profiling || arms.length < 2) {
+    const out: ScenarioResult[] = [];
+    for (const arm of arms) {
+      out.push(await measure(arm.server, arm.result, arm.name, arm.label, async () => ({ ...(arm.sql ? { sql: await arm.sql() } : {}), run: () => arm.window(warmupSec, durationSec) })));
+    }
+    return out;
+  }
+  const states = arms.map((arm) => ({ arm, windows: [] as Measurement[], cpuUs: 0, sql: undefined as SqlCount | undefined, failure: undefined as string | undefined }));
+  for (const state of states) {
+    try {
+      state.sql = await state.arm.sql?.();
+    } catch (error) {
+      state.failure = error instanceof Error ? error.message.split('\n')[0]! : String(error);
+    }
+  }
+  for (let index = 0; index < timing.interleavedWindows; index++) {
+    const order = index % 2 === 0 ? states : [...states].reverse();
+    for (const state of order) {
+      if (state.failure) continue;
+      try {
+        const before = await state.arm.server.call<NodeJS.CpuUsage>('cpu');
+        state.windows.push(await state.arm.window(state.windows.length === 0 ? warmupSec : 0, durationSec / timing.interleavedWindows));
+        const after = await state.arm.server.call<NodeJS.CpuUsage>('cpu');
+        state.cpuUs += after.user + after.system - before.user - before.system;
+      } catch (error) {
+        state.failure = error instanceof Error ? error.message.split('\n')[0]! : String(error);
+      }
+    }
+  }
+  return states.map(({ arm, windows, cpuUs, sql, failure }) => {
+    const label = `${arm.label}, in ${timing.interleavedWindows} windows in turn with ${arms.filter((other) => other !== arm).map((other) => other.short).join(' and ')}`;
+    if (failure) {
+      log(`${arm.result.label} · ${arm.label}: not measured — ${failure}`);
+      return { label: arm.label, unavailable: failure };
+    }
+    const measurement = combineWindows(windows);
+    const serverCpuUs = measurement.totalCompleted > 0 ? cpuUs / measurement.totalCompleted : undefined;
+    log(`${arm.result.label} · ${label}: ${describeMeasurement(measurement)}  server CPU ${serverCpuUs?.toFixed(0)} µs/op${sql ? `, ${sql.count} SQL/op` : ''}`);
+    return { label: arm.label, measurement, ...(serverCpuUs === undefined ? {} : { serverCpuUs }), ...(sql ? { sql } : {}) };
+  });
 }
 
 type SqlCount = NonNullable<ScenarioResult['sql']>;
@@ -264,20 +329,83 @@ function readLoad(
   load: Child,
   round: RoundId,
   request: { url: string; method: 'GET' | 'POST'; headers: Record<string, string>; body?: string | undefined },
+  window: { warmupSec: number; durationSec: number } = { warmupSec: warmupFor(round), durationSec: timing.readSec },
 ): Promise<Measurement> {
   return load.call<Measurement>('http', {
     ...request,
     client: round === 'node' ? 'node' : 'undici',
     connections: timing.readConnections,
-    warmupSec: warmupFor(round),
-    durationSec: timing.readSec,
+    ...window,
+  });
+}
+
+/** A read scenario of a Fieldgate server as one side of `measureInterleaved`, in a round's client stack. */
+function readArm(server: Child, result: ServerResult, load: Child, round: RoundId, scenario: ReadScenario, baseUrl: string, name: string, sql?: () => Promise<SqlCount>): InterleavedArm {
+  const url = new URL(scenario.path, baseUrl).href;
+  return {
+    server,
+    result,
+    name,
+    short: `(${scenario.id})`,
+    label: round === 'node' ? scenario.label : `${scenario.label} · ${ROUND_LABEL[round]}`,
+    ...(sql ? { sql } : {}),
+    window: (warmupSec, durationSec) => readLoad(load, round, { url, method: scenario.method, headers: scenario.headers, body: scenario.body }, { warmupSec, durationSec }),
+  };
+}
+
+/**
+ * Target 3's bare Express route in a process of its own, started beside a Fieldgate server so that
+ * its windows take turns with (c)'s and (d)'s. Refused when its answer is wrong.
+ */
+async function startBareProcess(): Promise<{ server: Child; url: string }> {
+  const spec = bareProcessSpec();
+  const started = await startServer(spec.entry, spec.label, await freePort(), spec.env);
+  const url = new URL(spec.path, started.url).href;
+  const probe = await request(url, { method: spec.method, headers: spec.headers });
+  const problem = spec.check(probe.status, probe.body);
+  if (problem) {
+    await started.server.stop();
+    throw new Error(`the bare Express process answered wrongly: ${problem}`);
+  }
+  return { server: started.server, url };
+}
+
+function bareArm(bare: { server: Child; url: string }, load: Child, round: RoundId, owner: ServerResult): InterleavedArm {
+  const spec = bareProcessSpec();
+  const carrier: ServerResult = { ...owner, label: spec.label };
+  return {
+    server: bare.server,
+    result: carrier,
+    name: `${owner.label.replace(/\W+/g, '-').toLowerCase()}-${round}-bare-process`,
+    short: 'the bare Express process',
+    label: `${spec.scenarioLabel} · ${ROUND_LABEL[round]}`,
+    window: (warmupSec, durationSec) => readLoad(load, round, { url: bare.url, method: spec.method, headers: spec.headers }, { warmupSec, durationSec }),
+  };
+}
+
+/**
+ * Target 3 and 4's scenarios of one round, in turn: (c), (d) when wanted, and the bare Express
+ * process when one runs beside. Stores (c) and (d) in `into`, the bare process in `pairedBare`.
+ */
+async function measureTargetReads(
+  arms: { c?: InterleavedArm | undefined; d?: InterleavedArm | undefined; bare?: InterleavedArm | undefined },
+  round: RoundId,
+  result: ServerResult,
+  into: RoundResult['read'],
+): Promise<void> {
+  const present = ([['c', arms.c], ['d', arms.d], ['bare', arms.bare]] as const).filter((entry): entry is readonly ['c' | 'd' | 'bare', InterleavedArm] => entry[1] !== undefined);
+  const measured = await measureInterleaved(present.map(([, arm]) => arm), warmupFor(round), timing.readSec);
+  present.forEach(([key], index) => {
+    if (key === 'bare') (result.pairedBare ??= {})[round] = measured[index]!;
+    else into[key] = measured[index]!;
   });
 }
 
 /**
  * The undici and cold rounds of one server (Fieldgate or oidc-provider), on a process started fresh for them: flows, then the
- * reads of the targets, (c), (d) and (f). No probes: the node round checked the same answers,
- * and in the cold round a probe would be a warm-up.
+ * reads of the targets: (c) and (d) in turn with each other and with the bare Express process beside (`bare`, started
+ * fresh too), then (f). No probes: the node round checked the same answers, and in the cold round a probe would be a
+ * warm-up.
  */
 async function benchLaterRounds(
   server: Child,
@@ -287,6 +415,7 @@ async function benchLaterRounds(
   baseUrl: string,
   productId: number,
   accessToken: string,
+  bare?: { server: Child; url: string },
 ): Promise<void> {
   result.rounds ??= {};
   const slug = result.label.replace(/\W+/g, '-').toLowerCase();
@@ -305,11 +434,19 @@ async function benchLaterRounds(
           }))
         : unavailable(`${result.label} · flows · ${ROUND_LABEL[round]}`, 'no browser session');
     }
-    for (const scenario of result.kind === 'fieldgate' ? readScenarios(productId, accessToken) : []) {
-      if (!['c', 'd', 'f'].includes(scenario.id) || !wanted(scenario.id)) continue;
-      outcome.read[scenario.id] = await measure(server, result, `${slug}-${round}-read-${scenario.id}`, `${scenario.label} · ${ROUND_LABEL[round]}`, async () => ({
-        run: () => readLoad(load, round, { url: new URL(scenario.path, baseUrl).href, method: scenario.method, headers: scenario.headers, body: scenario.body }),
-      }));
+    if (result.kind === 'fieldgate') {
+      const scenarios = readScenarios(productId, accessToken);
+      const arm = (id: 'c' | 'd') => {
+        const scenario = scenarios.find((each) => each.id === id)!;
+        return wanted(id) ? readArm(server, result, load, round, scenario, baseUrl, `${slug}-${round}-read-${id}`) : undefined;
+      };
+      await measureTargetReads({ c: arm('c'), d: arm('d'), bare: bare ? bareArm(bare, load, round, result) : undefined }, round, result, outcome.read);
+      const nested = scenarios.find((each) => each.id === 'f')!;
+      if (wanted('f')) {
+        outcome.read.f = await measure(server, result, `${slug}-${round}-read-f`, `${nested.label} · ${ROUND_LABEL[round]}`, async () => ({
+          run: () => readLoad(load, round, { url: new URL(nested.path, baseUrl).href, method: nested.method, headers: nested.headers, body: nested.body }),
+        }));
+      }
     }
     // Refresh chains and introspection through undici too, after the warm-up (not in the cold round).
     if (round === 'undici' && target) await benchOAuth(server, load, result, target, result.kind === 'peer', ['refresh', 'introspect'], 'undici', outcome.oauth);
@@ -597,28 +734,37 @@ async function benchFieldgate(database: 'pglite' | 'postgres', load: Child, resu
       result.setup.push('the read benchmark uses an access token minted in-process by `runtime.accessTokens.issue`');
     }
 
-    for (const scenario of readScenarios(info.productId!, accessToken)) {
-      if (!wanted(scenario.id) || !inRound('node')) continue;
+    // Each read is probed (its answer checked) and its statements counted; (c) and (d) are then
+    // measured in turn with each other and with the bare Express process started beside.
+    const probed = (scenario: ReadScenario): InterleavedArm => {
       const url = new URL(scenario.path, info.url).href;
-      const probe = await request(url, { method: scenario.method, headers: scenario.headers, ...(scenario.body ? { body: scenario.body } : {}) });
-      const problem = scenario.check(probe.status, probe.body);
-      if (problem) {
-        result.read[scenario.id] = unavailable(`${label} · ${scenario.label}`, problem);
-        continue;
+      const send = () => request(url, { method: scenario.method, headers: scenario.headers, ...(scenario.body ? { body: scenario.body } : {}) });
+      return readArm(server!, result, load, 'node', scenario, info.url, `${database}-read-${scenario.id}`, async () => {
+        const probe = await send();
+        const problem = scenario.check(probe.status, probe.body);
+        if (problem) throw new Error(problem);
+        return countSql(started.server, send);
+      });
+    };
+    const scenarios = readScenarios(info.productId!, accessToken).filter((scenario) => wanted(scenario.id) && inRound('node'));
+    let bare: { server: Child; url: string } | undefined;
+    try {
+      if (wanted('bare') && inRound('node') && (wanted('c') || wanted('d'))) bare = await startBareProcess().catch((error: unknown) => {
+        result.pairedBare = { node: unavailable(`${label} · the bare Express process`, error instanceof Error ? error.message : String(error)) };
+        return undefined;
+      });
+      for (const scenario of scenarios) {
+        if (scenario.id === 'd' && wanted('c')) continue;
+        if (scenario.id === 'c' || scenario.id === 'd') {
+          const pick = (id: 'c' | 'd') => scenarios.find((each) => each.id === id);
+          await measureTargetReads({ c: pick('c') && probed(pick('c')!), d: pick('d') && probed(pick('d')!), bare: bare && bareArm(bare, load, 'node', result) }, 'node', result, result.read);
+          continue;
+        }
+        const arm = probed(scenario);
+        [result.read[scenario.id]] = await measureInterleaved([arm], timing.warmupSec, timing.readSec);
       }
-      result.read[scenario.id] = await measure(server, result, `${database}-read-${scenario.id}`, scenario.label, async () => ({
-        sql: await countSql(started.server, () => request(url, { method: scenario.method, headers: scenario.headers, ...(scenario.body ? { body: scenario.body } : {}) })),
-        run: () =>
-          load.call<Measurement>('http', {
-            url,
-            method: scenario.method,
-            headers: scenario.headers,
-            body: scenario.body,
-            connections: timing.readConnections,
-            warmupSec: timing.warmupSec,
-            durationSec: timing.readSec,
-          }),
-      }));
+    } finally {
+      await bare?.server.stop();
     }
     const direct = readScenarios(info.productId!, accessToken).find((scenario) => scenario.id === 'b')!;
     if (wanted('b') && inRound('node') && result.read.b?.measurement) {
@@ -668,7 +814,20 @@ async function benchFieldgate(database: 'pglite' | 'postgres', load: Child, resu
         const signedIn = await signInAndConsent(base, info.username, info.password);
         freshTarget = { ...base, cookie: signedIn.cookie };
       }
-      await benchLaterRounds(server, load, result, freshTarget, fresh.url, info.productId!, accessToken);
+      // The bare Express process of target 3 starts afresh too, for the cold round.
+      let bare: { server: Child; url: string } | undefined;
+      try {
+        if (wanted('bare') && (wanted('c') || wanted('d'))) {
+          bare = await startBareProcess().catch((error: unknown) => {
+            const reason = error instanceof Error ? error.message : String(error);
+            result.pairedBare = { ...result.pairedBare, ...Object.fromEntries(laterRounds().map((round) => [round, unavailable(`${label} · the bare Express process · ${round}`, reason)])) };
+            return undefined;
+          });
+        }
+        await benchLaterRounds(server, load, result, freshTarget, fresh.url, info.productId!, accessToken, bare);
+      } finally {
+        await bare?.server.stop();
+      }
       result.memory.afterRounds = await rssMiB(server);
     }
     if (database === 'postgres' && wanted('postgraphile')) {
@@ -767,7 +926,6 @@ async function main(): Promise<void> {
       results.startup = { npmStartExisting: [], cli: [] };
       if (only.has('pglite')) await benchStartupPglite(results.startup, load);
     }
-    if (wanted('bare')) results.servers.push(await benchBaseline(bareProcessSpec(), load));
     if (only.has('postgres')) results.servers.push(await benchFieldgate('postgres', load, results));
     if (only.has('pglite')) results.servers.push(await benchFieldgate('pglite', load, results));
     if (only.has('peer')) results.servers.push(await benchPeer(load));

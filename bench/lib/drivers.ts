@@ -30,6 +30,29 @@ export interface Measurement {
   totalCompleted: number;
 }
 
+/**
+ * One measurement from the windows of a scenario measured in turn with others (bench/run.ts,
+ * `measureInterleaved`): counts and durations add up; p50 is the mean of the windows' medians
+ * weighted by their requests, p99 the worst window's (the windows' latencies are not kept).
+ */
+export function combineWindows(windows: Measurement[]): Measurement {
+  if (windows.length === 0) throw new Error('no windows to combine');
+  const completed = windows.reduce((sum, m) => sum + m.completed, 0);
+  const durationSec = windows.reduce((sum, m) => sum + m.durationSec, 0);
+  const firstError = windows.find((m) => m.firstError)?.firstError;
+  return {
+    perSec: completed / durationSec,
+    p50Ms: completed > 0 ? windows.reduce((sum, m) => sum + (m.completed > 0 ? m.p50Ms * m.completed : 0), 0) / completed : Number.NaN,
+    p99Ms: Math.max(...windows.map((m) => (m.completed > 0 ? m.p99Ms : 0))),
+    completed,
+    errors: windows.reduce((sum, m) => sum + m.errors, 0),
+    ...(firstError ? { firstError } : {}),
+    durationSec,
+    concurrency: windows[0]!.concurrency,
+    totalCompleted: windows.reduce((sum, m) => sum + m.totalCompleted, 0),
+  };
+}
+
 export interface HttpScenario {
   url: string;
   method?: 'GET' | 'POST';

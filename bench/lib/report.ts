@@ -187,10 +187,12 @@ export function roundTargets(results: RunResults): RoundTarget[] {
     'REST PGlite ÷ PostgreSQL',
   );
   for (const [server, db] of [[pg, 'PostgreSQL'], [lite, 'PGlite']] as const) {
-    add('3', `REST (c) req/s on ${db} ÷ bare Express 5 route in its own process`, '≥ 0.6', (round) =>
-      missingServer(ratio('', read(server, round, 'c'), read(bare, round, 'a'), 0.6), [server, `Fieldgate · ${db}`], [bare, 'the bare Express process']),
-      `REST ÷ bare Express process · ${db}`,
-    );
+    // Measured in turn with (c) beside each Fieldgate server; runs before 2026-12-03 measured it once, on its own.
+    add('3', `REST (c) req/s on ${db} ÷ bare Express 5 route in its own process`, '≥ 0.6', (round) => {
+      const paired = server?.pairedBare?.[round];
+      if (paired || !bare) return missingServer(ratio('', read(server, round, 'c'), paired, 0.6), [server, `Fieldgate · ${db}`]);
+      return missingServer(ratio('', read(server, round, 'c'), read(bare, round, 'a'), 0.6), [server, `Fieldgate · ${db}`], [bare, 'the bare Express process']);
+    }, `REST ÷ bare Express process · ${db}`);
   }
   for (const [server, db] of [[pg, 'PostgreSQL'], [lite, 'PGlite']] as const) {
     add('4', `GraphQL (d) ÷ REST (c) req/s, same data, on ${db}`, '≥ 0.8', (round) => missingServer(ratio('', read(server, round, 'd'), read(server, round, 'c'), 0.8), [server, `Fieldgate · ${db}`]), `GraphQL ÷ REST · ${db}`);
@@ -333,6 +335,7 @@ export function renderMarkdown(results: RunResults, notes: string | undefined): 
       push(`| ${result?.label ?? id} | ${measurementCells(result).join(' | ')} |`);
     }
     if (server.bAgain) push(`| (b) again after (f), drift check | ${measurementCells(server.bAgain).join(' | ')} |`);
+    if (server.pairedBare?.node) push(`| bare Express 5 route, own process (target 3), in turn with (c) and (d) | ${measurementCells(server.pairedBare.node).join(' | ')} |`);
     push('');
   }
   push('| Ratio (req/s) | ' + fieldgate.map((s) => DB_NAME[s.database ?? 'pglite']).join(' | ') + ' |', '|---|' + fieldgate.map(() => '---:').join('|') + '|');
@@ -447,6 +450,9 @@ export function renderMarkdown(results: RunResults, notes: string | undefined): 
     ['fieldgate', 'oauth', 'introspectRefresh', 'introspection of a refresh token'],
     ['peer', 'oauth', 'introspectRefresh', 'introspection of a refresh token'],
   ];
+  for (const server of results.servers.filter((s) => s.kind === 'fieldgate' && s.pairedBare)) {
+    push(`| Express 5 · separate process, beside ${server.label} · bare Express 5 route | ${rounds.map((round) => roundCell(server.pairedBare![round])).join(' | ')} |`);
+  }
   for (const [kind, group, id, name] of stackRows) {
     for (const server of results.servers.filter((s) => s.kind === kind)) {
       if (server.skipped) {
@@ -508,14 +514,14 @@ export function renderMarkdown(results: RunResults, notes: string | undefined): 
   push('## How it was measured', '');
   push('```sh', results.command, '```', '');
   push(
-    '- `bench/run.ts` (the orchestrator) starts each server as its own process, then a **separate load process** (`bench/load-generator.ts`) that generates all traffic on loopback; the orchestrator sits idle while a scenario runs. Servers run one at a time.',
+    '- `bench/run.ts` (the orchestrator) starts each server as its own process, then a **separate load process** (`bench/load-generator.ts`) that generates all traffic on loopback; the orchestrator sits idle while a scenario runs. Servers run one at a time, except the bare Express process of target 3, which runs beside each Fieldgate server (idle while Fieldgate is measured).',
     '- Fieldgate runs as `createApp(runtime)` from `src/app.ts` inside `bench/server.ts`, which mounts the two baselines into that same Express 5 app and runtime (`embedderRoutes`) and serves it as `fieldgate serve` does (`createAppServer`, `src/http/app-server.ts`: requests and responses created with the app\'s prototypes): (a) `GET /bench/bare` returns a fixed JSON object ahead of all middleware; (b) `GET /bench/direct/:id` runs `db.select({ id, name }).from(products).where(eq(products.id, id))` through Drizzle behind the app-wide middleware every route of the service passes (request id, access log line), so c/b measures what the target names — translation, token check and GraphQL execution. Until 2026-11-21 both baselines sat in front of a mounted Fieldgate sub-app, which charged (c) the log line and a second app traversal that (b) skipped; until 2026-12-02 each was an Express router of its own, which every request of (c)–(f) ran through too. They are plain handlers that match their own path.',
     `- Fieldgate configuration: defaults (\`DATABASE_POOL_SIZE\` ${results.poolSize ?? 10}: twice the cores from 4 to 10 unless set, and \`DATABASE_PREPARED_STATEMENTS\` 256 on PostgreSQL, PGlite in a fresh data directory), \`NODE_ENV=production\` as \`fieldgate serve\` sets it, \`LOG_LEVEL=${results.logLevel}\` — one JSON log line per request, written to a file — demo catalogue seeded (${'30'} products with reviews), a bench user and a confidential client registered through the runtime's stores.`,
     '- Sign-in: one scripted browser session per server goes through the real pages — Fieldgate\'s login and consent forms (CSRF token included), oidc-provider\'s dev-interaction login and consent — and keeps the session cookie; every measured flow reuses it.',
     '- oidc-provider (`bench/peer/oidc-provider.ts`): PKCE required, `client_secret_basic`, refresh tokens issued on every code exchange and rotated on every use, JWT access tokens (ES256) for one resource server via `features.resourceIndicators`, introspection and revocation on, default in-memory adapter, dev interactions. oidc-provider refuses to introspect JWT access tokens, so the comparable introspection row uses refresh tokens. Its in-memory adapter keeps every grant, code and token in the heap and slows down as they pile up, so in the node round each of its three OAuth benchmarks runs in a fresh process, signed in again (the method of earlier rounds, kept so their numbers stay comparable). In the cold and undici rounds it is run as the external harness ran it: one process, started fresh for the cold round and kept running into the undici round.',
     '- **Client stacks.** node round: reads through autocannon, flows and refresh chains through closed loops on a keep-alive node:http agent. undici round: the same closed loops on a keep-alive undici `Agent` (one request in flight per connection) for reads and flows alike, same concurrency (32 read connections, 16 flows). Both warm up first and count only the measured window. A non-2xx answer counts as failed in both, and a ratio with failures on either side is not given.',
     `- **Cold round.** Every server process is started afresh (Fieldgate on each database, oidc-provider, the bare Express process, PostGraphile), then measured through undici with no warm-up, from the first request: Fieldgate and oidc-provider first sign in through their pages (a handful of requests), then flows, then the reads (c), (d) and (f). The undici round then runs in the same processes after its warm-up.`,
-    '- **Bare Express process (target 3).** `bench/peer/bare-express.ts`: an Express 5 app of its own process, one route `GET /bare` answering a fixed small JSON object, no middleware, served by `http.createServer(app)` as `app.listen` serves it (so, unlike Fieldgate, Express changes the prototypes of each request and response, which Node 20 and 22 pay for: docs/PERFORMANCE.md); measured at the start of the run in each round. Target 3 divides Fieldgate\'s (c) by it, per database. (a) in the read table is the same route inside Fieldgate\'s process.',
+    '- **Bare Express process (target 3).** `bench/peer/bare-express.ts`: an Express 5 app of its own process, one route `GET /bare` answering a fixed small JSON object, no middleware, served by `http.createServer(app)` as `app.listen` serves it (so, unlike Fieldgate, Express changes the prototypes of each request and response, which Node 20 and 22 pay for: docs/PERFORMANCE.md); started beside each Fieldgate server (afresh with Fieldgate\'s fresh process for the cold and undici rounds) and measured in turn with (c) and (d). Target 3 divides Fieldgate\'s (c) by it, per database. Runs before 2026-12-03 measured it once, at the start of the run. (a) in the read table is the same route inside Fieldgate\'s process.',
     '- **PostGraphile v5 (target 5).** `bench/peer/postgraphile.ts`: PostGraphile 5 with the Amber preset over the schema Fieldgate migrated and seeded, on the same throwaway PostgreSQL database, pg pool of ' + String(results.poolSize ?? 10) + ' connections (Fieldgate\'s), GraphiQL, watch mode and explain off, no authentication (Fieldgate\'s bearer check is work we keep on our side). It needs Node >= 22, so the bench installs Node 24 from the npm registry (`npm install --no-save --prefix bench/.node24 node@24`, ignored by git) and runs it under that binary; everything else runs on the orchestrator\'s Node. Its query is the same selection in its inflection: `allProducts(first: 20, orderBy: PRIMARY_KEY_ASC) { nodes { rowId name sellerBySellerId { name } reviewsByProductId(first: 10, orderBy: PRIMARY_KEY_ASC) { nodes { rating } } } }` (Fieldgate\'s `reviews` defaults to the first 10 by id). Before measuring, its answer, brought into Fieldgate\'s shape, must equal Fieldgate\'s answer row for row, or it is not measured.',
     '- **Memory and start-up (targets 6 and 7).** On the real commands, not the bench server: `npm start` (its build check, and on the fresh directory its build, included) with `DATA_DIR` on a fresh directory first, then twice more on that existing directory, timed from spawn until `GET /healthz` answers 200 (the target takes the median); `node bin/fieldgate.js serve` on a second fresh PGlite directory (first start: peak resident memory up to ready from `VmHWM`, and `VmRSS` after 2 s idle), again on that directory (restart), and on the PostgreSQL database after Fieldgate\'s set-up. CLI commands (`--help`, `client list`, `user list`) run three times each against PostgreSQL, wall time from spawn to exit (median). RSS after the benchmark is taken on the real `fieldgate serve` too (PostgreSQL, and the PGlite restart): after its start reading, the load process drives REST reads, the nested GraphQL list and client-credentials token requests at it (32 connections, 8 s each; 3 s with `--quick`) with a service client registered through the CLI beforehand, then `VmRSS` is read right after the load and again after 20 s idle, when V8 has returned the old-generation pages the load freed; the target compares the idle reading with the start reading, and the table shows both. The Memory table above is the bench server process (run through tsx, which adds about 60 MiB), for reference.',
     '- (b) is measured twice, before (c) and after (f); the ratios divide by the mean of both, and a gap of more than 15% is reported under run notes as drift (the machine\'s load changed).',
@@ -527,6 +533,12 @@ export function renderMarkdown(results: RunResults, notes: string | undefined): 
     '- To reproduce on another machine: `npm ci`, start PostgreSQL (or set `BENCH_DATABASE_URL`), then `npm run bench` (about 12 minutes on 2 cores) or `npm run bench -- --quick` (about 5 minutes). The first run also downloads Node 24 for PostGraphile.',
     '',
   );
+  if (t.interleavedWindows) {
+    push(
+      `- **In turn.** The two sides of targets 3 and 4 are measured in windows that take turns rather than one after the other: (c), (d) and the bare Express process each get ${t.interleavedWindows} windows of ${fmt(t.readSec / t.interleavedWindows, 1)} s (${t.readSec} s in all), in the order (c) (d) bare, then bare (d) (c), and so on, the first window of each after the round's warm-up. A change in the machine's load during the run then falls on both sides of the ratio alike; measured one after the other, one run's two readings of the same baseline (b) were 35–40 % apart. The latency percentiles combine the windows' (p50 weighted by requests, p99 the worst window's). With \`--profile\` the scenarios run one after the other, each with its profile.`,
+      '',
+    );
+  }
   for (const server of results.servers) {
     // Interaction ids are long random path segments: shorten them, they only clutter.
     if (server.setup.length) push(`${server.label}: ${server.setup.join('; ').replace(/\/[A-Za-z0-9_-]{20,}/g, '/…')}.`, '');

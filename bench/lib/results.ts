@@ -56,6 +56,11 @@ export interface ServerResult {
   /** (b) measured again after (e): the ratios use the mean of both, and a gap shows drift. */
   bAgain?: ScenarioResult;
   oauth: Partial<Record<OAuthScenarioId, ScenarioResult>>;
+  /**
+   * Target 3's bare Express route in a process of its own, started beside this Fieldgate server and
+   * measured in windows in turn with its (c) and (d), per round (runs since 2026-12-03).
+   */
+  pairedBare?: Partial<Record<RoundId, ScenarioResult>>;
   /** The undici and cold rounds (`read` and `oauth` above are the node round). */
   rounds?: Partial<Record<Exclude<RoundId, 'node'>, RoundResult>>;
   /** How the browser session and the read benchmark's token were obtained. */
@@ -66,6 +71,8 @@ export interface ServerResult {
 export interface Timing {
   warmupSec: number;
   readSec: number;
+  /** Windows each side of targets 3 and 4 is measured in, in turn (absent in runs before 2026-12-03: one after the other). */
+  interleavedWindows?: number;
   oauthSec: number;
   readConnections: number;
   flowConcurrency: number;

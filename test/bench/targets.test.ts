@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { renderMarkdown, roundTargets, singleTargets } from '../../bench/lib/report.js';
-import type { Measurement } from '../../bench/lib/drivers.js';
+import { combineWindows, type Measurement } from '../../bench/lib/drivers.js';
 import type { RunResults, ScenarioResult, ServerResult } from '../../bench/lib/results.js';
 import { checkNested, nestedFromFieldgate, nestedFromPostGraphile } from '../../bench/lib/scenarios.js';
 
@@ -61,6 +61,39 @@ describe('issue 19 targets per client stack', () => {
     expect(graphql.byRound.node?.missing).toMatch(/errors during the run/);
     const postgraphile = targets.find((t) => t.id === '5')!;
     expect(postgraphile.byRound.node?.missing).toBe('PostGraphile not run');
+  });
+
+  it("divides (c) by the bare Express process measured in turn with it beside the same server, round by round", () => {
+    const pg = server('fieldgate', 'postgres');
+    const lite = server('fieldgate', 'pglite');
+    pg.read.c = measured(3000);
+    lite.read.c = measured(3000);
+    pg.rounds = { cold: { read: { c: measured(1000) }, oauth: {} } };
+    pg.pairedBare = { node: measured(4000), cold: measured(2000) };
+    lite.pairedBare = { node: { label: 'x', unavailable: 'the bare Express process answered wrongly: HTTP 500' } };
+    // A bare process measured once on its own (runs before 2026-12-03) is not used when a paired reading exists.
+    const bare = server('bare-process');
+    bare.read.a = measured(100);
+    const targets = roundTargets(run([pg, lite, bare]));
+    const onPostgres = targets.find((t) => t.label.startsWith('REST (c) req/s on PostgreSQL'))!;
+    expect(onPostgres.byRound.node?.value).toBeCloseTo(0.75);
+    expect(onPostgres.byRound.cold?.value).toBeCloseTo(0.5);
+    const onPglite = targets.find((t) => t.label.startsWith('REST (c) req/s on PGlite'))!;
+    expect(onPglite.byRound.node?.value).toBeUndefined();
+    expect(onPglite.byRound.node?.missing).toBe('the bare Express process answered wrongly: HTTP 500');
+  });
+
+  it('adds up windows measured in turn: rate over all windows, p50 weighted by requests, the worst p99', () => {
+    const window = (completed: number, p50Ms: number, p99Ms: number, errors = 0): Measurement => ({
+      perSec: completed / 2, p50Ms, p99Ms, completed, errors, durationSec: 2, concurrency: 32, totalCompleted: completed + 10,
+      ...(errors ? { firstError: 'HTTP 500: boom' } : {}),
+    });
+    const combined = combineWindows([window(3000, 1, 4), window(1000, 5, 20), window(0, Number.NaN, Number.NaN, 7)]);
+    expect(combined).toMatchObject({ completed: 4000, durationSec: 6, errors: 7, firstError: 'HTTP 500: boom', concurrency: 32, totalCompleted: 4030 });
+    expect(combined.perSec).toBeCloseTo(4000 / 6);
+    expect(combined.p50Ms).toBeCloseTo(2);
+    expect(combined.p99Ms).toBe(20);
+    expect(() => combineWindows([])).toThrow(/no windows/);
   });
 
   it('treats memory and start-up limits as ceilings', () => {
