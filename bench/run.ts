@@ -25,7 +25,7 @@ import { freePort } from '../test/support/processes.js';
 import { createBenchStorage } from './lib/storage.js';
 import { writeReport } from './lib/report.js';
 import { formatSummary, summarize, type CpuProfile } from './lib/profile.js';
-import { ROUND_IDS, type RoundId, type RoundResult, type RunResults, type ScenarioResult, type ServerResult, type StartupResults, type Timing } from './lib/results.js';
+import { ROUND_IDS, type PerRound, type RoundId, type RoundResult, type RunResults, type ScenarioResult, type ServerResult, type StartupResults, type Timing } from './lib/results.js';
 import { checkNested, nestedFromFieldgate, nestedFromPostGraphile, POSTGRAPHILE_NESTED_LIST_QUERY, readScenarios, type NestedProduct, type ReadScenario } from './lib/scenarios.js';
 import { measureCli, measureStart } from './lib/startup.js';
 import { loadConfig } from '../src/config.js';
@@ -128,7 +128,7 @@ interface InterleavedArm {
   short: string;
   label: string;
   /** Statements per operation, counted on a probe before any window (Fieldgate only). */
-  sql?: () => Promise<SqlCount>;
+  sql?: () => Promise<SqlCount | undefined>;
   window(warmupSec: number, durationSec: number): Promise<Measurement>;
 }
 
@@ -222,6 +222,7 @@ async function benchOAuth(
   groups: readonly OAuthGroup[] = OAUTH_GROUPS,
   round: Exclude<RoundId, 'cold'> = 'node',
   into: ServerResult['oauth'] = result.oauth,
+  beside: Beside = {},
 ): Promise<void> {
   const run = (group: OAuthGroup) => groups.includes(group) && wanted(group);
   const loop = { concurrency: timing.flowConcurrency, warmupSec: timing.warmupSec, durationSec: timing.oauthSec };
@@ -238,10 +239,15 @@ async function benchOAuth(
   };
 
   if (run('flows')) {
-    into.flows = await measure(server, result, `${slug}-flows`, `${OAUTH_LABELS.flows}${suffix}`, async () => {
+    // In turn with oidc-provider's flows when it runs beside (targets 1 and 2).
+    const probed = async () => {
       await runFlow(target);
-      return { sql: await probeSql(() => runFlow(target)), run: () => load.call<Measurement>('flows', { target, options: loop, client }) };
-    });
+      return probeSql(() => runFlow(target));
+    };
+    await inTurn(round, timing.oauthSec, [
+      { arm: flowArm(server, result, load, round, target, `${slug}-flows`, probed), store: (measured) => (into.flows = measured) },
+      { arm: besideArm('peer', beside, load, round, result), store: besideStore(result, 'peer', round) },
+    ]);
   }
   if (run('refresh')) {
     into.refresh = await measure(server, result, `${slug}-refresh`, `${OAUTH_LABELS.refresh}${suffix}`, async () => {
@@ -354,58 +360,139 @@ function readArm(server: Child, result: ServerResult, load: Child, round: RoundI
 }
 
 /**
- * Target 3's bare Express route in a process of its own, started beside a Fieldgate server so that
- * its windows take turns with (c)'s and (d)'s. Refused when its answer is wrong.
+ * Baseline processes started beside one Fieldgate server, each measured in windows in turn with
+ * the scenario it is compared with: the bare Express process with (c) and (d) (target 3),
+ * oidc-provider's code flows with Fieldgate's (targets 1 and 2), PostGraphile's nested list with
+ * (f) (target 5). Idle while Fieldgate is measured.
  */
-async function startBareProcess(): Promise<{ server: Child; url: string }> {
-  const spec = bareProcessSpec();
-  const started = await startServer(spec.entry, spec.label, await freePort(), spec.env);
-  const url = new URL(spec.path, started.url).href;
-  const probe = await request(url, { method: spec.method, headers: spec.headers });
-  const problem = spec.check(probe.status, probe.body);
-  if (problem) {
+interface Beside {
+  bare?: { server: Child; url: string };
+  peer?: { server: Child; target: OAuthTarget };
+  postgraphile?: { server: Child; url: string };
+}
+
+const BESIDE_RESULT = { bare: 'bare', peer: 'peerFlows', postgraphile: 'postgraphile' } as const;
+const BESIDE_NAME = { bare: 'the bare Express process', peer: 'oidc-provider', postgraphile: 'PostGraphile' } as const;
+
+/**
+ * Starts what the run wants beside a Fieldgate server, fresh. `probe` checks each answer first (the
+ * node round; the cold round must not warm anything up, and the node round checked the same
+ * answers). One that fails is recorded as not measured in `rounds`, and the others go on.
+ */
+async function startBeside(
+  owner: ServerResult,
+  rounds: RoundId[],
+  wants: { bare: boolean; peer: boolean; postgraphile?: { databaseUrl: string; fieldgateRows: NestedProduct[] | string } | undefined },
+  probe: boolean,
+): Promise<Beside> {
+  const beside: Beside = {};
+  const attempt = async <K extends keyof Beside>(key: K, start: () => Promise<NonNullable<Beside[K]>>) => {
+    try {
+      log(`${owner.label}: starting ${BESIDE_NAME[key]} beside it for ${rounds.join(', ')}`);
+      beside[key] = await start();
+    } catch (error) {
+      const reason = error instanceof Error ? error.message.split('\n')[0]! : String(error);
+      const perRound: PerRound = ((owner.beside ??= {})[BESIDE_RESULT[key]] ??= {});
+      for (const round of rounds) perRound[round] = unavailable(`${owner.label} · ${BESIDE_NAME[key]} beside · ${ROUND_LABEL[round]}`, reason);
+    }
+  };
+  if (wants.bare) await attempt('bare', () => startBaselineProcess(bareProcessSpec(), probe));
+  if (wants.peer) await attempt('peer', startPeerSignedIn);
+  const postgraphile = wants.postgraphile;
+  if (postgraphile) await attempt('postgraphile', () => startBaselineProcess({ ...postGraphileSpec(postgraphile.databaseUrl, postgraphile.fieldgateRows), node: node24() }, probe));
+  return beside;
+}
+
+async function stopBeside(beside: Beside): Promise<void> {
+  await Promise.all([beside.bare?.server.stop(), beside.peer?.server.stop(), beside.postgraphile?.server.stop()]);
+}
+
+/** oidc-provider in a fresh process, signed in and consented through its pages. */
+async function startPeerSignedIn(): Promise<{ server: Child; target: OAuthTarget }> {
+  const started = await startServer('bench/peer/oidc-provider.ts', 'oidc-provider · memory', await freePort(), {});
+  try {
+    const info = (await started.server.ready) as unknown as ServerInfo;
+    const base = oauthTarget('oidc-provider · memory', info);
+    const signedIn = await signInAndConsent(base, info.username, info.password);
+    return { server: started.server, target: { ...base, cookie: signedIn.cookie } };
+  } catch (error) {
     await started.server.stop();
-    throw new Error(`the bare Express process answered wrongly: ${problem}`);
+    throw error;
+  }
+}
+
+/** A baseline of its own process (the bare Express route, PostGraphile), started and, with `probe`, its answer checked. */
+async function startBaselineProcess(spec: BaselineSpec, probe: boolean): Promise<{ server: Child; url: string }> {
+  const started = await startServer(spec.entry, spec.label, await freePort(), spec.env, spec.node);
+  const url = new URL(spec.path, started.url).href;
+  if (probe) {
+    const answer = await request(url, { method: spec.method, headers: spec.headers, ...(spec.body ? { body: spec.body } : {}) });
+    const problem = spec.check(answer.status, answer.body);
+    if (problem) {
+      await started.server.stop();
+      throw new Error(`${spec.label} answered wrongly: ${problem}`);
+    }
   }
   return { server: started.server, url };
 }
 
-function bareArm(bare: { server: Child; url: string }, load: Child, round: RoundId, owner: ServerResult): InterleavedArm {
-  const spec = bareProcessSpec();
-  const carrier: ServerResult = { ...owner, label: spec.label };
+/** A baseline beside `owner` as one side of `measureInterleaved`, in a round's client stack. */
+function besideArm(key: keyof Beside, beside: Beside, load: Child, round: RoundId, owner: ServerResult): InterleavedArm | undefined {
+  const name = `${owner.label.replace(/\W+/g, '-').toLowerCase()}-${round}-beside-${key}`;
+  const suffix = ` · ${ROUND_LABEL[round]}`;
+  if (key === 'peer') {
+    const peer = beside.peer;
+    if (!peer) return undefined;
+    return {
+      server: peer.server,
+      result: { ...owner, label: 'oidc-provider · memory' },
+      name,
+      short: 'oidc-provider',
+      label: `${OAUTH_LABELS.flows}${suffix}`,
+      window: (warmupSec, durationSec) =>
+        load.call<Measurement>('flows', { target: peer.target, client: round === 'node' ? 'node' : 'undici', options: { concurrency: timing.flowConcurrency, warmupSec, durationSec } }),
+    };
+  }
+  const baseline = beside[key];
+  if (!baseline) return undefined;
+  // The spec's request shape; its answer check does not matter here.
+  const spec = key === 'bare' ? bareProcessSpec() : postGraphileSpec('', []);
   return {
-    server: bare.server,
-    result: carrier,
-    name: `${owner.label.replace(/\W+/g, '-').toLowerCase()}-${round}-bare-process`,
-    short: 'the bare Express process',
-    label: `${spec.scenarioLabel} · ${ROUND_LABEL[round]}`,
-    window: (warmupSec, durationSec) => readLoad(load, round, { url: bare.url, method: spec.method, headers: spec.headers }, { warmupSec, durationSec }),
+    server: baseline.server,
+    result: { ...owner, label: spec.label },
+    name,
+    short: BESIDE_NAME[key],
+    label: `${spec.scenarioLabel}${suffix}`,
+    window: (warmupSec, durationSec) => readLoad(load, round, { url: baseline.url, method: spec.method, headers: spec.headers, body: spec.body }, { warmupSec, durationSec }),
   };
 }
 
 /**
- * Target 3 and 4's scenarios of one round, in turn: (c), (d) when wanted, and the bare Express
- * process when one runs beside. Stores (c) and (d) in `into`, the bare process in `pairedBare`.
+ * Measures one round's scenario (or two, (c) and (d)) of a Fieldgate server in turn with the
+ * baseline beside it, and stores each result where `store` says.
  */
-async function measureTargetReads(
-  arms: { c?: InterleavedArm | undefined; d?: InterleavedArm | undefined; bare?: InterleavedArm | undefined },
-  round: RoundId,
-  result: ServerResult,
-  into: RoundResult['read'],
-): Promise<void> {
-  const present = ([['c', arms.c], ['d', arms.d], ['bare', arms.bare]] as const).filter((entry): entry is readonly ['c' | 'd' | 'bare', InterleavedArm] => entry[1] !== undefined);
-  const measured = await measureInterleaved(present.map(([, arm]) => arm), warmupFor(round), timing.readSec);
-  present.forEach(([key], index) => {
-    if (key === 'bare') (result.pairedBare ??= {})[round] = measured[index]!;
-    else into[key] = measured[index]!;
-  });
+async function inTurn(round: RoundId, durationSec: number, parts: { arm: InterleavedArm | undefined; store(result: ScenarioResult): void }[]): Promise<void> {
+  const present = parts.filter((part): part is { arm: InterleavedArm; store(result: ScenarioResult): void } => part.arm !== undefined);
+  if (present.length === 0) return;
+  const measured = await measureInterleaved(
+    present.map((part) => part.arm),
+    warmupFor(round),
+    durationSec,
+  );
+  present.forEach((part, index) => part.store(measured[index]!));
 }
 
+/** Where a baseline measured beside `owner` in `round` is kept. */
+const besideStore = (owner: ServerResult, key: keyof Beside, round: RoundId) => (result: ScenarioResult) => {
+  const perRound: PerRound = ((owner.beside ??= {})[BESIDE_RESULT[key]] ??= {});
+  perRound[round] = result;
+};
+
 /**
- * The undici and cold rounds of one server (Fieldgate or oidc-provider), on a process started fresh for them: flows, then the
- * reads of the targets: (c) and (d) in turn with each other and with the bare Express process beside (`bare`, started
- * fresh too), then (f). No probes: the node round checked the same answers, and in the cold round a probe would be a
- * warm-up.
+ * The undici and cold rounds of one server (Fieldgate or oidc-provider), on a process started
+ * fresh for them: flows, then the reads of the targets, (c) and (d), then (f). On Fieldgate each
+ * is measured in turn with its baseline started fresh beside it (`beside`). No probes: the node
+ * round checked the same answers, and in the cold round a probe would be a warm-up.
  */
 async function benchLaterRounds(
   server: Child,
@@ -415,7 +502,7 @@ async function benchLaterRounds(
   baseUrl: string,
   productId: number,
   accessToken: string,
-  bare?: { server: Child; url: string },
+  beside: Beside = {},
 ): Promise<void> {
   result.rounds ??= {};
   const slug = result.label.replace(/\W+/g, '-').toLowerCase();
@@ -423,34 +510,47 @@ async function benchLaterRounds(
     const outcome: RoundResult = { read: {}, oauth: {} };
     result.rounds[round] = outcome;
     if (wanted('flows')) {
-      outcome.oauth.flows = target
-        ? await measure(server, result, `${slug}-${round}-flows`, `${OAUTH_LABELS.flows} · ${ROUND_LABEL[round]}`, async () => ({
-            run: () =>
-              load.call<Measurement>('flows', {
-                target,
-                client: 'undici',
-                options: { concurrency: timing.flowConcurrency, warmupSec: warmupFor(round), durationSec: timing.oauthSec },
-              }),
-          }))
-        : unavailable(`${result.label} · flows · ${ROUND_LABEL[round]}`, 'no browser session');
+      if (target) {
+        await inTurn(round, timing.oauthSec, [
+          { arm: flowArm(server, result, load, round, target, `${slug}-${round}-flows`), store: (measured) => (outcome.oauth.flows = measured) },
+          { arm: besideArm('peer', beside, load, round, result), store: besideStore(result, 'peer', round) },
+        ]);
+      } else {
+        outcome.oauth.flows = unavailable(`${result.label} · flows · ${ROUND_LABEL[round]}`, 'no browser session');
+      }
     }
     if (result.kind === 'fieldgate') {
       const scenarios = readScenarios(productId, accessToken);
-      const arm = (id: 'c' | 'd') => {
-        const scenario = scenarios.find((each) => each.id === id)!;
-        return wanted(id) ? readArm(server, result, load, round, scenario, baseUrl, `${slug}-${round}-read-${id}`) : undefined;
-      };
-      await measureTargetReads({ c: arm('c'), d: arm('d'), bare: bare ? bareArm(bare, load, round, result) : undefined }, round, result, outcome.read);
-      const nested = scenarios.find((each) => each.id === 'f')!;
+      const arm = (id: 'c' | 'd' | 'f') => (wanted(id) ? readArm(server, result, load, round, scenarios.find((each) => each.id === id)!, baseUrl, `${slug}-${round}-read-${id}`) : undefined);
+      await inTurn(round, timing.readSec, [
+        { arm: arm('c'), store: (measured) => (outcome.read.c = measured) },
+        { arm: arm('d'), store: (measured) => (outcome.read.d = measured) },
+        { arm: besideArm('bare', beside, load, round, result), store: besideStore(result, 'bare', round) },
+      ]);
       if (wanted('f')) {
-        outcome.read.f = await measure(server, result, `${slug}-${round}-read-f`, `${nested.label} · ${ROUND_LABEL[round]}`, async () => ({
-          run: () => readLoad(load, round, { url: new URL(nested.path, baseUrl).href, method: nested.method, headers: nested.headers, body: nested.body }),
-        }));
+        await inTurn(round, timing.readSec, [
+          { arm: arm('f'), store: (measured) => (outcome.read.f = measured) },
+          { arm: besideArm('postgraphile', beside, load, round, result), store: besideStore(result, 'postgraphile', round) },
+        ]);
       }
     }
     // Refresh chains and introspection through undici too, after the warm-up (not in the cold round).
     if (round === 'undici' && target) await benchOAuth(server, load, result, target, result.kind === 'peer', ['refresh', 'introspect'], 'undici', outcome.oauth);
   }
+}
+
+/** Code flows of a server as one side of `measureInterleaved`, in a round's client stack. */
+function flowArm(server: Child, result: ServerResult, load: Child, round: RoundId, target: OAuthTarget, name: string, sql?: () => Promise<SqlCount | undefined>): InterleavedArm {
+  return {
+    server,
+    result,
+    name,
+    short: result.kind === 'fieldgate' ? 'Fieldgate' : result.label,
+    label: round === 'node' ? OAUTH_LABELS.flows : `${OAUTH_LABELS.flows} · ${ROUND_LABEL[round]}`,
+    ...(sql ? { sql } : {}),
+    window: (warmupSec, durationSec) =>
+      load.call<Measurement>('flows', { target, client: round === 'node' ? 'node' : 'undici', options: { concurrency: timing.flowConcurrency, warmupSec, durationSec } }),
+  };
 }
 
 interface BaselineSpec {
@@ -467,58 +567,6 @@ interface BaselineSpec {
   body?: string;
   /** Checks a probe's answer; undefined when right. */
   check(status: number, body: string): string | undefined;
-}
-
-/**
- * A baseline server of its own process (the bare Express route, PostGraphile), in every round:
- * the node round in one process (probed first), then a fresh process for cold and undici.
- */
-async function benchBaseline(spec: BaselineSpec, load: Child): Promise<ServerResult> {
-  const result: ServerResult = { label: spec.label, kind: spec.kind, memory: {}, read: {}, oauth: {}, setup: [], profiles: [], rounds: {} };
-  const slug = spec.label.replace(/\W+/g, '-').toLowerCase();
-  const start = async () => {
-    const started = await startServer(spec.entry, spec.label, await freePort(), spec.env, spec.node);
-    return { server: started.server, url: new URL(spec.path, started.url).href };
-  };
-  const probe = async (url: string) => {
-    const res = await request(url, { method: spec.method, headers: spec.headers, ...(spec.body ? { body: spec.body } : {}) });
-    return spec.check(res.status, res.body);
-  };
-  const run = (server: Child, round: RoundId, url: string) =>
-    measure(server, result, `${slug}-${round}`, `${spec.scenarioLabel} · ${ROUND_LABEL[round]}`, async () => ({
-      run: () => readLoad(load, round, { url, method: spec.method, headers: spec.headers, body: spec.body }),
-    }));
-  let server: Child | undefined;
-  try {
-    if (inRound('node')) {
-      log(`${spec.label}: starting`);
-      const started = await start();
-      server = started.server;
-      result.memory.idle = await rssMiB(server);
-      const problem = await probe(started.url);
-      if (problem) throw new Error(`wrong answer: ${problem}`);
-      result.read[spec.scenario] = await run(server, 'node', started.url);
-      result.memory.afterRead = await rssMiB(server);
-      await server.stop();
-      server = undefined;
-    }
-    if (laterRounds().length) {
-      log(`${spec.label}: starting fresh for ${laterRounds().join(', ')}`);
-      const started = await start();
-      server = started.server;
-      if (!inRound('node')) {
-        const problem = await probe(started.url);
-        if (problem) throw new Error(`wrong answer: ${problem}`);
-      }
-      for (const round of laterRounds()) result.rounds![round] = { read: { [spec.scenario]: await run(server, round, started.url) }, oauth: {} };
-    }
-  } catch (error) {
-    result.skipped = `failed: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`;
-    log(`${spec.label}: ${result.skipped}`);
-  } finally {
-    await server?.stop();
-  }
-  return result;
 }
 
 function bareProcessSpec(): BaselineSpec {
@@ -549,43 +597,33 @@ function node24(): string {
   return binary;
 }
 
-/** PostGraphile v5 on the bench's PostgreSQL database, after its answer was compared with Fieldgate's. */
-async function benchPostGraphile(databaseUrl: string, fieldgateRows: NestedProduct[] | string, load: Child): Promise<ServerResult> {
-  const label = 'PostGraphile v5 · PostgreSQL';
-  let node: string;
-  try {
-    node = node24();
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    log(`${label}: skipped — ${reason}`);
-    return { label, kind: 'postgraphile', memory: {}, read: {}, oauth: {}, setup: [], profiles: [], skipped: reason };
-  }
+/**
+ * PostGraphile v5 on the bench's PostgreSQL database; its answer, brought into Fieldgate's shape,
+ * must equal Fieldgate's row for row. Runs under Node 24 (`node24()`, set when it is started).
+ */
+function postGraphileSpec(databaseUrl: string, fieldgateRows: NestedProduct[] | string): BaselineSpec {
   const expected = typeof fieldgateRows === 'string' ? undefined : JSON.stringify(fieldgateRows);
-  return benchBaseline(
-    {
-      label,
-      kind: 'postgraphile',
-      entry: 'bench/peer/postgraphile.ts',
-      node,
-      env: { DATABASE_URL: databaseUrl, PEER_POOL_SIZE: String(poolSize) },
-      scenario: 'f',
-      scenarioLabel: '`POST /graphql` nested list in PostGraphile\'s inflection',
-      path: '/graphql',
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify({ query: POSTGRAPHILE_NESTED_LIST_QUERY }),
-      check: (status, body) => {
-        if (status !== 200) return `HTTP ${status}: ${body.slice(0, 200)}`;
-        const rows = nestedFromPostGraphile(body);
-        if (typeof rows === 'string') return rows;
-        const problem = checkNested(rows);
-        if (problem) return problem;
-        if (expected === undefined) return `Fieldgate's answer to compare with is missing (${String(fieldgateRows)})`;
-        return JSON.stringify(rows) === expected ? undefined : `answer differs from Fieldgate's: ${JSON.stringify(rows).slice(0, 160)}`;
-      },
+  return {
+    label: 'PostGraphile v5 · PostgreSQL',
+    kind: 'postgraphile',
+    entry: 'bench/peer/postgraphile.ts',
+    env: { DATABASE_URL: databaseUrl, PEER_POOL_SIZE: String(poolSize) },
+    scenario: 'f',
+    scenarioLabel: '`POST /graphql` nested list in PostGraphile\'s inflection',
+    path: '/graphql',
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    body: JSON.stringify({ query: POSTGRAPHILE_NESTED_LIST_QUERY }),
+    check: (status, body) => {
+      if (status !== 200) return `HTTP ${status}: ${body.slice(0, 200)}`;
+      const rows = nestedFromPostGraphile(body);
+      if (typeof rows === 'string') return rows;
+      const problem = checkNested(rows);
+      if (problem) return problem;
+      if (expected === undefined) return `Fieldgate's answer to compare with is missing (${String(fieldgateRows)})`;
+      return JSON.stringify(rows) === expected ? undefined : `answer differs from Fieldgate's: ${JSON.stringify(rows).slice(0, 160)}`;
     },
-    load,
-  );
+  };
 }
 
 const afterLoad = (m: { afterLoadRssMiB?: number; settledRssMiB?: number }) =>
@@ -703,6 +741,7 @@ async function benchFieldgate(database: 'pglite' | 'postgres', load: Child, resu
   const { env, drop: cleanup } = storage;
 
   let server: Child | undefined;
+  let beside: Beside = {};
   try {
     log(`${label}: setting up`);
     const port = await freePort();
@@ -734,9 +773,20 @@ async function benchFieldgate(database: 'pglite' | 'postgres', load: Child, resu
       result.setup.push('the read benchmark uses an access token minted in-process by `runtime.accessTokens.issue`');
     }
 
-    // Each read is probed (its answer checked) and its statements counted; (c) and (d) are then
-    // measured in turn with each other and with the bare Express process started beside.
-    const probed = (scenario: ReadScenario): InterleavedArm => {
+    // Fieldgate's answer to the nested list, which PostGraphile's must equal.
+    const nested = readScenarios(info.productId!, accessToken).find((scenario) => scenario.id === 'f')!;
+    const nestedAnswer = await request(new URL(nested.path, info.url), { method: 'POST', headers: nested.headers, body: nested.body! });
+    const fieldgateRows = nestedAnswer.status === 200 ? nestedFromFieldgate(nestedAnswer.body) : `HTTP ${nestedAnswer.status}`;
+    const besideWanted = {
+      bare: wanted('bare') && (wanted('c') || wanted('d')),
+      peer: only.has('peer') && wanted('flows') && target !== undefined,
+      postgraphile: database === 'postgres' && wanted('postgraphile') && wanted('f') ? { databaseUrl: env.DATABASE_URL!, fieldgateRows } : undefined,
+    };
+
+    // Each read is probed (its answer checked) and its statements counted, then measured: (c) and
+    // (d) in turn with each other and the bare Express process, (f) in turn with PostGraphile.
+    const probed = (scenario: ReadScenario | undefined): InterleavedArm | undefined => {
+      if (!scenario) return undefined;
       const url = new URL(scenario.path, info.url).href;
       const send = () => request(url, { method: scenario.method, headers: scenario.headers, ...(scenario.body ? { body: scenario.body } : {}) });
       return readArm(server!, result, load, 'node', scenario, info.url, `${database}-read-${scenario.id}`, async () => {
@@ -747,24 +797,24 @@ async function benchFieldgate(database: 'pglite' | 'postgres', load: Child, resu
       });
     };
     const scenarios = readScenarios(info.productId!, accessToken).filter((scenario) => wanted(scenario.id) && inRound('node'));
-    let bare: { server: Child; url: string } | undefined;
-    try {
-      if (wanted('bare') && inRound('node') && (wanted('c') || wanted('d'))) bare = await startBareProcess().catch((error: unknown) => {
-        result.pairedBare = { node: unavailable(`${label} · the bare Express process`, error instanceof Error ? error.message : String(error)) };
-        return undefined;
-      });
-      for (const scenario of scenarios) {
-        if (scenario.id === 'd' && wanted('c')) continue;
-        if (scenario.id === 'c' || scenario.id === 'd') {
-          const pick = (id: 'c' | 'd') => scenarios.find((each) => each.id === id);
-          await measureTargetReads({ c: pick('c') && probed(pick('c')!), d: pick('d') && probed(pick('d')!), bare: bare && bareArm(bare, load, 'node', result) }, 'node', result, result.read);
-          continue;
-        }
-        const arm = probed(scenario);
-        [result.read[scenario.id]] = await measureInterleaved([arm], timing.warmupSec, timing.readSec);
-      }
-    } finally {
-      await bare?.server.stop();
+    const pick = (id: ReadScenario['id']) => scenarios.find((each) => each.id === id);
+    beside = inRound('node') ? await startBeside(result, ['node'], besideWanted, true) : {};
+    for (const scenario of scenarios) {
+      if (scenario.id === 'd' && pick('c')) continue;
+      const parts =
+        scenario.id === 'c' || scenario.id === 'd'
+          ? [
+              { arm: probed(pick('c')), store: (measured: ScenarioResult) => (result.read.c = measured) },
+              { arm: probed(pick('d')), store: (measured: ScenarioResult) => (result.read.d = measured) },
+              { arm: besideArm('bare', beside, load, 'node', result), store: besideStore(result, 'bare', 'node') },
+            ]
+          : scenario.id === 'f'
+            ? [
+                { arm: probed(scenario), store: (measured: ScenarioResult) => (result.read.f = measured) },
+                { arm: besideArm('postgraphile', beside, load, 'node', result), store: besideStore(result, 'postgraphile', 'node') },
+              ]
+            : [{ arm: probed(scenario), store: (measured: ScenarioResult) => (result.read[scenario.id] = measured) }];
+      await inTurn('node', timing.readSec, parts);
     }
     const direct = readScenarios(info.productId!, accessToken).find((scenario) => scenario.id === 'b')!;
     if (wanted('b') && inRound('node') && result.read.b?.measurement) {
@@ -790,18 +840,15 @@ async function benchFieldgate(database: 'pglite' | 'postgres', load: Child, resu
         }
       }
     }
+    await stopBeside({ ...beside, peer: undefined });
     result.memory.afterRead = await rssMiB(server);
 
     if (inRound('node')) {
-      if (target) await benchOAuth(server, load, result, target, false);
+      if (target) await benchOAuth(server, load, result, target, false, OAUTH_GROUPS, 'node', result.oauth, { ...(beside.peer ? { peer: beside.peer } : {}) });
       else markOAuthUnavailable(result, `no browser session: ${oauthProblem}`);
       result.memory.afterOAuth = await rssMiB(server);
     }
-
-    // Fieldgate's answer to the nested list, which PostGraphile's must equal.
-    const nested = readScenarios(info.productId!, accessToken).find((scenario) => scenario.id === 'f')!;
-    const nestedAnswer = await request(new URL(nested.path, info.url), { method: 'POST', headers: nested.headers, body: nested.body! });
-    const fieldgateRows = nestedAnswer.status === 200 ? nestedFromFieldgate(nestedAnswer.body) : `HTTP ${nestedAnswer.status}`;
+    await stopBeside(beside);
 
     if (laterRounds().length) {
       await server.stop();
@@ -814,31 +861,17 @@ async function benchFieldgate(database: 'pglite' | 'postgres', load: Child, resu
         const signedIn = await signInAndConsent(base, info.username, info.password);
         freshTarget = { ...base, cookie: signedIn.cookie };
       }
-      // The bare Express process of target 3 starts afresh too, for the cold round.
-      let bare: { server: Child; url: string } | undefined;
-      try {
-        if (wanted('bare') && (wanted('c') || wanted('d'))) {
-          bare = await startBareProcess().catch((error: unknown) => {
-            const reason = error instanceof Error ? error.message : String(error);
-            result.pairedBare = { ...result.pairedBare, ...Object.fromEntries(laterRounds().map((round) => [round, unavailable(`${label} · the bare Express process · ${round}`, reason)])) };
-            return undefined;
-          });
-        }
-        await benchLaterRounds(server, load, result, freshTarget, fresh.url, info.productId!, accessToken, bare);
-      } finally {
-        await bare?.server.stop();
-      }
+      // The baselines beside it start afresh too, for the cold round.
+      beside = await startBeside(result, laterRounds(), { ...besideWanted, peer: besideWanted.peer && freshTarget !== undefined }, !inRound('node'));
+      await benchLaterRounds(server, load, result, freshTarget, fresh.url, info.productId!, accessToken, beside);
+      await stopBeside(beside);
       result.memory.afterRounds = await rssMiB(server);
-    }
-    if (database === 'postgres' && wanted('postgraphile')) {
-      await server.stop();
-      server = undefined;
-      results.servers.push(await benchPostGraphile(env.DATABASE_URL!, fieldgateRows, load));
     }
   } catch (error) {
     result.skipped = `failed: ${error instanceof Error ? error.message : String(error)}`;
     log(`${label}: ${result.skipped}`);
   } finally {
+    await stopBeside(beside);
     await server?.stop();
     await cleanup().catch((error: unknown) => log(`${label}: cleanup failed — ${String(error)}`));
   }

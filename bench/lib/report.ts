@@ -104,10 +104,12 @@ export function peerRatios(results: RunResults, which: 'flows' | 'all' = 'all'):
       const server = results.servers.find((s) => s.kind === 'fieldgate' && s.database === database);
       if (!server) continue;
       const target = key === 'flows' && database === 'postgres' ? FLOW_TARGET : undefined;
-      const r = ratio(`${name} ÷ oidc-provider · ${DB_NAME[database]}`, server.oauth[key], peer?.oauth[key], target);
+      // Flows: oidc-provider measured in turn beside this server when it was (as targets 1 and 2 do).
+      const besidePeer = key === 'flows' ? server.beside?.peerFlows?.node : undefined;
+      const r = ratio(`${name} ÷ oidc-provider · ${DB_NAME[database]}`, server.oauth[key], besidePeer ?? peer?.oauth[key], target);
       if (server.skipped) r.missing = server.skipped;
-      else if (!peer) r.missing = 'oidc-provider not run';
-      else if (peer.skipped) r.missing = `oidc-provider: ${peer.skipped}`;
+      else if (!besidePeer && !peer) r.missing = 'oidc-provider not run';
+      else if (!besidePeer && peer?.skipped) r.missing = `oidc-provider: ${peer.skipped}`;
       out.push(r);
     }
   }
@@ -178,8 +180,17 @@ export function roundTargets(results: RunResults): RoundTarget[] {
   const targets: RoundTarget[] = [];
   const add = (id: string, label: string, threshold: string, make: (round: RoundId) => Ratio, short = label) =>
     targets.push({ id, label, short, threshold, byRound: perRound(make) });
-  const flows = (server: ServerResult | undefined, name: string, target: number) => (round: RoundId) =>
-    missingServer({ ...ratio('', oauth(server, round, 'flows'), oauth(peer, round, 'flows'), target), unit: '×' }, [server, name], [peer, 'oidc-provider']);
+  // A baseline measured in turn beside the Fieldgate server (runs since 2026-12-03) counts; earlier
+  // runs measured each baseline once, on its own, and are rendered from that.
+  const versus = (server: ServerResult | undefined, name: string, top: ScenarioResult | undefined, key: keyof NonNullable<ServerResult['beside']>, round: RoundId, alone: [ServerResult | undefined, string, ScenarioResult | undefined], target: number): Ratio => {
+    const paired = server?.beside?.[key];
+    if (paired) return missingServer(ratio('', top, paired[round], target), [server, name]);
+    return missingServer(ratio('', top, alone[2], target), [server, name], [alone[0], alone[1]]);
+  };
+  const flows = (server: ServerResult | undefined, name: string, target: number) => (round: RoundId) => ({
+    ...versus(server, name, oauth(server, round, 'flows'), 'peerFlows', round, [peer, 'oidc-provider', oauth(peer, round, 'flows')], target),
+    unit: '×',
+  });
   add('1', 'Code flows/s, Fieldgate on PostgreSQL ÷ oidc-provider (in memory)', '≥ 1.5×', flows(pg, 'Fieldgate · PostgreSQL', 1.5), 'flows ÷ oidc-provider · PostgreSQL');
   add('2', 'Code flows/s, Fieldgate on PGlite ÷ oidc-provider', '≥ 1.0×', flows(lite, 'Fieldgate · PGlite', 1.0), 'flows ÷ oidc-provider · PGlite');
   add('2', 'REST (c) req/s, PGlite ÷ PostgreSQL', '≥ 0.5', (round) =>
@@ -187,18 +198,18 @@ export function roundTargets(results: RunResults): RoundTarget[] {
     'REST PGlite ÷ PostgreSQL',
   );
   for (const [server, db] of [[pg, 'PostgreSQL'], [lite, 'PGlite']] as const) {
-    // Measured in turn with (c) beside each Fieldgate server; runs before 2026-12-03 measured it once, on its own.
-    add('3', `REST (c) req/s on ${db} ÷ bare Express 5 route in its own process`, '≥ 0.6', (round) => {
-      const paired = server?.pairedBare?.[round];
-      if (paired || !bare) return missingServer(ratio('', read(server, round, 'c'), paired, 0.6), [server, `Fieldgate · ${db}`]);
-      return missingServer(ratio('', read(server, round, 'c'), read(bare, round, 'a'), 0.6), [server, `Fieldgate · ${db}`], [bare, 'the bare Express process']);
-    }, `REST ÷ bare Express process · ${db}`);
+    add('3', `REST (c) req/s on ${db} ÷ bare Express 5 route in its own process`, '≥ 0.6', (round) =>
+      versus(server, `Fieldgate · ${db}`, read(server, round, 'c'), 'bare', round, [bare, 'the bare Express process', read(bare, round, 'a')], 0.6),
+      `REST ÷ bare Express process · ${db}`,
+    );
   }
   for (const [server, db] of [[pg, 'PostgreSQL'], [lite, 'PGlite']] as const) {
     add('4', `GraphQL (d) ÷ REST (c) req/s, same data, on ${db}`, '≥ 0.8', (round) => missingServer(ratio('', read(server, round, 'd'), read(server, round, 'c'), 0.8), [server, `Fieldgate · ${db}`]), `GraphQL ÷ REST · ${db}`);
   }
-  add('5', 'Nested list (f) req/s, Fieldgate on PostgreSQL ÷ PostGraphile v5', '≥ 1.0×', (round) =>
-    missingServer({ ...ratio('', read(pg, round, 'f'), read(postgraphile, round, 'f'), 1.0), unit: '×' }, [pg, 'Fieldgate · PostgreSQL'], [postgraphile, 'PostGraphile']),
+  add('5', 'Nested list (f) req/s, Fieldgate on PostgreSQL ÷ PostGraphile v5', '≥ 1.0×', (round) => ({
+      ...versus(pg, 'Fieldgate · PostgreSQL', read(pg, round, 'f'), 'postgraphile', round, [postgraphile, 'PostGraphile', read(postgraphile, round, 'f')], 1.0),
+      unit: '×',
+    }),
     'nested list ÷ PostGraphile v5',
   );
   return targets;
@@ -335,7 +346,8 @@ export function renderMarkdown(results: RunResults, notes: string | undefined): 
       push(`| ${result?.label ?? id} | ${measurementCells(result).join(' | ')} |`);
     }
     if (server.bAgain) push(`| (b) again after (f), drift check | ${measurementCells(server.bAgain).join(' | ')} |`);
-    if (server.pairedBare?.node) push(`| bare Express 5 route, own process (target 3), in turn with (c) and (d) | ${measurementCells(server.pairedBare.node).join(' | ')} |`);
+    if (server.beside?.bare?.node) push(`| bare Express 5 route, own process beside it (target 3), in turn with (c) and (d) | ${measurementCells(server.beside.bare.node).join(' | ')} |`);
+    if (server.beside?.postgraphile?.node) push(`| PostGraphile v5 beside it, nested list (target 5), in turn with (f) | ${measurementCells(server.beside.postgraphile.node).join(' | ')} |`);
     push('');
   }
   push('| Ratio (req/s) | ' + fieldgate.map((s) => DB_NAME[s.database ?? 'pglite']).join(' | ') + ' |', '|---|' + fieldgate.map(() => '---:').join('|') + '|');
@@ -450,8 +462,15 @@ export function renderMarkdown(results: RunResults, notes: string | undefined): 
     ['fieldgate', 'oauth', 'introspectRefresh', 'introspection of a refresh token'],
     ['peer', 'oauth', 'introspectRefresh', 'introspection of a refresh token'],
   ];
-  for (const server of results.servers.filter((s) => s.kind === 'fieldgate' && s.pairedBare)) {
-    push(`| Express 5 · separate process, beside ${server.label} · bare Express 5 route | ${rounds.map((round) => roundCell(server.pairedBare![round])).join(' | ')} |`);
+  const besideRows = [
+    ['bare', 'Express 5 · separate process', 'bare Express 5 route'],
+    ['postgraphile', 'PostGraphile v5', 'nested list (PostGraphile query)'],
+    ['peerFlows', 'oidc-provider · memory', 'code flows'],
+  ] as const;
+  for (const [key, who, what] of besideRows) {
+    for (const server of results.servers.filter((s) => s.kind === 'fieldgate' && s.beside?.[key])) {
+      push(`| ${who}, beside ${server.label} · ${what} | ${rounds.map((round) => roundCell(server.beside![key]![round])).join(' | ')} |`);
+    }
   }
   for (const [kind, group, id, name] of stackRows) {
     for (const server of results.servers.filter((s) => s.kind === kind)) {
@@ -521,7 +540,7 @@ export function renderMarkdown(results: RunResults, notes: string | undefined): 
     '- oidc-provider (`bench/peer/oidc-provider.ts`): PKCE required, `client_secret_basic`, refresh tokens issued on every code exchange and rotated on every use, JWT access tokens (ES256) for one resource server via `features.resourceIndicators`, introspection and revocation on, default in-memory adapter, dev interactions. oidc-provider refuses to introspect JWT access tokens, so the comparable introspection row uses refresh tokens. Its in-memory adapter keeps every grant, code and token in the heap and slows down as they pile up, so in the node round each of its three OAuth benchmarks runs in a fresh process, signed in again (the method of earlier rounds, kept so their numbers stay comparable). In the cold and undici rounds it is run as the external harness ran it: one process, started fresh for the cold round and kept running into the undici round.',
     '- **Client stacks.** node round: reads through autocannon, flows and refresh chains through closed loops on a keep-alive node:http agent. undici round: the same closed loops on a keep-alive undici `Agent` (one request in flight per connection) for reads and flows alike, same concurrency (32 read connections, 16 flows). Both warm up first and count only the measured window. A non-2xx answer counts as failed in both, and a ratio with failures on either side is not given.',
     `- **Cold round.** Every server process is started afresh (Fieldgate on each database, oidc-provider, the bare Express process, PostGraphile), then measured through undici with no warm-up, from the first request: Fieldgate and oidc-provider first sign in through their pages (a handful of requests), then flows, then the reads (c), (d) and (f). The undici round then runs in the same processes after its warm-up.`,
-    '- **Bare Express process (target 3).** `bench/peer/bare-express.ts`: an Express 5 app of its own process, one route `GET /bare` answering a fixed small JSON object, no middleware, served by `http.createServer(app)` as `app.listen` serves it (so, unlike Fieldgate, Express changes the prototypes of each request and response, which Node 20 and 22 pay for: docs/PERFORMANCE.md); started beside each Fieldgate server (afresh with Fieldgate\'s fresh process for the cold and undici rounds) and measured in turn with (c) and (d). Target 3 divides Fieldgate\'s (c) by it, per database. Runs before 2026-12-03 measured it once, at the start of the run. (a) in the read table is the same route inside Fieldgate\'s process.',
+    '- **Bare Express process (target 3).** `bench/peer/bare-express.ts`: an Express 5 app of its own process, one route `GET /bare` answering a fixed small JSON object, no middleware, served by `http.createServer(app)` as `app.listen` serves it (so, unlike Fieldgate, Express changes the prototypes of each request and response, which Node 20 and 22 pay for: docs/PERFORMANCE.md); started beside each Fieldgate server and measured in turn with (c) and (d). Target 3 divides Fieldgate\'s (c) by it, per database. Runs before 2026-12-03 measured it once, at the start of the run. (a) in the read table is the same route inside Fieldgate\'s process.',
     '- **PostGraphile v5 (target 5).** `bench/peer/postgraphile.ts`: PostGraphile 5 with the Amber preset over the schema Fieldgate migrated and seeded, on the same throwaway PostgreSQL database, pg pool of ' + String(results.poolSize ?? 10) + ' connections (Fieldgate\'s), GraphiQL, watch mode and explain off, no authentication (Fieldgate\'s bearer check is work we keep on our side). It needs Node >= 22, so the bench installs Node 24 from the npm registry (`npm install --no-save --prefix bench/.node24 node@24`, ignored by git) and runs it under that binary; everything else runs on the orchestrator\'s Node. Its query is the same selection in its inflection: `allProducts(first: 20, orderBy: PRIMARY_KEY_ASC) { nodes { rowId name sellerBySellerId { name } reviewsByProductId(first: 10, orderBy: PRIMARY_KEY_ASC) { nodes { rating } } } }` (Fieldgate\'s `reviews` defaults to the first 10 by id). Before measuring, its answer, brought into Fieldgate\'s shape, must equal Fieldgate\'s answer row for row, or it is not measured.',
     '- **Memory and start-up (targets 6 and 7).** On the real commands, not the bench server: `npm start` (its build check, and on the fresh directory its build, included) with `DATA_DIR` on a fresh directory first, then twice more on that existing directory, timed from spawn until `GET /healthz` answers 200 (the target takes the median); `node bin/fieldgate.js serve` on a second fresh PGlite directory (first start: peak resident memory up to ready from `VmHWM`, and `VmRSS` after 2 s idle), again on that directory (restart), and on the PostgreSQL database after Fieldgate\'s set-up. CLI commands (`--help`, `client list`, `user list`) run three times each against PostgreSQL, wall time from spawn to exit (median). RSS after the benchmark is taken on the real `fieldgate serve` too (PostgreSQL, and the PGlite restart): after its start reading, the load process drives REST reads, the nested GraphQL list and client-credentials token requests at it (32 connections, 8 s each; 3 s with `--quick`) with a service client registered through the CLI beforehand, then `VmRSS` is read right after the load and again after 20 s idle, when V8 has returned the old-generation pages the load freed; the target compares the idle reading with the start reading, and the table shows both. The Memory table above is the bench server process (run through tsx, which adds about 60 MiB), for reference.',
     '- (b) is measured twice, before (c) and after (f); the ratios divide by the mean of both, and a gap of more than 15% is reported under run notes as drift (the machine\'s load changed).',
@@ -535,7 +554,7 @@ export function renderMarkdown(results: RunResults, notes: string | undefined): 
   );
   if (t.interleavedWindows) {
     push(
-      `- **In turn.** The two sides of targets 3 and 4 are measured in windows that take turns rather than one after the other: (c), (d) and the bare Express process each get ${t.interleavedWindows} windows of ${fmt(t.readSec / t.interleavedWindows, 1)} s (${t.readSec} s in all), in the order (c) (d) bare, then bare (d) (c), and so on, the first window of each after the round's warm-up. A change in the machine's load during the run then falls on both sides of the ratio alike; measured one after the other, one run's two readings of the same baseline (b) were 35–40 % apart. The latency percentiles combine the windows' (p50 weighted by requests, p99 the worst window's). With \`--profile\` the scenarios run one after the other, each with its profile.`,
+      `- **In turn.** Each target's two sides are measured in windows that take turns rather than one after the other, with the baseline's process started beside the Fieldgate server (afresh with it for the cold round): (c), (d) and the bare Express process (targets 3 and 4), Fieldgate's code flows and oidc-provider's (targets 1 and 2), (f) and PostGraphile's nested list (target 5). Each side gets ${t.interleavedWindows} windows of ${fmt(t.readSec / t.interleavedWindows, 1)} s (${t.readSec} s in all), in the order A B, then B A, and so on, the first window of each after the round's warm-up. A change in the machine's load during the run then falls on both sides of a ratio alike; measured one after the other, one run's two readings of the same baseline (b) were 35–40 % apart. The latency percentiles combine the windows' (p50 weighted by requests, p99 the worst window's). The oidc-provider measured in turn keeps its grants for the whole round, as the one measured on its own does. Targets 1, 2, 3 and 5 use these readings; the oidc-provider measured on its own below (and in runs before 2026-12-03, every baseline) is shown for reference. With \`--profile\` the scenarios run one after the other, each with its profile.`,
       '',
     );
   }

@@ -34,6 +34,9 @@ export interface ScenarioResult {
   sql?: { count: number; statements: { text: string; count: number }[] };
 }
 
+/** One scenario's result in each round it was measured in. */
+export type PerRound = Partial<Record<RoundId, ScenarioResult>>;
+
 export type OAuthScenarioId = 'flows' | 'refresh' | 'introspectRefresh' | 'introspectAccess';
 
 export interface MemoryMiB {
@@ -57,10 +60,12 @@ export interface ServerResult {
   bAgain?: ScenarioResult;
   oauth: Partial<Record<OAuthScenarioId, ScenarioResult>>;
   /**
-   * Target 3's bare Express route in a process of its own, started beside this Fieldgate server and
-   * measured in windows in turn with its (c) and (d), per round (runs since 2026-12-03).
+   * Baselines started beside this Fieldgate server and measured in windows in turn with the scenario
+   * they are compared with, per round (runs since 2026-12-03): target 3's bare Express process with
+   * (c) and (d), oidc-provider's code flows with Fieldgate's (targets 1 and 2), PostGraphile's nested
+   * list with (f) (target 5).
    */
-  pairedBare?: Partial<Record<RoundId, ScenarioResult>>;
+  beside?: { bare?: PerRound; peerFlows?: PerRound; postgraphile?: PerRound };
   /** The undici and cold rounds (`read` and `oauth` above are the node round). */
   rounds?: Partial<Record<Exclude<RoundId, 'node'>, RoundResult>>;
   /** How the browser session and the read benchmark's token were obtained. */

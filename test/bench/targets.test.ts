@@ -69,8 +69,8 @@ describe('issue 19 targets per client stack', () => {
     pg.read.c = measured(3000);
     lite.read.c = measured(3000);
     pg.rounds = { cold: { read: { c: measured(1000) }, oauth: {} } };
-    pg.pairedBare = { node: measured(4000), cold: measured(2000) };
-    lite.pairedBare = { node: { label: 'x', unavailable: 'the bare Express process answered wrongly: HTTP 500' } };
+    pg.beside = { bare: { node: measured(4000), cold: measured(2000) } };
+    lite.beside = { bare: { node: { label: 'x', unavailable: 'the bare Express process answered wrongly: HTTP 500' } } };
     // A bare process measured once on its own (runs before 2026-12-03) is not used when a paired reading exists.
     const bare = server('bare-process');
     bare.read.a = measured(100);
@@ -78,6 +78,14 @@ describe('issue 19 targets per client stack', () => {
     const onPostgres = targets.find((t) => t.label.startsWith('REST (c) req/s on PostgreSQL'))!;
     expect(onPostgres.byRound.node?.value).toBeCloseTo(0.75);
     expect(onPostgres.byRound.cold?.value).toBeCloseTo(0.5);
+    // The same holds for oidc-provider's flows measured in turn beside the server (targets 1 and 2).
+    pg.oauth.flows = measured(900);
+    pg.beside.peerFlows = { node: measured(450) };
+    const peer = server('peer');
+    peer.oauth.flows = measured(300);
+    const [flows] = roundTargets(run([pg, lite, bare, peer]));
+    expect(flows!.byRound.node?.value).toBeCloseTo(2);
+    expect(flows!.byRound.cold?.missing).toBe('scenario not run');
     const onPglite = targets.find((t) => t.label.startsWith('REST (c) req/s on PGlite'))!;
     expect(onPglite.byRound.node?.value).toBeUndefined();
     expect(onPglite.byRound.node?.missing).toBe('the bare Express process answered wrongly: HTTP 500');
