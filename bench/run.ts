@@ -553,13 +553,12 @@ function flowArm(server: Child, result: ServerResult, load: Child, round: RoundI
   };
 }
 
+/** A baseline server of its own process (the bare Express route, PostGraphile), started beside a Fieldgate server. */
 interface BaselineSpec {
   label: string;
-  kind: 'bare-process' | 'postgraphile';
   entry: string;
   node?: string;
   env: Record<string, string | undefined>;
-  scenario: 'a' | 'f';
   scenarioLabel: string;
   path: string;
   method: 'GET' | 'POST';
@@ -572,10 +571,8 @@ interface BaselineSpec {
 function bareProcessSpec(): BaselineSpec {
   return {
     label: 'Express 5 · separate process',
-    kind: 'bare-process',
     entry: 'bench/peer/bare-express.ts',
     env: {},
-    scenario: 'a',
     scenarioLabel: 'bare Express 5 route, own process, fixed JSON',
     path: '/bare',
     method: 'GET',
@@ -605,10 +602,8 @@ function postGraphileSpec(databaseUrl: string, fieldgateRows: NestedProduct[] | 
   const expected = typeof fieldgateRows === 'string' ? undefined : JSON.stringify(fieldgateRows);
   return {
     label: 'PostGraphile v5 · PostgreSQL',
-    kind: 'postgraphile',
     entry: 'bench/peer/postgraphile.ts',
     env: { DATABASE_URL: databaseUrl, PEER_POOL_SIZE: String(poolSize) },
-    scenario: 'f',
     scenarioLabel: '`POST /graphql` nested list in PostGraphile\'s inflection',
     path: '/graphql',
     method: 'POST',

@@ -549,7 +549,7 @@ export function renderMarkdown(results: RunResults, notes: string | undefined): 
     `- PostgreSQL: a fresh database on ${results.postgresVersion ? `PostgreSQL ${results.postgresVersion}` : 'the local server'} (\`BENCH_DATABASE_URL\`, else \`TEST_DATABASE_URL\`, else \`postgres://postgres@127.0.0.1:5432/test\`), dropped afterwards.`,
     `- Versions: ${Object.entries(m.versions).map(([name, version]) => `${name} ${version}`).join(', ')}.`,
     '- Options: `--quick` (1 s warm-up, 2 s windows), `--only=pglite,postgres,peer`, `--drivers=node,undici,cold` (rounds; `autocannon` is an alias of `node`) and `--scenarios=a,b,c,d,e,f,flows,refresh,introspect,bare,postgraphile,startup` (subsets, for investigations), `--profile` (a CPU profile of each server per scenario, summarized per operation in `bench/results/<run>/profiles/SUMMARY.md`), `--experiment=NAME` (a proposed change tried from `bench/server.ts`; none is defined now), `--out=FILE`. Profiled and experimental runs write into `bench/results/<run>/` unless `--out` says otherwise. Environment: `BENCH_DATABASE_URL` (PostgreSQL server to create the throwaway database on), `BENCH_LOG_LEVEL` (Fieldgate\'s `LOG_LEVEL`, default `info`).',
-    '- To reproduce on another machine: `npm ci`, start PostgreSQL (or set `BENCH_DATABASE_URL`), then `npm run bench` (about 12 minutes on 2 cores) or `npm run bench -- --quick` (about 5 minutes). The first run also downloads Node 24 for PostGraphile.',
+    '- To reproduce on another machine: `npm ci`, start PostgreSQL (or set `BENCH_DATABASE_URL`), then `npm run bench` (about 17 minutes on 2 cores) or `npm run bench -- --quick` (about 5 minutes). The first run also downloads Node 24 for PostGraphile.',
     '',
   );
   if (t.interleavedWindows) {

@@ -76,7 +76,7 @@ export interface ServerResult {
 export interface Timing {
   warmupSec: number;
   readSec: number;
-  /** Windows each side of targets 3 and 4 is measured in, in turn (absent in runs before 2026-12-03: one after the other). */
+  /** Windows each side of a target is measured in, in turn (absent in runs before 2026-12-03: one after the other). */
   interleavedWindows?: number;
   oauthSec: number;
   readConnections: number;
