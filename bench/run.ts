@@ -118,6 +118,9 @@ async function measure(
   }
 }
 
+/** "a", "a and b", "a, b and c". */
+const listed = (names: string[]) => (names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} and ${names.at(-1)}`);
+
 /** One side of a ratio measured in turn with the other: its server, and one window of its load. */
 interface InterleavedArm {
   server: Child;
@@ -171,7 +174,7 @@ async function measureInterleaved(arms: InterleavedArm[], warmupSec: number, dur
     }
   }
   return states.map(({ arm, windows, cpuUs, sql, failure }) => {
-    const label = `${arm.label}, in ${timing.interleavedWindows} windows in turn with ${arms.filter((other) => other !== arm).map((other) => other.short).join(' and ')}`;
+    const label = `${arm.label}, in ${timing.interleavedWindows} windows in turn with ${listed(arms.filter((other) => other !== arm).map((other) => other.short))}`;
     if (failure) {
       log(`${arm.result.label} · ${arm.label}: not measured — ${failure}`);
       return { label: arm.label, unavailable: failure };
@@ -369,10 +372,12 @@ interface Beside {
   bare?: { server: Child; url: string };
   peer?: { server: Child; target: OAuthTarget };
   postgraphile?: { server: Child; url: string };
+  /** Fieldgate on a PostgreSQL database of its own, beside Fieldgate on PGlite: target 2's (c) ÷ (c). */
+  postgres?: { server: Child; read: ReadScenario; url: string; drop(): Promise<void> };
 }
 
-const BESIDE_RESULT = { bare: 'bare', peer: 'peerFlows', postgraphile: 'postgraphile' } as const;
-const BESIDE_NAME = { bare: 'the bare Express process', peer: 'oidc-provider', postgraphile: 'PostGraphile' } as const;
+const BESIDE_RESULT = { bare: 'bare', peer: 'peerFlows', postgraphile: 'postgraphile', postgres: 'postgresRead' } as const;
+const BESIDE_NAME = { bare: 'the bare Express process', peer: 'oidc-provider', postgraphile: 'PostGraphile', postgres: 'Fieldgate on PostgreSQL' } as const;
 
 /**
  * Starts what the run wants beside a Fieldgate server, fresh. `probe` checks each answer first (the
@@ -382,7 +387,7 @@ const BESIDE_NAME = { bare: 'the bare Express process', peer: 'oidc-provider', p
 async function startBeside(
   owner: ServerResult,
   rounds: RoundId[],
-  wants: { bare: boolean; peer: boolean; postgraphile?: { databaseUrl: string; fieldgateRows: NestedProduct[] | string } | undefined },
+  wants: { bare: boolean; peer: boolean; postgraphile?: { databaseUrl: string; fieldgateRows: NestedProduct[] | string } | undefined; postgres?: boolean },
   probe: boolean,
 ): Promise<Beside> {
   const beside: Beside = {};
@@ -400,11 +405,45 @@ async function startBeside(
   if (wants.peer) await attempt('peer', startPeerSignedIn);
   const postgraphile = wants.postgraphile;
   if (postgraphile) await attempt('postgraphile', () => startBaselineProcess({ ...postGraphileSpec(postgraphile.databaseUrl, postgraphile.fieldgateRows), node: node24() }, probe));
+  if (wants.postgres) await attempt('postgres', () => startFieldgateOnPostgres(probe));
   return beside;
 }
 
 async function stopBeside(beside: Beside): Promise<void> {
-  await Promise.all([beside.bare?.server.stop(), beside.peer?.server.stop(), beside.postgraphile?.server.stop()]);
+  await Promise.all([beside.bare?.server.stop(), beside.peer?.server.stop(), beside.postgraphile?.server.stop(), beside.postgres?.server.stop()]);
+  await beside.postgres?.drop();
+}
+
+/**
+ * Fieldgate on a fresh PostgreSQL database of its own, set up and signed in through its pages as the
+ * measured one is; the read it serves is (c), with the access token of that sign-in.
+ */
+async function startFieldgateOnPostgres(probe: boolean): Promise<NonNullable<Beside['postgres']>> {
+  const storage = await createBenchStorage('postgres');
+  if ('skipped' in storage) throw new Error(storage.skipped);
+  let server: Child | undefined;
+  try {
+    const port = await freePort();
+    const setup = Child.start({ entry: 'bench/server.ts', env: serverEnv(port, { ...storage.env, BENCH_PHASE: 'setup' }) });
+    const credentials = (await setup.ready) as unknown as Omit<ServerInfo, 'url'> & { userId: number };
+    await setup.stop();
+    const started = await startServer('bench/server.ts', 'Fieldgate · PostgreSQL beside', port, storage.env);
+    server = started.server;
+    const info: ServerInfo = { ...credentials, url: started.url };
+    const signedIn = await signInAndConsent(oauthTarget('Fieldgate · PostgreSQL beside', info), info.username, info.password);
+    const read = readScenarios(credentials.productId!, signedIn.tokens.access_token).find((scenario) => scenario.id === 'c')!;
+    const url = new URL(read.path, started.url).href;
+    if (probe) {
+      const answer = await request(url, { method: read.method, headers: read.headers });
+      const problem = read.check(answer.status, answer.body);
+      if (problem) throw new Error(`Fieldgate on PostgreSQL answered wrongly: ${problem}`);
+    }
+    return { server, read, url, drop: storage.drop };
+  } catch (error) {
+    await server?.stop();
+    await storage.drop();
+    throw error;
+  }
 }
 
 /** oidc-provider in a fresh process, signed in and consented through its pages. */
@@ -451,6 +490,18 @@ function besideArm(key: keyof Beside, beside: Beside, load: Child, round: RoundI
       label: `${OAUTH_LABELS.flows}${suffix}`,
       window: (warmupSec, durationSec) =>
         load.call<Measurement>('flows', { target: peer.target, client: round === 'node' ? 'node' : 'undici', options: { concurrency: timing.flowConcurrency, warmupSec, durationSec } }),
+    };
+  }
+  if (key === 'postgres') {
+    const fieldgate = beside.postgres;
+    if (!fieldgate) return undefined;
+    return {
+      server: fieldgate.server,
+      result: { ...owner, label: 'Fieldgate · PostgreSQL' },
+      name,
+      short: BESIDE_NAME.postgres,
+      label: `${fieldgate.read.label}${suffix}`,
+      window: (warmupSec, durationSec) => readLoad(load, round, { url: fieldgate.url, method: fieldgate.read.method, headers: fieldgate.read.headers }, { warmupSec, durationSec }),
     };
   }
   const baseline = beside[key];
@@ -526,6 +577,7 @@ async function benchLaterRounds(
         { arm: arm('c'), store: (measured) => (outcome.read.c = measured) },
         { arm: arm('d'), store: (measured) => (outcome.read.d = measured) },
         { arm: besideArm('bare', beside, load, round, result), store: besideStore(result, 'bare', round) },
+        { arm: besideArm('postgres', beside, load, round, result), store: besideStore(result, 'postgres', round) },
       ]);
       if (wanted('f')) {
         await inTurn(round, timing.readSec, [
@@ -776,6 +828,7 @@ async function benchFieldgate(database: 'pglite' | 'postgres', load: Child, resu
       bare: wanted('bare') && (wanted('c') || wanted('d')),
       peer: only.has('peer') && wanted('flows') && target !== undefined,
       postgraphile: database === 'postgres' && wanted('postgraphile') && wanted('f') ? { databaseUrl: env.DATABASE_URL!, fieldgateRows } : undefined,
+      postgres: database === 'pglite' && only.has('postgres') && wanted('c'),
     };
 
     // Each read is probed (its answer checked) and its statements counted, then measured: (c) and
@@ -802,6 +855,7 @@ async function benchFieldgate(database: 'pglite' | 'postgres', load: Child, resu
               { arm: probed(pick('c')), store: (measured: ScenarioResult) => (result.read.c = measured) },
               { arm: probed(pick('d')), store: (measured: ScenarioResult) => (result.read.d = measured) },
               { arm: besideArm('bare', beside, load, 'node', result), store: besideStore(result, 'bare', 'node') },
+              { arm: besideArm('postgres', beside, load, 'node', result), store: besideStore(result, 'postgres', 'node') },
             ]
           : scenario.id === 'f'
             ? [

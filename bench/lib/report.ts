@@ -194,7 +194,7 @@ export function roundTargets(results: RunResults): RoundTarget[] {
   add('1', 'Code flows/s, Fieldgate on PostgreSQL ÷ oidc-provider (in memory)', '≥ 1.5×', flows(pg, 'Fieldgate · PostgreSQL', 1.5), 'flows ÷ oidc-provider · PostgreSQL');
   add('2', 'Code flows/s, Fieldgate on PGlite ÷ oidc-provider', '≥ 1.0×', flows(lite, 'Fieldgate · PGlite', 1.0), 'flows ÷ oidc-provider · PGlite');
   add('2', 'REST (c) req/s, PGlite ÷ PostgreSQL', '≥ 0.5', (round) =>
-    missingServer(ratio('', read(lite, round, 'c'), read(pg, round, 'c'), 0.5), [lite, 'Fieldgate · PGlite'], [pg, 'Fieldgate · PostgreSQL']),
+    versus(lite, 'Fieldgate · PGlite', read(lite, round, 'c'), 'postgresRead', round, [pg, 'Fieldgate · PostgreSQL', read(pg, round, 'c')], 0.5),
     'REST PGlite ÷ PostgreSQL',
   );
   for (const [server, db] of [[pg, 'PostgreSQL'], [lite, 'PGlite']] as const) {
@@ -347,6 +347,7 @@ export function renderMarkdown(results: RunResults, notes: string | undefined): 
     }
     if (server.bAgain) push(`| (b) again after (f), drift check | ${measurementCells(server.bAgain).join(' | ')} |`);
     if (server.beside?.bare?.node) push(`| bare Express 5 route, own process beside it (target 3), in turn with (c) and (d) | ${measurementCells(server.beside.bare.node).join(' | ')} |`);
+    if (server.beside?.postgresRead?.node) push(`| (c) on Fieldgate · PostgreSQL beside it (target 2), in turn with (c) and (d) | ${measurementCells(server.beside.postgresRead.node).join(' | ')} |`);
     if (server.beside?.postgraphile?.node) push(`| PostGraphile v5 beside it, nested list (target 5), in turn with (f) | ${measurementCells(server.beside.postgraphile.node).join(' | ')} |`);
     push('');
   }
@@ -466,6 +467,7 @@ export function renderMarkdown(results: RunResults, notes: string | undefined): 
     ['bare', 'Express 5 · separate process', 'bare Express 5 route'],
     ['postgraphile', 'PostGraphile v5', 'nested list (PostGraphile query)'],
     ['peerFlows', 'oidc-provider · memory', 'code flows'],
+    ['postgresRead', 'Fieldgate · PostgreSQL', '(c) REST `fields=id,name`'],
   ] as const;
   for (const [key, who, what] of besideRows) {
     for (const server of results.servers.filter((s) => s.kind === 'fieldgate' && s.beside?.[key])) {
@@ -554,7 +556,7 @@ export function renderMarkdown(results: RunResults, notes: string | undefined): 
   );
   if (t.interleavedWindows) {
     push(
-      `- **In turn.** Each target's two sides are measured in windows that take turns rather than one after the other, with the baseline's process started beside the Fieldgate server (afresh with it for the cold round): (c), (d) and the bare Express process (targets 3 and 4), Fieldgate's code flows and oidc-provider's (targets 1 and 2), (f) and PostGraphile's nested list (target 5). Each side gets ${t.interleavedWindows} windows of ${fmt(t.readSec / t.interleavedWindows, 1)} s (${t.readSec} s in all), in the order A B, then B A, and so on, the first window of each after the round's warm-up. A change in the machine's load during the run then falls on both sides of a ratio alike; measured one after the other, one run's two readings of the same baseline (b) were 35–40 % apart. The latency percentiles combine the windows' (p50 weighted by requests, p99 the worst window's). The oidc-provider measured in turn keeps its grants for the whole round, as the one measured on its own does. Targets 1, 2, 3 and 5 use these readings; the oidc-provider measured on its own below (and in runs before 2026-12-03, every baseline) is shown for reference. With \`--profile\` the scenarios run one after the other, each with its profile.`,
+      `- **In turn.** Each target's two sides are measured in windows that take turns rather than one after the other, with the baseline's process started beside the Fieldgate server (afresh with it for the cold round): (c), (d) and the bare Express process (targets 3 and 4), Fieldgate's code flows and oidc-provider's (targets 1 and 2), (f) and PostGraphile's nested list (target 5), and on PGlite (c) with (c) of a Fieldgate on PostgreSQL started beside it, on a database of its own and signed in the same way (target 2). Each side gets ${t.interleavedWindows} windows of ${fmt(t.readSec / t.interleavedWindows, 1)} s (${t.readSec} s in all), in the order A B, then B A, and so on, the first window of each after the round's warm-up. A change in the machine's load during the run then falls on both sides of a ratio alike; measured one after the other, one run's two readings of the same baseline (b) were 35–40 % apart. The latency percentiles combine the windows' (p50 weighted by requests, p99 the worst window's). The oidc-provider measured in turn keeps its grants for the whole round, as the one measured on its own does. Every target uses these readings; the oidc-provider measured on its own below (and in runs before 2026-12-03, every baseline) is shown for reference. With \`--profile\` the scenarios run one after the other, each with its profile.`,
       '',
     );
   }

@@ -63,9 +63,9 @@ export interface ServerResult {
    * Baselines started beside this Fieldgate server and measured in windows in turn with the scenario
    * they are compared with, per round (runs since 2026-12-03): target 3's bare Express process with
    * (c) and (d), oidc-provider's code flows with Fieldgate's (targets 1 and 2), PostGraphile's nested
-   * list with (f) (target 5).
+   * list with (f) (target 5); on PGlite, Fieldgate on PostgreSQL's (c) with (c) (target 2).
    */
-  beside?: { bare?: PerRound; peerFlows?: PerRound; postgraphile?: PerRound };
+  beside?: { bare?: PerRound; peerFlows?: PerRound; postgraphile?: PerRound; postgresRead?: PerRound };
   /** The undici and cold rounds (`read` and `oauth` above are the node round). */
   rounds?: Partial<Record<Exclude<RoundId, 'node'>, RoundResult>>;
   /** How the browser session and the read benchmark's token were obtained. */

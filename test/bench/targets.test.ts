@@ -86,6 +86,10 @@ describe('issue 19 targets per client stack', () => {
     const [flows] = roundTargets(run([pg, lite, bare, peer]));
     expect(flows!.byRound.node?.value).toBeCloseTo(2);
     expect(flows!.byRound.cold?.missing).toBe('scenario not run');
+    // And for target 2's (c): Fieldgate on PostgreSQL measured in turn beside Fieldgate on PGlite.
+    lite.beside.postgresRead = { node: measured(2000) };
+    const pgliteVsPostgres = roundTargets(run([pg, lite])).find((t) => t.label === 'REST (c) req/s, PGlite ÷ PostgreSQL')!;
+    expect(pgliteVsPostgres.byRound.node?.value).toBeCloseTo(1.5);
     const onPglite = targets.find((t) => t.label.startsWith('REST (c) req/s on PGlite'))!;
     expect(onPglite.byRound.node?.value).toBeUndefined();
     expect(onPglite.byRound.node?.missing).toBe('the bare Express process answered wrongly: HTTP 500');
