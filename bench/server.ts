@@ -25,7 +25,7 @@ import { applyConnectionBounds } from '../src/server.js';
 import { createAppServer } from '../src/http/app-server.js';
 import { startIdleCollection } from '../src/idle-collection.js';
 import { seedDemo } from '../src/demo/seed.js';
-import { products } from '../src/db/schema.js';
+import { grants, products } from '../src/db/schema.js';
 import { randomToken } from '../src/crypto/secrets.js';
 import { ALL_SCOPES } from '../src/oauth/scopes.js';
 import { announceFailure, announceReady, serveCalls } from './lib/child.js';
@@ -157,11 +157,15 @@ async function serve(): Promise<void> {
         return [...statements].map(([text, count]) => ({ text, count }));
       },
       /**
-       * An access token minted in-process through the same AccessTokens service /token uses.
+       * An access token minted in-process through the same AccessTokens service /token uses, for a
+       * grant written first (a token of a grant that does not exist counts as revoked).
        * Only a fallback for the read benchmark while the OAuth endpoints cannot issue one.
        */
-      'mint-token': async (params: { userId: number; clientId: string }) =>
-        (await runtime.accessTokens.issue({ ...params, scope: ALL_SCOPES.join(' '), grantId: randomToken(16) })).token,
+      'mint-token': async (params: { userId: number; clientId: string }) => {
+        const grant = { id: randomToken(16), clientId: params.clientId, userId: params.userId, scope: ALL_SCOPES.join(' ') };
+        await runtime.db.insert(grants).values(grant);
+        return (await runtime.accessTokens.issue({ ...params, scope: grant.scope, grantId: grant.id })).token;
+      },
       ...profilerCalls(process.env.BENCH_PROFILE_DIR || undefined),
     },
     shutdown,
