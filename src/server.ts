@@ -1,6 +1,6 @@
 /** Graceful shutdown: stop accepting, let in-flight requests finish (bounded), then close the database. */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { createApp } from './app.js';
 import type { Runtime } from './runtime.js';
 import { answerClientErrors } from './http/client-error.js';
@@ -47,14 +47,34 @@ function startJanitor(runtime: Runtime): () => Promise<void> {
   };
 }
 
-export function reservePort(host: string): Promise<number> {
+/** A port picked for PORT=0 and held open until the server takes it over, so no other process can take it in between. */
+export interface ReservedPort {
+  port: number;
+  /** The listening socket; `startServer` listens on it. */
+  socket: net.Server;
+  /** Gives the port back when the start failed before the server took it; does nothing once the server has it. */
+  release(): Promise<void>;
+  /** Set by startServer as it takes the socket over. */
+  takenOver: boolean;
+}
+
+export function reservePort(host: string): Promise<ReservedPort> {
   return new Promise((resolve, reject) => {
-    const probe = http.createServer();
+    const socket = net.createServer();
+    // Until the server takes the socket over, a client that finds the port is hung up on rather than left waiting.
+    socket.on('connection', (client) => client.destroy());
     // The first listen of PORT=0: a HOST that is no address of this host fails here, and names the setting as listen() does.
-    probe.once('error', (error) => reject(new ListenError('PORT', host, 0, { cause: error })));
-    probe.listen(0, host, () => {
-      const { port } = probe.address() as AddressInfo;
-      probe.close(() => resolve(port));
+    socket.once('error', (error) => reject(new ListenError('PORT', host, 0, { cause: error })));
+    socket.listen(0, host, () => {
+      const { port } = socket.address() as AddressInfo;
+      const reserved: ReservedPort = {
+        port,
+        socket,
+        takenOver: false,
+        // Closing it after the takeover would close the server's own listening handle.
+        release: () => new Promise<void>((done) => (reserved.takenOver || !socket.listening ? done() : socket.close(() => done()))),
+      };
+      resolve(reserved);
     });
   });
 }
@@ -62,7 +82,8 @@ export function reservePort(host: string): Promise<number> {
 /** Node checks the header and request timeouts only this often (30 s by default), and only set at creation. */
 export const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
 
-export async function startServer(runtime: Runtime): Promise<RunningServer> {
+/** Starts serving on runtime's PORT and HOST, or on `options.reserved`, a port reservePort picked for PORT=0. */
+export async function startServer(runtime: Runtime, options: { reserved?: ReservedPort } = {}): Promise<RunningServer> {
   let shuttingDown = false;
   const app = createApp(runtime, { isShuttingDown: () => shuttingDown });
   // A request without Host is refused by the app (src/http/request-target.ts), in the Google error shape, not by Node with an empty body.
@@ -70,7 +91,11 @@ export async function startServer(runtime: Runtime): Promise<RunningServer> {
   applyConnectionBounds(server);
   answerClientErrors(server, runtime.logger);
 
-  await listen(server, runtime.config.port, runtime.config.host, 'PORT');
+  if (options.reserved) {
+    options.reserved.takenOver = true;
+    await listen(server, options.reserved.socket, runtime.config.host, 'PORT');
+  }
+  else await listen(server, runtime.config.port, runtime.config.host, 'PORT');
   let metrics: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
   try {
     metrics = runtime.config.metricsPort === undefined ? undefined : await startMetricsServer(runtime.config.metricsPort, runtime.config.host);

@@ -71,19 +71,29 @@ async function serve(io: Io, config: Config): Promise<void> {
     throw error;
   });
   // PORT=0 picks a free port; tokens and links need to name it, so pick it before they are made.
+  // The port stays reserved (listening, turning clients away) until the server takes it, so no other process can take it.
+  let reserved: Awaited<ReturnType<typeof reservePort>> | undefined;
   if (config.port === 0 && !io.env.ISSUER?.trim()) {
-    const port = await reservePort(config.host).catch(async (error: unknown) => {
+    reserved = await reservePort(config.host).catch(async (error: unknown) => {
       await abandonDatabase();
       throw error instanceof ListenError ? new CommandFailed(error.message, { cause: error }) : error;
     });
-    config = loadConfig({ ...io.env, PORT: String(port) });
+    config = loadConfig({ ...io.env, PORT: String(reserved.port) });
   }
   const logger = createLogger(config.logLevel);
-  const runtime = await openRuntime(config, logger, await opening);
+  const runtime = await openRuntime(config, logger, await opening).catch(async (error: unknown) => {
+    await reserved?.release();
+    throw error;
+  });
+  /** Closes what the start opened when it cannot go on. */
+  const abandonStart = async () => {
+    await runtime.close();
+    await reserved?.release();
+  };
   const stoppedWhileStarting = async () => {
     if (stop.received === undefined) return false;
     logger.info({ signal: stop.received }, 'stopped while starting');
-    await runtime.close();
+    await abandonStart();
     await flushLogger(logger);
     return true;
   };
@@ -96,7 +106,7 @@ async function serve(io: Io, config: Config): Promise<void> {
       demo = await runtime.database.exclusively(() => seedDemo(runtime, passwordHash === undefined ? {} : { passwordHash }));
     }
   } catch (error) {
-    await runtime.close();
+    await abandonStart();
     throw error;
   }
   if (await stoppedWhileStarting()) return;
@@ -104,11 +114,11 @@ async function serve(io: Io, config: Config): Promise<void> {
   const demoBanner = demo ? await describeDemo(config, demo) : undefined;
   let server;
   try {
-    server = await startServer(runtime);
+    server = await startServer(runtime, reserved && { reserved });
   } catch (error) {
     // A port in use, or a setting only checkable against the built app (GRAPHQL_TRUSTED_DOCUMENTS
     // documents that do not validate): close the runtime so the process can exit with the message.
-    await runtime.close();
+    await abandonStart();
     throw error instanceof ListenError ? new CommandFailed(error.message, { cause: error }) : error;
   }
   logger.info({ issuer: config.issuer, url: server.url, port: server.port, database: runtime.database.kind }, 'listening');

@@ -1,5 +1,6 @@
 /** Opening a listener, with a failure reported as the setting to fix. */
 import type http from 'node:http';
+import type net from 'node:net';
 
 /** A listener could not be opened (port in use, address not on this host): a setting to fix, reported in one line. */
 export class ListenError extends Error {
@@ -16,14 +17,20 @@ export class ListenError extends Error {
   }
 }
 
-/** Listens on port and host, rejecting with a ListenError naming the setting. */
-export function listen(server: http.Server, port: number, host: string, setting: ListenError['setting']): Promise<void> {
+/**
+ * Listens on port and host, or takes over a socket already listening (Node's documented `listen(handle)`), rejecting
+ * with a ListenError naming the setting.
+ */
+export function listen(server: http.Server, target: number | net.Server, host: string, setting: ListenError['setting']): Promise<void> {
+  const port = typeof target === 'number' ? target : (target.address() as net.AddressInfo | null)?.port ?? 0;
   return new Promise<void>((resolve, reject) => {
     const failed = (error: unknown) => reject(new ListenError(setting, host, port, { cause: error }));
     server.once('error', failed);
-    server.listen(port, host, () => {
+    const listening = () => {
       server.off('error', failed);
       resolve();
-    });
+    };
+    if (typeof target === 'number') server.listen(target, host, listening);
+    else server.listen(target, listening);
   });
 }
