@@ -1,6 +1,6 @@
 /** Graceful shutdown: stop accepting, let in-flight requests finish (bounded), then close the database. */
 import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { createApp } from './app.js';
 import type { Runtime } from './runtime.js';
 import { answerClientErrors } from './http/client-error.js';
@@ -9,6 +9,7 @@ import { startMetricsServer } from './http/metrics.js';
 import { listen, ListenError } from './http/listen.js';
 import { startIdleCollection } from './idle-collection.js';
 import { createAppServer } from './http/app-server.js';
+import type { ReservedPort } from './http/reserved-port.js';
 
 export const SHUTDOWN_TIMEOUT_MS = 10_000;
 
@@ -47,38 +48,6 @@ function startJanitor(runtime: Runtime): () => Promise<void> {
   };
 }
 
-/** A port picked for PORT=0 and held open until the server takes it over, so no other process can take it in between. */
-export interface ReservedPort {
-  port: number;
-  /** The listening socket; `startServer` listens on it. */
-  socket: net.Server;
-  /** Gives the port back when the start failed before the server took it; does nothing once the server has it. */
-  release(): Promise<void>;
-  /** Set by startServer as it takes the socket over. */
-  takenOver: boolean;
-}
-
-export function reservePort(host: string): Promise<ReservedPort> {
-  return new Promise((resolve, reject) => {
-    const socket = net.createServer();
-    // Until the server takes the socket over, a client that finds the port is hung up on rather than left waiting.
-    socket.on('connection', (client) => client.destroy());
-    // The first listen of PORT=0: a HOST that is no address of this host fails here, and names the setting as listen() does.
-    socket.once('error', (error) => reject(new ListenError('PORT', host, 0, { cause: error })));
-    socket.listen(0, host, () => {
-      const { port } = socket.address() as AddressInfo;
-      const reserved: ReservedPort = {
-        port,
-        socket,
-        takenOver: false,
-        // Closing it after the takeover would close the server's own listening handle.
-        release: () => new Promise<void>((done) => (reserved.takenOver || !socket.listening ? done() : socket.close(() => done()))),
-      };
-      resolve(reserved);
-    });
-  });
-}
-
 /** Node checks the header and request timeouts only this often (30 s by default), and only set at creation. */
 export const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
 
@@ -91,10 +60,7 @@ export async function startServer(runtime: Runtime, options: { reserved?: Reserv
   applyConnectionBounds(server);
   answerClientErrors(server, runtime.logger);
 
-  if (options.reserved) {
-    options.reserved.takenOver = true;
-    await listen(server, options.reserved.socket, runtime.config.host, 'PORT');
-  }
+  if (options.reserved) await options.reserved.handTo(server);
   else await listen(server, runtime.config.port, runtime.config.host, 'PORT');
   let metrics: Awaited<ReturnType<typeof startMetricsServer>> | undefined;
   try {

@@ -61,9 +61,10 @@ async function serve(io: Io, config: Config): Promise<void> {
   opening.catch(() => {}); // awaited below, once the modules are loaded
   /** Closes the database being opened when the start fails before the runtime owns it. */
   const abandonDatabase = async () => (await opening.catch(() => undefined))?.close();
-  const [{ createLogger, flushLogger }, { reservePort, startServer }, { ListenError }, { loadConfig }] = await Promise.all([
+  const [{ createLogger, flushLogger }, { startServer }, { reservePort }, { ListenError }, { loadConfig }] = await Promise.all([
     import('../logger.js'),
     import('../server.js'),
+    import('../http/reserved-port.js'),
     import('../http/listen.js'),
     import('../config.js'),
   ]).catch(async (error: unknown) => {
@@ -71,7 +72,7 @@ async function serve(io: Io, config: Config): Promise<void> {
     throw error;
   });
   // PORT=0 picks a free port; tokens and links need to name it, so pick it before they are made.
-  // The port stays reserved (listening, turning clients away) until the server takes it, so no other process can take it.
+  // The port stays reserved (listening; early clients wait) until the server takes it, so no other process can take it.
   let reserved: Awaited<ReturnType<typeof reservePort>> | undefined;
   if (config.port === 0 && !io.env.ISSUER?.trim()) {
     reserved = await reservePort(config.host).catch(async (error: unknown) => {
