@@ -6,7 +6,7 @@ import type { Runtime } from './runtime.js';
 import { answerClientErrors } from './http/client-error.js';
 import { janitorPolicy, sweep, sweptRows } from './oauth/janitor.js';
 import { startMetricsServer } from './http/metrics.js';
-import { listen, ListenError } from './http/listen.js';
+import { listen } from './http/listen.js';
 import { startIdleCollection } from './idle-collection.js';
 import { createAppServer } from './http/app-server.js';
 import type { ReservedPort } from './http/reserved-port.js';

@@ -2,6 +2,7 @@ import { constants as osConstants } from 'node:os';
 import { CommandFailed, defineCommand, type Io } from './command.js';
 import type { Config } from '../config.js';
 import type { DemoSeedResult } from '../demo/seed.js';
+import type { ReservedPort } from '../http/reserved-port.js';
 
 export async function describeDemo(config: Config, seeded: DemoSeedResult): Promise<string> {
   const [{ DEMO_PASSWORD, DEMO_USERNAME }, { demoAuthorizeLink }] = await Promise.all([
@@ -73,7 +74,7 @@ async function serve(io: Io, config: Config): Promise<void> {
   });
   // PORT=0 picks a free port; tokens and links need to name it, so pick it before they are made.
   // The port stays reserved (listening; early clients wait) until the server takes it, so no other process can take it.
-  let reserved: Awaited<ReturnType<typeof reservePort>> | undefined;
+  let reserved: ReservedPort | undefined;
   if (config.port === 0 && !io.env.ISSUER?.trim()) {
     reserved = await reservePort(config.host).catch(async (error: unknown) => {
       await abandonDatabase();

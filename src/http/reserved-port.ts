@@ -32,8 +32,8 @@ export function reservePort(host: string): Promise<ReservedPort> {
       resolve({
         port,
         async handTo(server) {
-          handedOver = true;
           await listen(server, socket, host, 'PORT');
+          handedOver = true;
           // Node's documented way to give an HTTP server a connection it did not accept itself.
           for (const client of waiting) {
             server.emit('connection', client);
