@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
@@ -162,4 +163,14 @@ describe('fieldgate serve on an embedded data directory', () => {
     expect(result.code).toBe(1);
     expect(result.stderr.trim()).toBe('fieldgate: PORT: must be a whole number from 0 to 65535, got "abc"');
   });
+
+  it('with PORT=0, exits non-zero naming the variable when the start fails after the port was picked', async () => {
+    // A trusted document that does not validate is found only against the built app, after the port is reserved.
+    const document = '{ noSuchField }';
+    const manifest = path.join(dataDir(), 'trusted.json');
+    writeFileSync(manifest, JSON.stringify({ [createHash('sha256').update(document).digest('hex')]: document }));
+    const result = await runCli(['serve'], { DATA_DIR: 'memory://', PORT: '0', DEMO: 'false', GRAPHQL_TRUSTED_DOCUMENTS: manifest });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('GRAPHQL_TRUSTED_DOCUMENTS');
+  }, 30_000);
 });
