@@ -32,6 +32,8 @@ export interface Runtime {
   /** Key that signs list page tokens and GraphQL cursors (see api/page-token.ts). */
   pageTokenSecret: string;
   pairwiseSecret: string;
+  /** Key that seals authorization codes (see stores/codes.ts). */
+  authorizationCodeSecret: string;
   close(): Promise<void>;
 }
 
@@ -74,13 +76,14 @@ async function wireRuntime(config: Config, logger: Logger, database: Database): 
     audience: resources.defaults,
     ttlSeconds: config.accessTokenTtl,
   }, new GrantOwners(db));
-  const [clientSecretKey, sessionSecret, refreshTokenSecret, pageTokenSecret, dpopNonceKey, pairwiseSecret] = await Promise.all([
+  const [clientSecretKey, sessionSecret, refreshTokenSecret, pageTokenSecret, dpopNonceKey, pairwiseSecret, authorizationCodeSecret] = await Promise.all([
     instanceSecret(db, 'client-secret-hmac'),
     instanceSecret(db, 'session-cookie'),
     instanceSecret(db, 'refresh-token-successor'),
     instanceSecret(db, 'page-token'),
     instanceSecret(db, 'dpop-nonce'),
     instanceSecret(db, 'pairwise-subject'),
+    instanceSecret(db, 'authorization-code'),
   ]);
   const usedJtis = new JtiReplayStore(db);
   return {
@@ -100,6 +103,7 @@ async function wireRuntime(config: Config, logger: Logger, database: Database): 
     refreshTokenSecret,
     pageTokenSecret,
     pairwiseSecret,
+    authorizationCodeSecret,
     close: () => database.close(),
   };
 }

@@ -415,10 +415,15 @@ for (const kind of DATABASE_KINDS) {
         const { ConsentStore } = await import('../src/oauth/stores/consents.js');
         const { AuthorizationCodeStore } = await import('../src/oauth/stores/codes.js');
         const user = (await runtime.db.select().from(users)).find((u) => u.username === 'carol')!;
-        await new ConsentStore(runtime.db).grant(user.id, client.client_id as string, ['products:read']);
-        await new AuthorizationCodeStore(runtime.db, 600).issue({
-          clientId: client.client_id as string, userId: user.id, scope: 'products:read', redirectUri: null, codeChallenge: null, codeChallengeMethod: null,
-        });
+        const consents = new ConsentStore(runtime.db);
+        await consents.grant(user.id, client.client_id as string, ['products:read']);
+        // A redeemed code: its grant is live.
+        const codes = new AuthorizationCodeStore(runtime.db, 600, runtime.authorizationCodeSecret, consents);
+        const { code } = await codes.issue(
+          { clientId: client.client_id as string, userId: user.id, scope: 'products:read', redirectUri: null, codeChallenge: null, codeChallengeMethod: null },
+          { epoch: user.sessionEpoch, sid: 'cli-test-session' },
+        );
+        expect(await codes.redeem(code, client.client_id as string)).toBeDefined();
       });
       const listed = json((await runCli(['consent', 'list', '--user', 'carol', '--json'], env)).stdout) as { consents: Record<string, unknown>[] };
       expect(listed.consents).toEqual([

@@ -3,7 +3,7 @@ import { randomToken } from '../crypto/secrets.js';
 import type { Db } from './database.js';
 import { instanceSecrets } from './schema.js';
 
-export type InstanceSecretName = 'client-secret-hmac' | 'session-cookie' | 'refresh-token-successor' | 'demo-client-secret' | 'page-token' | 'dpop-nonce' | 'pairwise-subject';
+export type InstanceSecretName = 'client-secret-hmac' | 'session-cookie' | 'refresh-token-successor' | 'demo-client-secret' | 'page-token' | 'dpop-nonce' | 'pairwise-subject' | 'authorization-code';
 
 /**
  * Returns the deployment-wide secret of that name, creating it on first use. Insert-if-absent

@@ -100,8 +100,10 @@ export const users = pgTable('users', {
 });
 
 /**
- * One user's authorization of one client: the family every code, refresh token and
- * access token of one consent belongs to. Revoking the grant revokes them all. A
+ * One user's authorization of one client: the family every refresh token and access
+ * token of one consent belongs to. Revoking the grant revokes them all. A code flow's
+ * grant is created when its code is redeemed, under an id sealed in the code: the row is
+ * the code's single-use mark (oauth/stores/codes.ts). A
  * client_credentials token has a grant of its own with no user, so deleting the client
  * (which cascades here) ends it like any other.
  */
@@ -128,36 +130,11 @@ export const grants = pgTable(
 );
 
 /**
- * Codes and refresh tokens hang off their grant, whose foreign key cascades a deleted client or user to them. They
- * keep the grant's client and user as plain columns: a foreign key of their own would make every insert lock the
- * client's and the user's row (FOR KEY SHARE), the same two rows for every concurrent flow of one client, which
- * PostgreSQL then shares through multixacts (measured: docs/PERFORMANCE.md).
+ * Refresh tokens hang off their grant, whose foreign key cascades a deleted client or user to them. They keep the
+ * grant's client and user as plain columns: a foreign key of their own would make every insert lock the client's and
+ * the user's row (FOR KEY SHARE), the same two rows for every concurrent flow of one client, which PostgreSQL then
+ * shares through multixacts (measured: docs/PERFORMANCE.md). Authorization codes are not stored (stores/codes.ts).
  */
-export const authorizationCodes = pgTable(
-  'authorization_codes',
-  {
-    /** SHA-256 of the code; the code itself is never stored. */
-    codeHash: text('code_hash').primaryKey(),
-    grantId: text('grant_id').notNull().references(() => grants.id, { onDelete: 'cascade' }),
-    /** The grant's client and user, copied (see above). */
-    clientId: text('client_id').notNull(),
-    userId: integer('user_id').notNull(),
-    /** The redirect_uri sent to /authorize, or null when the request relied on the only registered one. */
-    redirectUri: text('redirect_uri'),
-    scope: text('scope').notNull(),
-    codeChallenge: text('code_challenge'),
-    codeChallengeMethod: text('code_challenge_method'),
-    /** RFC 9449 §10: the `dpop_jkt` sent to /authorize; the code is redeemable only with a proof of that key. */
-    dpopJkt: text('dpop_jkt'),
-    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
-    consumedAt: timestamp('consumed_at', { withTimezone: true }),
-    createdAt: createdAt(),
-    /** The OIDC `nonce` of the authorization request, echoed in the ID Token. */
-    nonce: text('nonce'),
-  },
-  (t) => [index('authorization_codes_grant_idx').on(t.grantId)],
-);
-
 export const refreshTokens = pgTable(
   'refresh_tokens',
   {
@@ -165,7 +142,7 @@ export const refreshTokens = pgTable(
     tokenHash: text('token_hash').primaryKey(),
     /** The rotation family: every refresh token descended from one code shares it. */
     grantId: text('grant_id').notNull().references(() => grants.id, { onDelete: 'cascade' }),
-    /** The grant's client and user, copied (see authorizationCodes). */
+    /** The grant's client and user, copied (see above). */
     clientId: text('client_id').notNull(),
     userId: integer('user_id').notNull(),
     scope: text('scope').notNull(),

@@ -70,6 +70,7 @@ export function createOAuthContext(runtime: Runtime, options: OAuthContextOption
         throttle: new IpRequestThrottle(db, 'client-metadata', config.cimdFetchRateLimit),
       })
     : undefined;
+  const consents = new ConsentStore(db);
   return {
     issuer: config.issuer,
     logger: runtime.logger,
@@ -77,9 +78,9 @@ export function createOAuthContext(runtime: Runtime, options: OAuthContextOption
     clients: new ClientCache(runtime.clients, documents),
     registeredClients: runtime.clients,
     users: runtime.users,
-    codes: new AuthorizationCodeStore(db, config.authCodeTtl),
+    codes: new AuthorizationCodeStore(db, config.authCodeTtl, runtime.authorizationCodeSecret, consents),
     refreshTokens: new RefreshTokenStore(db, config.refreshTokenTtl, runtime.refreshTokenSecret),
-    consents: new ConsentStore(db),
+    consents,
     endedSessions: new EndedSessionStore(db),
     assertions: new ClientAssertions({ issuer: config.issuer, replay: runtime.usedJtis, allowPrivateJwksUri: config.clientJwksAllowPrivate }),
     clientGrants: new ClientGrantStore(db),

@@ -1,12 +1,13 @@
 /**
- * Deletes rows nothing needs any more, in bounded batches. Used codes and rotated refresh tokens stay until expiry plus the
- * retention, so a replay still revokes its grant; the retention is never below ACCESS_TOKEN_TTL, since a revoked grant's row
- * is what makes its access tokens fail. An advisory lock and SKIP LOCKED keep a sweep from ever waiting on a request.
+ * Deletes rows nothing needs any more, in bounded batches. Rotated refresh tokens stay until expiry plus the retention, so
+ * a replay still revokes its grant; the retention is never below ACCESS_TOKEN_TTL, since a revoked grant's row is what
+ * makes its access tokens fail. A grant stays at least as long as an authorization code lives (AUTH_CODE_TTL), revoked
+ * or not: its row is the mark that its code was used (stores/codes.ts). An advisory lock and SKIP LOCKED keep a sweep from ever waiting on a request.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens, usedJtis, idempotencyKeys, clients, consents, deviceCodes, endedSessions } from '../db/schema.js';
+import { grants, loginThrottle, refreshTokens, revokedAccessTokens, usedJtis, idempotencyKeys, clients, consents, deviceCodes, endedSessions } from '../db/schema.js';
 import { POLICY } from '../policy.js';
 import { queryRows } from './stores/rows.js';
 
@@ -16,6 +17,7 @@ export const JANITOR_LOCK_KEY = 0x6669656d;
 export interface JanitorPolicy {
   retentionSeconds: number;
   accessTokenTtl: number;
+  authCodeTtl: number;
   batchSize: number;
   dynamicClientTtl?: number;
 }
@@ -24,13 +26,13 @@ export function janitorPolicy(config: Config): JanitorPolicy {
   return {
     retentionSeconds: config.janitorRetention,
     accessTokenTtl: config.accessTokenTtl,
+    authCodeTtl: config.authCodeTtl,
     batchSize: config.janitorBatchSize,
     dynamicClientTtl: config.dynamicClientTtl,
   };
 }
 
 export interface SweepResult {
-  authorizationCodes: number;
   deviceCodes: number;
   refreshTokens: number;
   grants: number;
@@ -51,7 +53,7 @@ interface Target {
   statement(retention: SQL, limit: number, policy: JanitorPolicy): SQL | undefined;
 }
 
-function expiredRows(table: typeof authorizationCodes | typeof refreshTokens | typeof deviceCodes | typeof endedSessions, key: string): Target['statement'] {
+function expiredRows(table: typeof refreshTokens | typeof deviceCodes | typeof endedSessions, key: string): Target['statement'] {
   return (retention, limit) => sql`
       delete from ${table} where ${sql.identifier(key)} in (
         select ${sql.identifier(key)} from ${table} where expires_at < now() - ${retention}
@@ -60,20 +62,20 @@ function expiredRows(table: typeof authorizationCodes | typeof refreshTokens | t
 }
 
 const TARGETS: Target[] = [
-  { name: 'authorizationCodes', statement: expiredRows(authorizationCodes, 'code_hash') },
   { name: 'refreshTokens', statement: expiredRows(refreshTokens, 'token_hash') },
-  // Kept past expiry like codes, so a late poll still hears expired_token rather than invalid_grant.
+  // Kept past expiry like refresh tokens, so a late poll still hears expired_token rather than invalid_grant.
   { name: 'deviceCodes', statement: expiredRows(deviceCodes, 'device_code_hash') },
   {
-    // Codes and refresh tokens go first, so a grant whose last ones just went goes in the same sweep.
+    // Refresh tokens go first, so a grant whose last ones just went goes in the same sweep. A grant younger than a code's
+    // lifetime stays, so that its code presented again is still seen as a replay.
     name: 'grants',
-    statement: (retention, limit) => sql`
+    statement: (retention, limit, policy) => sql`
       delete from ${grants} where id in (
         select g.id from ${grants} g
-        where (g.revoked_at is not null and g.revoked_at < now() - ${retention})
-           or (g.revoked_at is null and g.created_at < now() - ${retention}
-               and not exists (select 1 from ${authorizationCodes} c where c.grant_id = g.id)
-               and not exists (select 1 from ${refreshTokens} t where t.grant_id = g.id))
+        where g.created_at < now() - make_interval(secs => ${policy.authCodeTtl})
+          and ((g.revoked_at is not null and g.revoked_at < now() - ${retention})
+            or (g.revoked_at is null and g.created_at < now() - ${retention}
+                and not exists (select 1 from ${refreshTokens} t where t.grant_id = g.id)))
         limit ${limit} for update skip locked)
       returning 1`,
   },
@@ -142,7 +144,7 @@ async function deleteBatch(db: Db, statement: SQL): Promise<number | undefined> 
 
 export async function sweep(db: Db, policy: JanitorPolicy): Promise<SweepResult> {
   const retention = sql`make_interval(secs => ${Math.max(policy.retentionSeconds, policy.accessTokenTtl)})`;
-  const result: SweepResult = { authorizationCodes: 0, deviceCodes: 0, refreshTokens: 0, grants: 0, revokedAccessTokens: 0, loginThrottle: 0, usedJtis: 0, endedSessions: 0, idempotencyKeys: 0, unusedClients: 0, skipped: false };
+  const result: SweepResult = { deviceCodes: 0, refreshTokens: 0, grants: 0, revokedAccessTokens: 0, loginThrottle: 0, usedJtis: 0, endedSessions: 0, idempotencyKeys: 0, unusedClients: 0, skipped: false };
   for (const target of TARGETS) {
     for (;;) {
       const statement = target.statement(retention, policy.batchSize, policy);
@@ -157,5 +159,5 @@ export async function sweep(db: Db, policy: JanitorPolicy): Promise<SweepResult>
 }
 
 export function sweptRows(result: SweepResult): number {
-  return result.authorizationCodes + result.deviceCodes + result.refreshTokens + result.grants + result.revokedAccessTokens + result.loginThrottle + result.usedJtis + result.endedSessions + result.idempotencyKeys + result.unusedClients;
+  return result.deviceCodes + result.refreshTokens + result.grants + result.revokedAccessTokens + result.loginThrottle + result.usedJtis + result.endedSessions + result.idempotencyKeys + result.unusedClients;
 }

@@ -1,24 +1,25 @@
 /**
- * Codes and refresh tokens belong to their grant: deleting the grant's user or client takes them along (through the
- * grant's cascade), and issuing or rotating them locks neither the client's nor the user's row.
+ * Refresh tokens belong to their grant: deleting the grant's user or client takes them along (through the grant's
+ * cascade), and rotating them locks neither the client's nor the user's row. A code not yet redeemed has no row at all,
+ * and no longer redeems once its user or client is gone.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import postgres from 'postgres';
 import { eq } from 'drizzle-orm';
-import { authorizationCodes, refreshTokens } from '../../src/db/schema.js';
+import { grants, refreshTokens } from '../../src/db/schema.js';
 import { createTestRuntime, describeEachDatabase, type TestRuntime } from '../support/runtime.js';
 import { TEST_DATABASE_URL } from '../support/databases.js';
-import { buildClient, buildUser, issueCode, obtainTokens, tokenRequest } from '../support/oauth.js';
+import { buildClient, buildUser, codeStore, issueCode, obtainTokens, tokenRequest } from '../support/oauth.js';
 
 describeEachDatabase('codes and refresh tokens of a grant', (context) => {
   async function credentialsOf(grantId: string): Promise<number> {
     const { db } = context().runtime;
-    const codes = await db.select({ grantId: authorizationCodes.grantId }).from(authorizationCodes).where(eq(authorizationCodes.grantId, grantId));
+    const grant = await db.select({ id: grants.id }).from(grants).where(eq(grants.id, grantId));
     const tokens = await db.select({ grantId: refreshTokens.grantId }).from(refreshTokens).where(eq(refreshTokens.grantId, grantId));
-    return codes.length + tokens.length;
+    return grant.length + tokens.length;
   }
 
-  /** A client and user with two grants: one whose code was redeemed for a refresh token, one with a code pending. */
+  /** A client and user with a grant whose code was redeemed for a refresh token, and a code pending (no row yet). */
   async function grantsWithCredentials() {
     const { runtime, app } = context();
     const client = await buildClient(runtime);
@@ -26,7 +27,7 @@ describeEachDatabase('codes and refresh tokens of a grant', (context) => {
     const tokens = await obtainTokens(app, runtime, client, user, { scope: 'products:read offline_access' });
     const pending = await issueCode(runtime, client, user);
     expect(await credentialsOf(tokens.grantId)).toBe(2);
-    expect(await credentialsOf(pending.grantId)).toBe(1);
+    expect(await credentialsOf(pending.grantId)).toBe(0);
     return { client, user, tokens, pending };
   }
 
@@ -55,6 +56,8 @@ describeEachDatabase('codes and refresh tokens of a grant', (context) => {
     expect(await runtime.clients.delete(client.id)).toBe(true);
 
     expect(await credentialsOf(tokens.grantId)).toBe(0);
+    // /token would refuse the deleted client itself; the store refuses its code too, creating no grant.
+    expect(await codeStore(runtime).redeem(pending.code, client.id)).toBeUndefined();
     expect(await credentialsOf(pending.grantId)).toBe(0);
   });
 });

@@ -80,7 +80,7 @@ for (const kind of DATABASE_KINDS) {
       await Promise.all([page.waitForURL((url) => url.origin === clientApp.origin), page.click('button[value="allow"]')]);
       const landed = new URL(page.url());
       expect(landed.pathname).toBe('/callback');
-      expect(landed.searchParams.get('code')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(landed.searchParams.get('code')).toMatch(/^[0-9a-z]+\.[A-Za-z0-9_-]+$/); // a sealed code
       expect(landed.searchParams.get('state')).toBe('state-from-the-client');
       expect(landed.searchParams.get('iss')).toBe(server.baseUrl);
       expect(await page.textContent('p')).toBe('back at the client');

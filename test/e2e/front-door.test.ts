@@ -58,7 +58,7 @@ describe('the front door in Chromium', () => {
     await Promise.all([page.waitForURL((url) => url.pathname === '/demo/callback'), page.click('button[value="allow"]')]);
     const code = (await page.locator('#code').textContent())!;
     const curl = (await page.locator('#curl').textContent())!;
-    expect(code).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(code).toMatch(/^[0-9a-z]+\.[A-Za-z0-9_-]+$/); // a sealed code
     expect(await page.locator('button[data-copy="curl"]').isVisible()).toBe(true);
     await page.screenshot({ path: screenshotPath('front-door-callback.png'), fullPage: true });
 

@@ -5,23 +5,30 @@
  */
 import { expect, it } from 'vitest';
 import { count, eq, inArray, sql } from 'drizzle-orm';
-import { authorizationCodes, grants, loginThrottle, refreshTokens, revokedAccessTokens, usedJtis, idempotencyKeys, deviceCodes, endedSessions } from '../../src/db/schema.js';
+import { grants, loginThrottle, refreshTokens, revokedAccessTokens, usedJtis, idempotencyKeys, deviceCodes, endedSessions } from '../../src/db/schema.js';
 import { DeviceCodeStore } from '../../src/oauth/stores/device-codes.js';
 import { DEVICE_CODE_GRANT_TYPE } from '../../src/oauth/stores/clients.js';
 import { sweep, sweptRows, type JanitorPolicy } from '../../src/oauth/janitor.js';
-import { AuthorizationCodeStore } from '../../src/oauth/stores/codes.js';
-import { sha256 } from '../../src/crypto/secrets.js';
+import { randomToken, sha256 } from '../../src/crypto/secrets.js';
 import type { Db } from '../../src/db/database.js';
+import type { Runtime } from '../../src/runtime.js';
 import { TEST_DATABASE_URL } from '../support/databases.js';
 import { openDatabase } from '../../src/db/database.js';
 import { describeEachDatabase } from '../support/runtime.js';
-import { buildClient, buildUser, issueCode, obtainTokens, tokenRequest } from '../support/oauth.js';
+import { buildClient, buildUser, codeStore, issueCode, obtainTokens, tokenRequest, type TestClient, type TestUser } from '../support/oauth.js';
 
-const rows = async (db: Db, table: typeof grants | typeof authorizationCodes | typeof refreshTokens, clientId?: string) =>
+const rows = async (db: Db, table: typeof grants | typeof refreshTokens, clientId?: string) =>
   (await db.select({ n: count() }).from(table).where(clientId === undefined ? undefined : eq(table.clientId, clientId)))[0]!.n;
 
+/** A code redeemed through the store without a refresh token: its grant row is all it leaves in the database. */
+async function redeemWithoutRefreshToken(runtime: Runtime, client: TestClient, user: TestUser) {
+  const issued = await issueCode(runtime, client, user);
+  expect((await codeStore(runtime).redeem(issued.code, client.id))?.grantId).toBe(issued.grantId);
+  return issued;
+}
+
 describeEachDatabase('janitor', (context) => {
-  const policy: JanitorPolicy = { retentionSeconds: 3600, accessTokenTtl: 60, batchSize: 2 };
+  const policy: JanitorPolicy = { retentionSeconds: 3600, accessTokenTtl: 60, authCodeTtl: 600, batchSize: 2 };
 
   it('deletes what is due and keeps what replay and reuse detection still need', async () => {
     const { runtime, app } = context();
@@ -30,12 +37,12 @@ describeEachDatabase('janitor', (context) => {
     const user = await buildUser(runtime);
     const ago = (seconds: number) => sql`now() - make_interval(secs => ${seconds})`;
 
-    // Codes: three long expired (due), one expired within the retention, one used but unexpired.
-    const expired = await Promise.all([1, 2, 3].map(() => issueCode(runtime, client, user)));
-    await db.update(authorizationCodes).set({ expiresAt: ago(2 * 86_400) }).where(inArray(authorizationCodes.grantId, expired.map((c) => c.grantId)));
+    // Grants of codes redeemed without a refresh token: three created long ago (due), one past the code's lifetime but
+    // within the retention (kept), and a code just redeemed at /token (kept: presented again, it must read as a replay).
+    const expired = await Promise.all([1, 2, 3].map(() => redeemWithoutRefreshToken(runtime, client, user)));
     await db.update(grants).set({ createdAt: ago(2 * 86_400) }).where(inArray(grants.id, expired.map((c) => c.grantId)));
-    const recent = await issueCode(runtime, client, user);
-    await db.update(authorizationCodes).set({ expiresAt: ago(60) }).where(eq(authorizationCodes.grantId, recent.grantId));
+    const recent = await redeemWithoutRefreshToken(runtime, client, user);
+    await db.update(grants).set({ createdAt: ago(1800) }).where(eq(grants.id, recent.grantId));
     const used = await issueCode(runtime, client, user);
     const redeemed = await tokenRequest(app, { grant_type: 'authorization_code', code: used.code, redirect_uri: client.redirectUri, code_verifier: used.verifier }, client);
     expect(redeemed.status).toBe(200);
@@ -46,12 +53,11 @@ describeEachDatabase('janitor', (context) => {
     expect(rotation.status).toBe(200);
     const deadFamily = await obtainTokens(app, runtime, client, user);
     await db.update(refreshTokens).set({ expiresAt: ago(2 * 86_400) }).where(eq(refreshTokens.grantId, deadFamily.grantId));
-    await db.update(authorizationCodes).set({ expiresAt: ago(2 * 86_400) }).where(eq(authorizationCodes.grantId, deadFamily.grantId));
     await db.update(grants).set({ createdAt: ago(2 * 86_400) }).where(eq(grants.id, deadFamily.grantId));
 
     // Grants: one revoked long ago (due, with its tokens), one revoked just now (kept: its access tokens must keep failing).
     const oldRevoked = await obtainTokens(app, runtime, client, user);
-    await db.update(grants).set({ revokedAt: ago(2 * 86_400) }).where(eq(grants.id, oldRevoked.grantId));
+    await db.update(grants).set({ createdAt: ago(3 * 86_400), revokedAt: ago(2 * 86_400) }).where(eq(grants.id, oldRevoked.grantId));
     const newRevoked = await obtainTokens(app, runtime, client, user);
     await runtime.revocations.revokeGrant(newRevoked.grantId);
 
@@ -85,10 +91,9 @@ describeEachDatabase('janitor', (context) => {
 
     const result = await sweep(db, policy);
     expect(result).toEqual({
-      authorizationCodes: 3 + 1 /* the dead family's */,
       deviceCodes: 0,
       refreshTokens: 1,
-      grants: 3 /* expired codes' */ + 1 /* dead family */ + 1 /* revoked long ago */,
+      grants: 3 /* old codes' */ + 1 /* dead family */ + 1 /* revoked long ago */,
       revokedAccessTokens: 1,
       loginThrottle: 1,
       usedJtis: 1,
@@ -107,9 +112,10 @@ describeEachDatabase('janitor', (context) => {
     expect((await db.select({ sid: endedSessions.sid }).from(endedSessions)).map((r) => r.sid).sort()).toEqual(['ended-expired', 'ended-live']);
     expect((await db.select({ key: idempotencyKeys.key }).from(idempotencyKeys).where(eq(idempotencyKeys.clientId, client.id))).map((r) => r.key)).toEqual(['live']);
 
-    // The used code still reads as replayed, and the rotated refresh token's reuse still revokes its family.
-    const codes = new AuthorizationCodeStore(db, 600);
+    // The used codes still read as replayed, and the rotated refresh token's reuse still revokes its family.
+    const codes = codeStore(runtime);
     expect((await codes.diagnose(used.code, client.id)).reason).toBe('replayed');
+    expect((await codes.diagnose(recent.code, client.id)).reason).toBe('replayed');
     const reuse = await tokenRequest(app, { grant_type: 'refresh_token', refresh_token: rotatedFamily.refresh_token }, client);
     expect(reuse.body.error_description).toMatch(/already been used/);
     // The recently revoked grant still revokes its access token.
@@ -146,10 +152,9 @@ describeEachDatabase('janitor', (context) => {
     const db = runtime.db;
     const client = await buildClient(runtime);
     const user = await buildUser(runtime);
-    const shortLived: JanitorPolicy = { retentionSeconds: 0, accessTokenTtl: 1, batchSize: 7 };
+    const shortLived: JanitorPolicy = { retentionSeconds: 0, accessTokenTtl: 1, authCodeTtl: 1, batchSize: 7 };
     const short = sql`now() + interval '1 second'`;
-    const size = async () =>
-      (await rows(db, grants, client.id)) + (await rows(db, authorizationCodes, client.id)) + (await rows(db, refreshTokens, client.id));
+    const size = async () => (await rows(db, grants, client.id)) + (await rows(db, refreshTokens, client.id));
     const perRound = 10;
     const sizes: number[] = [];
     for (let round = 0; round < 3; round++) {
@@ -158,16 +163,51 @@ describeEachDatabase('janitor', (context) => {
         const refreshed = await tokenRequest(app, { grant_type: 'refresh_token', refresh_token: family.refresh_token }, client);
         expect(refreshed.status).toBe(200);
         await db.update(refreshTokens).set({ expiresAt: short }).where(eq(refreshTokens.grantId, family.grantId));
-        await db.update(authorizationCodes).set({ expiresAt: short }).where(eq(authorizationCodes.grantId, family.grantId));
       }
-      expect(await size()).toBe(4 * perRound);
-      // Everything of this round has expired and passed the one-second retention.
+      // A grant and its two refresh tokens (the first and the rotated one) per authorization.
+      expect(await size()).toBe(3 * perRound);
+      // Everything of this round has expired and passed the one-second retention and code lifetime.
       await new Promise((resolve) => setTimeout(resolve, 2_200));
       const result = await sweep(db, shortLived);
       expect(result.grants).toBeGreaterThanOrEqual(perRound);
       sizes.push(await size());
     }
     expect(sizes).toEqual([0, 0, 0]);
+  });
+
+  it('keeps a redeemed code’s grant, revoked or not, as long as the code lives, even with no retention', async () => {
+    const { runtime, app } = context();
+    const db = runtime.db;
+    const client = await buildClient(runtime);
+    const user = await buildUser(runtime);
+    const ago = (seconds: number) => sql`now() - make_interval(secs => ${seconds})`;
+    const codeTtl = 600;
+    const noRetention: JanitorPolicy = { retentionSeconds: 0, accessTokenTtl: 0, authCodeTtl: codeTtl, batchSize: 10 };
+    const left = async () => (await db.select({ id: grants.id }).from(grants).where(eq(grants.clientId, client.id))).map((g) => g.id).sort();
+
+    // Two redeemed codes, neither grant holding a refresh token: nothing but the code's lifetime keeps them. Both were
+    // created within it; one was also revoked, well past the (zero) retention.
+    const live = await redeemWithoutRefreshToken(runtime, client, user);
+    const revoked = await redeemWithoutRefreshToken(runtime, client, user);
+    await runtime.revocations.revokeGrant(revoked.grantId);
+    await db.update(grants).set({ createdAt: ago(codeTtl - 60) }).where(inArray(grants.id, [live.grantId, revoked.grantId]));
+    await db.update(grants).set({ revokedAt: ago(codeTtl - 120) }).where(eq(grants.id, revoked.grantId));
+
+    await sweep(db, noRetention);
+    expect(await left()).toEqual([live.grantId, revoked.grantId].sort());
+    const codes = codeStore(runtime);
+    expect((await codes.diagnose(revoked.code, client.id)).reason).toBe('replayed');
+    // Presented again at /token, the code is still seen as a replay, and revokes its grant.
+    const replay = await tokenRequest(app, { grant_type: 'authorization_code', code: live.code, redirect_uri: client.redirectUri, code_verifier: live.verifier }, client);
+    expect(replay.status).toBe(400);
+    expect(replay.body.error_description).toMatch(/already been used/);
+    const [replayed] = await db.select({ revokedAt: grants.revokedAt }).from(grants).where(eq(grants.id, live.grantId));
+    expect(replayed?.revokedAt).not.toBeNull();
+
+    // Once created longer ago than a code lives (and revoked past the retention), both go.
+    await db.update(grants).set({ createdAt: ago(codeTtl + 60), revokedAt: ago(30) }).where(inArray(grants.id, [live.grantId, revoked.grantId]));
+    await sweep(db, noRetention);
+    expect(await left()).toEqual([]);
   });
 });
 
@@ -179,19 +219,25 @@ it.runIf(TEST_DATABASE_URL)('two concurrent sweeps on PostgreSQL delete each row
     const { runtime } = context;
     const client = await buildClient(runtime);
     const user = await buildUser(runtime);
-    const issued = await Promise.all(Array.from({ length: 60 }, () => issueCode(runtime, client, user)));
-    await runtime.db
-      .update(authorizationCodes)
-      .set({ expiresAt: sql`now() - interval '2 days'`, createdAt: sql`now() - interval '2 days'` })
-      .where(inArray(authorizationCodes.grantId, issued.map((c) => c.grantId)));
+    // 60 redeemed codes, each grant with a refresh token; both long expired.
+    const codes = codeStore(runtime);
+    await Promise.all(
+      Array.from({ length: 60 }, async () => {
+        const { code } = await issueCode(runtime, client, user);
+        const refreshToken = { tokenHash: sha256(randomToken()), ttlSeconds: 3600, dpopJkt: null };
+        expect(await codes.redeem(code, client.id, refreshToken)).toBeDefined();
+      }),
+    );
+    expect(await rows(runtime.db, refreshTokens)).toBe(60);
+    await runtime.db.update(refreshTokens).set({ expiresAt: sql`now() - interval '2 days'` });
     await runtime.db.update(grants).set({ createdAt: sql`now() - interval '2 days'` });
-    const policy: JanitorPolicy = { retentionSeconds: 3600, accessTokenTtl: 60, batchSize: 5 };
+    const policy: JanitorPolicy = { retentionSeconds: 3600, accessTokenTtl: 60, authCodeTtl: 600, batchSize: 5 };
     const results = await Promise.all([sweep(runtime.db, policy), sweep(second.db, policy), sweep(runtime.db, policy), sweep(second.db, policy)]);
     const left = await sweep(runtime.db, policy);
-    const total = (key: 'authorizationCodes' | 'grants') => [...results, left].reduce((sum, r) => sum + r[key], 0);
-    expect(total('authorizationCodes')).toBe(60);
+    const total = (key: 'refreshTokens' | 'grants') => [...results, left].reduce((sum, r) => sum + r[key], 0);
+    expect(total('refreshTokens')).toBe(60);
     expect(total('grants')).toBe(60);
-    expect(await rows(runtime.db, authorizationCodes)).toBe(0);
+    expect(await rows(runtime.db, refreshTokens)).toBe(0);
     expect(await rows(runtime.db, grants)).toBe(0);
   } finally {
     await second.close();

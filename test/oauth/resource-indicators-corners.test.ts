@@ -9,7 +9,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
 import { eq } from 'drizzle-orm';
 import { decodeJwt } from 'jose';
-import { authorizationCodes, deviceCodes, grants } from '../../src/db/schema.js';
+import { deviceCodes, grants } from '../../src/db/schema.js';
 import { sha256 } from '../../src/crypto/secrets.js';
 import { DEVICE_CODE_GRANT_TYPE } from '../../src/oauth/stores/clients.js';
 import { DeviceCodeStore, normalizeUserCode } from '../../src/oauth/stores/device-codes.js';
@@ -59,10 +59,8 @@ describeEachDatabase(
         return { ...issued, redeem };
       }
 
-      const consumed = async (grantCode: string) => {
-        const [row] = await context().runtime.db.select({ consumedAt: authorizationCodes.consumedAt }).from(authorizationCodes).where(eq(authorizationCodes.codeHash, sha256(grantCode)));
-        return row!.consumedAt !== null;
-      };
+      /** A code is used up once its grant exists (see stores/codes.ts). */
+      const consumed = async (grantId: string) => (await context().runtime.db.select({ id: grants.id }).from(grants).where(eq(grants.id, grantId))).length > 0;
 
       it('refuses a known resource outside the grant with invalid_target without using the code up; the corrected retry gets the tokens', async () => {
         const issued = await code([GRAPHQL]);
@@ -71,7 +69,7 @@ describeEachDatabase(
           expect(refused.status, refused.text).toBe(400);
           expect(refused.body).toMatchObject({ error: 'invalid_target', error_description: 'the resource is more than this grant was authorized for' });
         }
-        expect(await consumed(issued.code)).toBe(false);
+        expect(await consumed(issued.grantId)).toBe(false);
         const retry = await issued.redeem(...resources(GRAPHQL));
         expect(retry.status, retry.text).toBe(200);
         expect(audienceOf(retry.body.access_token)).toBe(GRAPHQL);

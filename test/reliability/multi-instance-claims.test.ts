@@ -17,7 +17,7 @@ import { createLogger } from '../../src/logger.js';
 import { openDatabase } from '../../src/db/database.js';
 import { openRuntime, type Runtime } from '../../src/runtime.js';
 import { createApp } from '../../src/app.js';
-import { authorizationCodes, grants, orders, signingKeys } from '../../src/db/schema.js';
+import { grants, orders, refreshTokens, signingKeys } from '../../src/db/schema.js';
 import { rotateSigningKey } from '../../src/tokens/signing-keys.js';
 import { REVOCATION_CACHE_MS } from '../../src/tokens/revocation.js';
 import { JANITOR_LOCK_KEY, sweep, janitorPolicy } from '../../src/oauth/janitor.js';
@@ -32,7 +32,6 @@ import {
   buildClient,
   buildUser,
   formFor,
-  issueCode,
   obtainTokens,
   pathOf,
   redirectParams,
@@ -293,35 +292,40 @@ describe.runIf(TEST_DATABASE_URL)('instances on one PostgreSQL database: what RE
   describe('janitor', () => {
     it('sweeps started on both instances at the same moment neither fails, at least one runs, and the next round leaves nothing due', async () => {
       const user = await buildUser(operator.runtime);
-      const issued = await Promise.all(Array.from({ length: 30 }, () => issueCode(operator.runtime, client, user)));
-      // Long expired, past any retention.
-      await operator.runtime.db.update(authorizationCodes).set({ expiresAt: sql`now() - interval '10 days'` });
-      await operator.runtime.db.update(grants).set({ createdAt: sql`now() - interval '10 days'` }).where(sql`${grants.id} in ${issued.map((code) => code.grantId)}`);
+      const issued = await Promise.all(Array.from({ length: 30 }, () => obtainTokens(operator.app, operator.runtime, client, user)));
+      const ofIssued = (column: typeof grants.id | typeof refreshTokens.grantId) => sql`${column} in ${issued.map((tokens) => tokens.grantId)}`;
+      // Refresh tokens long expired and grants long created, past any retention and code lifetime.
+      await operator.runtime.db.update(refreshTokens).set({ expiresAt: sql`now() - interval '10 days'` }).where(ofIssued(refreshTokens.grantId));
+      await operator.runtime.db.update(grants).set({ createdAt: sql`now() - interval '10 days'` }).where(ofIssued(grants.id));
       const policy = { ...janitorPolicy(a.runtime.config), batchSize: 7 };
       const results = await Promise.all([sweep(a.runtime.db, policy), sweep(b.runtime.db, policy), sweep(a.runtime.db, policy), sweep(b.runtime.db, policy)]);
-      expect(results.reduce((sum, result) => sum + result.authorizationCodes, 0)).toBeGreaterThanOrEqual(30);
+      expect(results.reduce((sum, result) => sum + result.refreshTokens, 0)).toBeGreaterThanOrEqual(30);
       expect(results.filter((result) => !result.skipped).length).toBeGreaterThan(0);
       // Whatever a skipped round left, the next round takes.
       await sweep(a.runtime.db, policy);
-      expect((await operator.runtime.db.select({ n: count() }).from(authorizationCodes).where(sql`${authorizationCodes.expiresAt} < now() - interval '9 days'`))[0]!.n).toBe(0);
-      expect((await operator.runtime.db.select({ n: count() }).from(grants).where(sql`${grants.id} in ${issued.map((code) => code.grantId)}`))[0]!.n).toBe(0);
+      expect((await operator.runtime.db.select({ n: count() }).from(refreshTokens).where(sql`${refreshTokens.expiresAt} < now() - interval '9 days'`))[0]!.n).toBe(0);
+      expect((await operator.runtime.db.select({ n: count() }).from(grants).where(ofIssued(grants.id)))[0]!.n).toBe(0);
     });
 
     it('skips the round, deleting nothing, while another instance holds the sweep lock', async () => {
       const user = await buildUser(operator.runtime);
-      await issueCode(operator.runtime, client, user);
-      await operator.runtime.db.update(authorizationCodes).set({ expiresAt: sql`now() - interval '10 days'` });
+      const { grantId } = await obtainTokens(operator.app, operator.runtime, client, user);
+      await operator.runtime.db.update(refreshTokens).set({ expiresAt: sql`now() - interval '10 days'` }).where(eq(refreshTokens.grantId, grantId));
+      await operator.runtime.db.update(grants).set({ createdAt: sql`now() - interval '10 days'` }).where(eq(grants.id, grantId));
+      const grantRows = async () => (await operator.runtime.db.select({ n: count() }).from(grants).where(eq(grants.id, grantId)))[0]!.n;
       const admin = postgres(database.url, { max: 1, onnotice: () => {} });
       try {
         const results = await admin.begin(async (tx) => {
           await tx`select pg_advisory_xact_lock(${JANITOR_LOCK_KEY})`;
           return Promise.all([sweep(a.runtime.db, janitorPolicy(a.runtime.config)), sweep(b.runtime.db, janitorPolicy(b.runtime.config))]);
         });
-        for (const result of results) expect(result).toMatchObject({ skipped: true, authorizationCodes: 0 });
+        for (const result of results) expect(result).toMatchObject({ skipped: true, refreshTokens: 0, grants: 0 });
       } finally {
         await admin.end();
       }
-      expect((await sweep(b.runtime.db, janitorPolicy(b.runtime.config))).authorizationCodes).toBe(1);
+      expect(await grantRows()).toBe(1);
+      expect(await sweep(b.runtime.db, janitorPolicy(b.runtime.config))).toMatchObject({ skipped: false, refreshTokens: 1, grants: 1 });
+      expect(await grantRows()).toBe(0);
     });
   });
 

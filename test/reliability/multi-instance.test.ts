@@ -92,7 +92,7 @@ describe.runIf(TEST_DATABASE_URL)('two fieldgate serve processes on one PostgreS
     const keys = await sql`select kid, alg from signing_keys where retired_at is null order by alg`;
     expect(keys.map((key) => key.alg)).toEqual(['ES256', 'RS256']);
     const secrets = await sql`select name from instance_secrets order by name`;
-    expect(secrets.map((row) => row.name)).toEqual(['client-secret-hmac', 'dpop-nonce', 'page-token', 'pairwise-subject', 'refresh-token-successor', 'session-cookie']);
+    expect(secrets.map((row) => row.name)).toEqual(['authorization-code', 'client-secret-hmac', 'dpop-nonce', 'page-token', 'pairwise-subject', 'refresh-token-successor', 'session-cookie']);
     // Both publish those keys, and neither logged an error while starting.
     for (const server of [a, b]) {
       const jwks = parseJson<{ keys: { kid: string }[] }>(await send(`${server.url}/.well-known/jwks.json`));

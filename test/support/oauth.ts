@@ -10,6 +10,7 @@ import type { Express } from 'express';
 import type { Runtime } from '../../src/runtime.js';
 import type { NewClient } from '../../src/oauth/stores/clients.js';
 import { AuthorizationCodeStore, type NewAuthorizationCode } from '../../src/oauth/stores/codes.js';
+import { ConsentStore } from '../../src/oauth/stores/consents.js';
 
 let sequence = 0;
 const unique = (prefix: string) => `${prefix}${++sequence}${randomBytes(3).toString('hex')}`;
@@ -209,6 +210,11 @@ export function redirectParams(res: { headers: Record<string, string | undefined
   return new URL(res.headers.location!).searchParams;
 }
 
+/** The runtime's authorization code store, as the OAuth context builds it. */
+export function codeStore(runtime: Runtime): AuthorizationCodeStore {
+  return new AuthorizationCodeStore(runtime.db, runtime.config.authCodeTtl, runtime.authorizationCodeSecret, new ConsentStore(runtime.db));
+}
+
 /** Issues a code straight through the store (for token specs that are not about the pages). */
 export async function issueCode(
   runtime: Runtime,
@@ -217,16 +223,20 @@ export async function issueCode(
   overrides: Partial<NewAuthorizationCode> = {},
 ): Promise<{ code: string; grantId: string; verifier: string }> {
   const { verifier, challenge } = pkcePair();
-  const store = new AuthorizationCodeStore(runtime.db, runtime.config.authCodeTtl);
-  const issued = await store.issue({
+  const store = codeStore(runtime);
+  const input = {
     clientId: client.id,
     userId: user.id,
     scope: 'products:read orders:read',
     redirectUri: client.redirectUri,
     codeChallenge: challenge,
-    codeChallengeMethod: 'S256',
+    codeChallengeMethod: 'S256' as const,
     ...overrides,
-  });
+  };
+  // As /authorize would: the user allowed the scopes, in a browser session still signed in when the code is redeemed.
+  await new ConsentStore(runtime.db).grant(user.id, client.id, input.scope.split(' ').filter(Boolean));
+  const account = await runtime.users.find(user.id);
+  const issued = await store.issue(input, { epoch: account?.sessionEpoch ?? 0, sid: randomBytes(16).toString('base64url') });
   return { ...issued, verifier };
 }
 

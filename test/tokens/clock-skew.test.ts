@@ -11,7 +11,7 @@ import { dpopKey, dpopProof } from '../support/dpop.js';
 import { issueTestToken } from '../support/tokens.js';
 
 const LAG_MS = 20_000;
-const sweepEverythingDue = { retentionSeconds: 0, accessTokenTtl: 1, batchSize: 1000 };
+const sweepEverythingDue = { retentionSeconds: 0, accessTokenTtl: 1, authCodeTtl: 1, batchSize: 1000 };
 
 describeEachDatabase('JWT single use and revocation on an instance whose clock lags the database', (context) => {
   const realNow = Date.now.bind(Date);

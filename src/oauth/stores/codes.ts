@@ -1,18 +1,22 @@
 /**
- * Authorization codes: only their SHA-256 is stored. Redeeming is one atomic UPDATE, so of any number of concurrent
- * redemptions exactly one gets the row.
+ * Authorization codes are sealed, not stored: the code carries its authorization, encrypted and authenticated under a
+ * deployment key (crypto/sealed.ts), so issuing one writes nothing. Redeeming creates the code's grant under the id
+ * sealed in it, in one statement that also checks that the browser session which authorized it is still signed in and
+ * the consent still covers it. The grant's primary key is the code's single-use mark: of any number of concurrent
+ * redemptions exactly one inserts it, and the code presented again finds it (a replay). The janitor keeps every grant at
+ * least as long as a code lives (janitor.ts), so the mark outlives the code.
  */
 import { sql, type Placeholder, type SQL } from 'drizzle-orm';
 import type { PgAsyncRaw } from 'drizzle-orm/pg-core/async/raw';
 import type { Db } from '../../db/database.js';
-import { authorizationCodes, consents, grants, users } from '../../db/schema.js';
-import { consumeIfUnused, whileOwnerExists } from './consumable.js';
+import { consents, grants, users } from '../../db/schema.js';
+import { Sealer } from '../../crypto/sealed.js';
+import { whileOwnerExists } from './consumable.js';
 import { insertRefreshTokenFrom } from './refresh-tokens.js';
-import { isForeignKeyViolation } from '../../db/errors.js';
-import { randomToken, sha256 } from '../../crypto/secrets.js';
+import { randomToken } from '../../crypto/secrets.js';
 import { queryRows, rowsOf } from './rows.js';
 import { parseScope } from '../scopes.js';
-import type { SignedInUser } from './consents.js';
+import type { ConsentStore, SignedInUser } from './consents.js';
 import { notEnded, type SessionCheck } from './ended-sessions.js';
 
 export interface NewAuthorizationCode {
@@ -31,6 +35,9 @@ export interface NewAuthorizationCode {
   /** The ID Tokens' `sid` (see oidc/session-id.ts), stored on the grant. */
   sid?: string | null;
 }
+
+/** The browser session that authorizes a code: it must still be signed in when the code is redeemed. */
+export type AuthorizingSession = Omit<SessionCheck, 'userId'>;
 
 export interface RedeemedCode {
   grantId: string;
@@ -59,6 +66,38 @@ export type CodeRejection =
   | { reason: 'expired'; userId: number }
   | { reason: 'grant_revoked'; userId: number };
 
+/**
+ * What a code carries, under short keys so that the code stays short in a redirect URL. Optional values are left out
+ * when null or empty.
+ */
+interface SealedCode {
+  /** The grant its redemption creates. */
+  g: string;
+  c: string;
+  u: number;
+  /** The authorizing session: the user's session epoch and the session cookie's id. */
+  e: number;
+  s: string;
+  sc: string;
+  /** RFC 8707 resources, joined by spaces. */
+  r?: string;
+  ru?: string;
+  cc?: string;
+  cm?: 'S256';
+  dj?: string;
+  n?: string;
+  at?: number;
+  sid?: string;
+  /** Expiry, in seconds since the epoch. */
+  x: number;
+}
+
+function isSealedCode(value: unknown): value is SealedCode {
+  const code = value as Partial<SealedCode> | null;
+  return typeof code === 'object' && code !== null && typeof code.g === 'string' && typeof code.c === 'string' &&
+    typeof code.u === 'number' && typeof code.e === 'number' && typeof code.s === 'string' && typeof code.sc === 'string' && typeof code.x === 'number';
+}
+
 /** OIDC Core §11: an OpenID request gets a refresh token only when `offline_access` was granted. */
 const OFFLINE_CONDITION = sql.raw(
   `not ('openid' = any(string_to_array(scope, ' '))) or 'offline_access' = any(string_to_array(scope, ' '))`,
@@ -66,140 +105,114 @@ const OFFLINE_CONDITION = sql.raw(
 
 export function refreshTokenAllowed(scopes: readonly string[]): boolean {
   return !scopes.includes('openid') || scopes.includes('offline_access');
-
 }
+
+const p = sql.placeholder;
 
 /** A text[] parameter that both drivers bind the same way: the values joined by spaces. */
 function textArray(joined: string | Placeholder): SQL {
   return sql`string_to_array(${joined}, ' ')`;
 }
 
-function joinedText(values: readonly string[] | undefined): string {
-  return (values ?? []).join(' ');
-}
-
-const p = sql.placeholder;
-
 /**
- * The two statements of every code flow, built once with placeholders: Drizzle then binds values
- * instead of assembling a long text per flow, and the prepared-statement policy sees the same
- * string each time (its hash is computed once). The texts are those a per-call build produces.
+ * The redemption, built once with placeholders: Drizzle then binds values instead of assembling a long text per flow,
+ * and the prepared-statement policy sees the same string each time (its hash is computed once).
  */
-function flowStatements(db: Db, ttlSeconds: number) {
+function redemptionStatements(db: Db) {
   const execute = (statement: SQL) => db.execute(statement) as PgAsyncRaw<unknown>;
   const redeem = (withRefreshToken: boolean) =>
     execute(sql`
-        with redeemed as (${consumeIfUnused({
-          table: authorizationCodes,
-          hashColumn: authorizationCodes.codeHash,
-          hash: p('codeHash'),
-          clientId: p('clientId'),
-          returning: sql.raw('grant_id, client_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method, dpop_jkt, nonce'),
-        })}), touched as (
-          update ${grants} set last_used_at = now() where id = (select grant_id from redeemed)
-          returning extract(epoch from auth_time)::float8 as auth_time, resources, sid
-        )${withRefreshToken ? sql`, issued as (${insertRefreshTokenFrom(sql`(select * from redeemed where ${OFFLINE_CONDITION}) as offline`, { tokenHash: p('tokenHash'), ttlSeconds: p('tokenTtlSeconds'), dpopJkt: p('tokenDpopJkt') })})` : sql``}
-        select grant_id, user_id, scope, redirect_uri, code_challenge, code_challenge_method, dpop_jkt, nonce,
-               (select auth_time from touched) as auth_time, (select resources from touched) as resources,
-               (select sid from touched) as sid
-        from redeemed`);
-  return {
-    issueIfConsented: execute(sql`
-        with signed_in as (
-          select u.id, u.username, c.scope
-          from ${users} u left join ${consents} c on c.user_id = u.id and c.client_id = ${p('clientId')}
+        with authorizing as (
+          select u.id from ${users} u left join ${consents} c on c.user_id = u.id and c.client_id = ${p('clientId')}
           where u.id = ${p('userId')} and u.session_epoch = ${p('sessionEpoch')} and ${notEnded(p('sessionId'))}
-        ), consented as (
-          select id from signed_in
-          where string_to_array(coalesce(scope, ''), ' ') @> string_to_array(${p('scope')}, ' ')
-        ), new_grant as (
-          insert into ${grants} (id, client_id, user_id, scope, auth_time, resources, sid)
-          select ${p('grantId')}, ${p('clientId')}, id, ${p('scope')}, to_timestamp(${p('authTime')}::double precision), ${textArray(p('resources'))}, ${p('sid')}
-          from consented
-          returning id
-        ), new_code as (
-          insert into ${authorizationCodes}
-            (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, code_challenge_method, dpop_jkt, nonce, expires_at)
-          select ${p('codeHash')}, new_grant.id, ${p('clientId')}, ${p('userId')}, ${p('redirectUri')}, ${p('scope')},
-                 ${p('codeChallenge')}, ${p('codeChallengeMethod')}, ${p('dpopJkt')}, ${p('nonce')}, now() + make_interval(secs => ${ttlSeconds})
-          from new_grant
-          returning 1
-        )
-        select id, username, scope, exists(select 1 from consented) as issued from signed_in`),
-    redeem: redeem(false),
-    redeemIssuingRefreshToken: redeem(true),
-  };
+            and string_to_array(coalesce(c.scope, ''), ' ') @> string_to_array(${p('scope')}, ' ')
+        ), redeemed as (
+          insert into ${grants} (id, client_id, user_id, scope, auth_time, resources, sid, last_used_at)
+          select ${p('grantId')}, ${p('clientId')}, id, ${p('scope')}, to_timestamp(${p('authTime')}::double precision), ${textArray(p('resources'))}, ${p('sid')}, now()
+          from authorizing
+          on conflict (id) do nothing
+          returning id as grant_id, client_id, user_id, scope
+        )${withRefreshToken ? sql`, issued as (${insertRefreshTokenFrom(sql`(select * from redeemed where ${OFFLINE_CONDITION}) as offline`, { tokenHash: p('tokenHash'), ttlSeconds: p('tokenTtlSeconds'), dpopJkt: p('tokenDpopJkt') })})` : sql``}
+        select grant_id from redeemed`);
+  return { redeem: redeem(false), redeemIssuingRefreshToken: redeem(true) };
 }
 
+const now = () => Math.floor(Date.now() / 1000);
+
 export class AuthorizationCodeStore {
-  private readonly statements: ReturnType<typeof flowStatements>;
+  private readonly statements: ReturnType<typeof redemptionStatements>;
+  private readonly sealer: Sealer;
 
   constructor(
     private readonly db: Db,
     private readonly ttlSeconds: number,
+    /** The deployment's `authorization-code` instance secret. */
+    secret: string,
+    private readonly consents: ConsentStore,
   ) {
-    this.statements = flowStatements(db, ttlSeconds);
+    if (ttlSeconds > Sealer.lifetimeSeconds) throw new RangeError(`an authorization code cannot live longer than ${Sealer.lifetimeSeconds} s`);
+    this.sealer = new Sealer(secret, 'authorization code');
+    this.statements = redemptionStatements(db);
   }
 
-  async issue(input: NewAuthorizationCode): Promise<{ code: string; grantId: string }> {
-    const code = randomToken(32);
+  /** Seals a code for `input`, authorized by `session`; nothing is written until it is redeemed. */
+  async issue(input: NewAuthorizationCode, session: AuthorizingSession): Promise<{ code: string; grantId: string }> {
     const grantId = randomToken(16);
-    await this.db.execute(sql`
-      with new_grant as (
-        insert into ${grants} (id, client_id, user_id, scope, auth_time, resources, sid)
-        values (${grantId}, ${input.clientId}, ${input.userId}, ${input.scope}, to_timestamp(${input.authTime ?? null}::double precision), ${textArray(joinedText(input.resources))}, ${input.sid ?? null})
-        returning id
-      )
-      insert into ${authorizationCodes}
-        (code_hash, grant_id, client_id, user_id, redirect_uri, scope, code_challenge, code_challenge_method, dpop_jkt, nonce, expires_at)
-      select ${sha256(code)}, new_grant.id, ${input.clientId}, ${input.userId}, ${input.redirectUri}, ${input.scope},
-             ${input.codeChallenge}, ${input.codeChallengeMethod}, ${input.dpopJkt ?? null}, ${input.nonce ?? null}, now() + make_interval(secs => ${this.ttlSeconds})
-      from new_grant`);
-    return { code, grantId };
+    const content: SealedCode = {
+      g: grantId,
+      c: input.clientId,
+      u: input.userId,
+      e: session.epoch,
+      s: session.sid,
+      sc: input.scope,
+      ...(input.resources?.length ? { r: input.resources.join(' ') } : {}),
+      ...(input.redirectUri !== null ? { ru: input.redirectUri } : {}),
+      ...(input.codeChallenge !== null ? { cc: input.codeChallenge } : {}),
+      ...(input.codeChallengeMethod !== null ? { cm: input.codeChallengeMethod } : {}),
+      ...(input.dpopJkt ? { dj: input.dpopJkt } : {}),
+      ...(input.nonce ? { n: input.nonce } : {}),
+      ...(input.authTime != null ? { at: input.authTime } : {}),
+      ...(input.sid ? { sid: input.sid } : {}),
+      x: now() + this.ttlSeconds,
+    };
+    return { code: this.sealer.seal(content), grantId };
   }
 
   /**
-   * Reads the user and their consent and, when it covers every requested scope, creates the grant and code; `session` is
-   * the browser session of `input.userId`, refused when voided or signed out.
+   * Reads the user and their consent and, when it covers every requested scope, seals the code; `session` is the
+   * browser session of `input.userId`, refused when voided or signed out.
    */
   async issueIfConsented(
     input: NewAuthorizationCode,
-    session: Omit<SessionCheck, 'userId'>,
+    session: AuthorizingSession,
   ): Promise<{ user?: SignedInUser; issued?: { code: string; grantId: string } }> {
-    const code = randomToken(32);
-    const grantId = randomToken(16);
-    const result = this.statements.issueIfConsented
-      .execute({
-        clientId: input.clientId,
-        userId: input.userId,
-        sessionEpoch: session.epoch,
-        sessionId: session.sid,
-        scope: input.scope,
-        grantId,
-        authTime: input.authTime ?? null,
-        resources: joinedText(input.resources),
-        sid: input.sid ?? null,
-        codeHash: sha256(code),
-        redirectUri: input.redirectUri ?? null,
-        codeChallenge: input.codeChallenge ?? null,
-        codeChallengeMethod: input.codeChallengeMethod ?? null,
-        dpopJkt: input.dpopJkt ?? null,
-        nonce: input.nonce ?? null,
-      })
-      .then(rowsOf<{ id: number; username: string; scope: string | null; issued: boolean }>)
-      .catch((error: unknown) => {
-        // The user (or client) was deleted while this ran: the session's account is gone.
-        if (isForeignKeyViolation(error)) return [];
-        throw error;
-      });
-    const [row] = await result;
-    if (!row) return {};
-    const user = { userId: row.id, username: row.username, consentedScopes: new Set(parseScope(row.scope)) };
-    return row.issued ? { user, issued: { code, grantId } } : { user };
+    const user = await this.consents.lookup({ ...session, userId: input.userId }, input.clientId);
+    if (!user) return {};
+    if (!parseScope(input.scope).every((scope) => user.consentedScopes.has(scope))) return { user };
+    return { user, issued: await this.issue(input, session) };
+  }
+
+  /** The code's content when `clientId` may still present it: sealed by this deployment, for this client, not expired. */
+  private openFor(code: string, clientId: string): SealedCode | undefined {
+    const content = this.sealer.open(code);
+    if (!isSealedCode(content) || content.c !== clientId || content.x <= now()) return undefined;
+    return content;
   }
 
   async redeem(code: string, clientId: string, refreshToken?: NewRefreshToken): Promise<RedeemedCode | undefined> {
-    const values = { codeHash: sha256(code), clientId };
+    const content = this.openFor(code, clientId);
+    if (!content) return undefined;
+    const values = {
+      grantId: content.g,
+      clientId,
+      userId: content.u,
+      sessionEpoch: content.e,
+      sessionId: content.s,
+      scope: content.sc,
+      authTime: content.at ?? null,
+      resources: content.r ?? '',
+      sid: content.sid ?? null,
+    };
     const redemption = () =>
       refreshToken
         ? this.statements.redeemIssuingRefreshToken.execute({
@@ -209,71 +222,47 @@ export class AuthorizationCodeStore {
             tokenDpopJkt: refreshToken.dpopJkt,
           })
         : this.statements.redeem.execute(values);
-    const [row] = await whileOwnerExists(async () => rowsOf<{
-      grant_id: string;
-      user_id: number;
-      scope: string;
-      redirect_uri: string | null;
-      code_challenge: string | null;
-      code_challenge_method: string | null;
-      dpop_jkt: string | null;
-      nonce: string | null;
-      auth_time: number | null;
-      resources: string[] | null;
-      sid: string | null;
-    }>(await redemption()));
+    const [row] = await whileOwnerExists(async () => rowsOf<{ grant_id: string }>(await redemption()));
     if (!row) return undefined;
     return {
-      grantId: row.grant_id,
-      userId: row.user_id,
-      scope: row.scope,
-      resources: row.resources ?? [],
-      redirectUri: row.redirect_uri,
-      codeChallenge: row.code_challenge,
-      codeChallengeMethod: row.code_challenge_method,
-      dpopJkt: row.dpop_jkt,
-      nonce: row.nonce,
-      authTime: row.auth_time === null ? null : Math.floor(Number(row.auth_time)),
-      sid: row.sid,
+      grantId: content.g,
+      userId: content.u,
+      scope: content.sc,
+      resources: parseScope(content.r),
+      redirectUri: content.ru ?? null,
+      codeChallenge: content.cc ?? null,
+      codeChallengeMethod: content.cm ?? null,
+      dpopJkt: content.dj ?? null,
+      nonce: content.n ?? null,
+      authTime: content.at ?? null,
+      sid: content.sid ?? null,
     };
+  }
+
+  private async redeemed(grantId: string): Promise<boolean> {
+    const rows = await queryRows<unknown>(this.db, sql`select 1 from ${grants} where id = ${grantId}`);
+    return rows.length > 0;
   }
 
   /**
    * The resources of the grant behind a code this client may still redeem, read before redeeming it (RFC 8707 §2.2);
-   * undefined for any other code, which the redemption then refuses for what it is. A grant's resources never change.
+   * undefined for any other code, which the redemption then refuses for what it is.
    */
   async grantedResources(code: string, clientId: string): Promise<string[] | undefined> {
-    const [row] = await queryRows<{ resources: string[] | null }>(
-      this.db,
-      sql`select g.resources
-          from ${authorizationCodes} c join ${grants} g on g.id = c.grant_id
-          where c.code_hash = ${sha256(code)} and c.client_id = ${clientId}
-            and c.consumed_at is null and c.expires_at > now() and g.revoked_at is null`,
-    );
-    return row && (row.resources ?? []);
+    const content = this.openFor(code, clientId);
+    if (!content || (await this.redeemed(content.g))) return undefined;
+    return parseScope(content.r);
   }
 
   async diagnose(code: string, clientId: string): Promise<CodeRejection> {
-    const [row] = await queryRows<{
-      grant_id: string;
-      client_id: string;
-      user_id: number;
-      consumed: boolean;
-      expired: boolean;
-      grant_revoked: boolean;
-    }>(
-      this.db,
-      sql`select c.grant_id, c.client_id, c.user_id, c.consumed_at is not null as consumed,
-                 c.expires_at <= now() as expired, g.revoked_at is not null as grant_revoked
-          from ${authorizationCodes} c join ${grants} g on g.id = c.grant_id
-          where c.code_hash = ${sha256(code)}`,
-    );
-    if (!row) return { reason: 'unknown' };
+    const content = this.sealer.open(code);
+    if (!isSealedCode(content)) return { reason: 'unknown' };
     // The client binding comes first: another client presenting a used code is not a replay by
     // the code's holder, and must not be able to revoke that holder's tokens.
-    if (row.client_id !== clientId) return { reason: 'client_mismatch', clientId: row.client_id, userId: row.user_id };
-    if (row.consumed) return { reason: 'replayed', grantId: row.grant_id, clientId: row.client_id, userId: row.user_id };
-    if (row.expired) return { reason: 'expired', userId: row.user_id };
-    return { reason: 'grant_revoked', userId: row.user_id };
+    if (content.c !== clientId) return { reason: 'client_mismatch', clientId: content.c, userId: content.u };
+    if (await this.redeemed(content.g)) return { reason: 'replayed', grantId: content.g, clientId: content.c, userId: content.u };
+    if (content.x <= now()) return { reason: 'expired', userId: content.u };
+    // Signed out, its consent withdrawn or narrowed, or the account or client deleted since the code was issued.
+    return { reason: 'grant_revoked', userId: content.u };
   }
 }

@@ -1,9 +1,10 @@
 /** A consent only grows: allowing more scopes adds them, so scopes already allowed are not asked again. */
 import { and, eq, inArray, sql } from 'drizzle-orm';
+import type { PgAsyncRaw } from 'drizzle-orm/pg-core/async/raw';
 import type { Db } from '../../db/database.js';
 import { clients, consents, grants, users } from '../../db/schema.js';
 import { formatScope, parseScope } from '../scopes.js';
-import { queryRows, toDate } from './rows.js';
+import { queryRows, rowsOf, toDate } from './rows.js';
 import { isForeignKeyViolation } from '../../db/errors.js';
 import { notEnded, type SessionCheck } from './ended-sessions.js';
 import { withdrawDeviceApprovals } from './device-codes.js';
@@ -14,8 +15,23 @@ export interface SignedInUser {
   consentedScopes: ReadonlySet<string>;
 }
 
+/**
+ * The signed-in user and their consent to one client, read on every /authorize: built once with placeholders, so Drizzle
+ * binds values instead of assembling the text per request (see stores/codes.ts).
+ */
+function signedInStatement(db: Db) {
+  const p = sql.placeholder;
+  return db.execute(sql`select u.id, u.username, c.scope
+    from ${users} u left join ${consents} c on c.user_id = u.id and c.client_id = ${p('clientId')}
+    where u.id = ${p('userId')} and u.session_epoch = ${p('sessionEpoch')} and ${notEnded(p('sessionId'))}`) as PgAsyncRaw<unknown>;
+}
+
 export class ConsentStore {
-  constructor(private readonly db: Db) {}
+  private readonly signedIn: ReturnType<typeof signedInStatement>;
+
+  constructor(private readonly db: Db) {
+    this.signedIn = signedInStatement(db);
+  }
 
   backchannelLogoutTargets(userId: number) {
     return queryRows<{
@@ -60,11 +76,8 @@ export class ConsentStore {
 
   /** One query; a session outliving its account, or signed out, reads as signed out. */
   async lookup(session: SessionCheck, clientId: string): Promise<SignedInUser | undefined> {
-    const [row] = await queryRows<{ id: number; username: string; scope: string | null }>(
-      this.db,
-      sql`select u.id, u.username, c.scope
-          from ${users} u left join ${consents} c on c.user_id = u.id and c.client_id = ${clientId}
-          where u.id = ${session.userId} and u.session_epoch = ${session.epoch} and ${notEnded(session.sid)}`,
+    const [row] = rowsOf<{ id: number; username: string; scope: string | null }>(
+      await this.signedIn.execute({ clientId, userId: session.userId, sessionEpoch: session.epoch, sessionId: session.sid }),
     );
     if (!row) return undefined;
     return { userId: row.id, username: row.username, consentedScopes: new Set(parseScope(row.scope)) };

@@ -1,14 +1,14 @@
 /**
- * The one "consume if unused" UPDATE of codes and refresh tokens (node-oidc-provider's consumable): one statement,
- * so two concurrent redemptions cannot both succeed.
+ * The one "consume if unused" UPDATE of refresh tokens (node-oidc-provider's consumable): one statement, so two
+ * concurrent redemptions cannot both succeed.
  */
 import { sql, type Placeholder, type SQL } from 'drizzle-orm';
-import { authorizationCodes, grants, refreshTokens } from '../../db/schema.js';
+import { grants, refreshTokens } from '../../db/schema.js';
 import { isDeadlock, isForeignKeyViolation } from '../../db/errors.js';
 
 export interface Consumption {
-  table: typeof authorizationCodes | typeof refreshTokens;
-  hashColumn: typeof authorizationCodes.codeHash | typeof refreshTokens.tokenHash;
+  table: typeof refreshTokens;
+  hashColumn: typeof refreshTokens.tokenHash;
   hash: string | Placeholder;
   clientId: string | Placeholder;
   /** Column list of the RETURNING clause (constant SQL, never user input). */
@@ -26,8 +26,8 @@ export function consumeIfUnused({ table, hashColumn, hash, clientId, returning, 
 }
 
 /**
- * Runs a redemption that also issues a refresh token, answering no rows when the grant's user or client is deleted
- * while it runs: the successor's foreign key to the grant then fails, or PostgreSQL aborts it as a deadlock with the delete's
+ * Runs a redemption that also issues a refresh token (or creates a code's grant), answering no rows when the grant's
+ * user or client is deleted while it runs: the successor's foreign key to the grant (or the new grant's) then fails, or PostgreSQL aborts it as a deadlock with the delete's
  * cascade (the redemption locks the credential, then the grant; the cascade the grant, then the credentials). A
  * deadlock is tried once more, as it may have had another cause; an aborted statement consumed nothing.
  */

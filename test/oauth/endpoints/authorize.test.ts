@@ -5,8 +5,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import request from 'supertest';
 import { eq } from 'drizzle-orm';
-import { authorizationCodes, grants } from '../../../src/db/schema.js';
-import { sha256 } from '../../../src/crypto/secrets.js';
+import { grants } from '../../../src/db/schema.js';
+import { Sealer } from '../../../src/crypto/sealed.js';
 import { describeEachDatabase } from '../../support/runtime.js';
 import {
   authorizeParams,
@@ -16,6 +16,7 @@ import {
   buildUser,
   pathOf,
   redirectParams,
+  tokenRequest,
   type TestClient,
   type TestUser,
 } from '../../support/oauth.js';
@@ -220,26 +221,31 @@ describeEachDatabase('GET /authorize', (context) => {
       expect(res.headers.location!.startsWith(`${client.redirectUri}?`)).toBe(true);
     });
 
-    it('redirects with code, the same state and iss after Allow; the code is opaque, random and stored only as a hash (RFC 6749 §4.1.2)', async () => {
+    it('redirects with code, the same state and iss after Allow; the code is sealed, and its grant exists only once redeemed (RFC 6749 §4.1.2)', async () => {
       const { runtime } = context();
       const browser = new Browser(context().app);
       const params = authorizeParams(client, { state: 'xyz ~ 123' });
+      const grantsOf = async () => (await runtime.db.select({ id: grants.id }).from(grants).where(eq(grants.clientId, client.id))).map((g) => g.id);
+      const before = await grantsOf();
       const res = await browser.authorize(params, user);
       expect(res.status).toBe(302);
       const query = redirectParams(res);
       expect(query.get('state')).toBe('xyz ~ 123');
       expect(query.get('iss')).toBe(context().config.issuer);
       const code = query.get('code')!;
-      expect(code).toMatch(/^[A-Za-z0-9_-]{43}$/); // 256 bits
-      const [row] = await runtime.db.select().from(authorizationCodes).where(eq(authorizationCodes.codeHash, sha256(code)));
-      expect(row).toBeDefined();
-      expect(JSON.stringify(row)).not.toContain(code);
-      expect(row!.scope).toBe('products:read orders:read'); // no scope → the client's defaults (RFC 6749 §3.3)
-      expect(row!.codeChallenge).toBe(params.code_challenge);
-      const lifetime = (row!.expiresAt.getTime() - row!.createdAt.getTime()) / 1000;
-      expect(lifetime).toBeCloseTo(context().config.authCodeTtl, 0);
-      const [grant] = await runtime.db.select().from(grants).where(eq(grants.id, row!.grantId));
-      expect(grant).toMatchObject({ clientId: client.id, userId: user.id, revokedAt: null });
+      expect(code).toMatch(/^[0-9a-z]+\.[A-Za-z0-9_-]+$/);
+      // Encrypted: nothing of the authorization reads from the code itself.
+      const decoded = Buffer.from(code.split('.')[1]!, 'base64url').toString('latin1');
+      for (const secret of ['products:read', params.code_challenge, client.id, client.redirectUri]) expect(decoded).not.toContain(secret);
+      const content = new Sealer(runtime.authorizationCodeSecret, 'authorization code').open(code) as Record<string, unknown>;
+      expect(content).toMatchObject({ c: client.id, u: user.id, sc: 'products:read orders:read', cc: params.code_challenge }); // no scope → the client's defaults (RFC 6749 §3.3)
+      expect((content.x as number) - Date.now() / 1000).toBeCloseTo(context().config.authCodeTtl, -1);
+      // Issuing wrote no grant; redeeming creates it.
+      expect(await grantsOf()).toEqual(before);
+      const tokens = await tokenRequest(context().app, { grant_type: 'authorization_code', code, redirect_uri: client.redirectUri, code_verifier: params.verifier }, client);
+      expect(tokens.status).toBe(200);
+      const [grant] = await runtime.db.select().from(grants).where(eq(grants.id, content.g as string));
+      expect(grant).toMatchObject({ clientId: client.id, userId: user.id, scope: 'products:read orders:read', revokedAt: null });
     });
 
     it('issues a different code for every authorization', async () => {

@@ -7,9 +7,10 @@
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { UserStore } from '../../../src/oauth/stores/users.js';
 import { eq } from 'drizzle-orm';
-import { authorizationCodes, refreshTokens } from '../../../src/db/schema.js';
+import { grants, refreshTokens } from '../../../src/db/schema.js';
+import { Sealer } from '../../../src/crypto/sealed.js';
+import { ConsentStore } from '../../../src/oauth/stores/consents.js';
 import { authenticateBearer } from '../../../src/tokens/bearer.js';
-import { sha256 } from '../../../src/crypto/secrets.js';
 import { describeEachDatabase } from '../../support/runtime.js';
 import {
   authorizeParams,
@@ -166,13 +167,80 @@ describeEachDatabase('authorization_code grant', (context) => {
   it('an expired code is invalid_grant', async () => {
     const { runtime } = context();
     const { code, verifier } = await issueCode(runtime, clientA, user);
-    await runtime.db
-      .update(authorizationCodes)
-      .set({ expiresAt: new Date(Date.now() - 1000) })
-      .where(eq(authorizationCodes.codeHash, sha256(code)));
-    const res = await redeem(clientA, { code, redirect_uri: clientA.redirectUri, code_verifier: verifier });
-    expect(res.body.error).toBe('invalid_grant');
-    expect(res.body.error_description).toMatch(/expired/);
+    // Only the clock moves, past the code's lifetime: nothing else about the code or its session changes.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + (runtime.config.authCodeTtl + 1) * 1000 });
+    try {
+      const res = await redeem(clientA, { code, redirect_uri: clientA.redirectUri, code_verifier: verifier });
+      expect(res.body.error).toBe('invalid_grant');
+      expect(res.body.error_description).toMatch(/expired/);
+    } finally {
+      vi.useRealTimers();
+    }
+    // Still unused: back in its lifetime it redeems, so the refusal above was the expiry alone.
+    expect((await redeem(clientA, { code, redirect_uri: clientA.redirectUri, code_verifier: verifier })).status).toBe(200);
+  });
+
+  it('a code altered in any part, or sealed by another deployment, reads like an unknown one', async () => {
+    const { runtime } = context();
+    const { code, verifier } = await issueCode(runtime, clientA, user);
+    const [hour, sealed] = code.split('.') as [string, string];
+    const flip = (text: string, at: number) => text.slice(0, at) + (text[at] === 'A' ? 'B' : 'A') + text.slice(at + 1);
+    const altered = [
+      `${(Number.parseInt(hour, 36) - 1).toString(36)}.${sealed}`,
+      `${hour}.${flip(sealed, 2)}`, // the nonce
+      `${hour}.${flip(sealed, 30)}`, // the content
+      `${hour}.${flip(sealed, sealed.length - 3)}`, // the tag
+      `${hour}.${sealed.slice(0, -4)}`,
+      new Sealer('another deployment', 'authorization code').seal({ g: 'x', c: clientA.id, u: user.id, e: 0, s: 's', sc: 'products:read', x: Date.now() / 1000 + 60 }),
+    ];
+    for (const attempt of altered) {
+      const res = await redeem(clientA, { code: attempt, redirect_uri: clientA.redirectUri, code_verifier: verifier });
+      expect([res.status, res.body]).toEqual([400, { error: 'invalid_grant', error_description: 'the authorization code is not valid' }]);
+    }
+    expect((await redeem(clientA, { code, redirect_uri: clientA.redirectUri, code_verifier: verifier })).status).toBe(200);
+  });
+
+  describe('the authorization behind a code is checked again when it is redeemed', () => {
+    async function codeThroughThePages(who: TestUser) {
+      const params = authorizeParams(clientA, { scope: 'products:read' });
+      const res = await new Browser(context().app).authorize(params, who);
+      return { code: redirectParams(res).get('code')!, verifier: params.verifier };
+    }
+
+    async function refusedAsRevoked(code: string, verifier: string) {
+      const res = await redeem(clientA, { code, redirect_uri: clientA.redirectUri, code_verifier: verifier });
+      expect([res.status, res.body]).toEqual([400, { error: 'invalid_grant', error_description: 'the authorization behind this code has been revoked' }]);
+    }
+
+    it('refuses a code whose user signed out everywhere since', async () => {
+      const who = await buildUser(context().runtime);
+      const { code, verifier } = await codeThroughThePages(who);
+      await context().runtime.users.endSessions(who.id);
+      await refusedAsRevoked(code, verifier);
+    });
+
+    it("refuses a code whose user's password was changed since", async () => {
+      const who = await buildUser(context().runtime);
+      const { code, verifier } = await codeThroughThePages(who);
+      await context().runtime.users.setPassword(who.username, 'a new password, after a leak');
+      await refusedAsRevoked(code, verifier);
+    });
+
+    it('refuses a code whose app the user revoked since, and creates no grant', async () => {
+      const who = await buildUser(context().runtime);
+      const { code, verifier } = await codeThroughThePages(who);
+      const grantId = (new Sealer(context().runtime.authorizationCodeSecret, 'authorization code').open(code) as { g: string }).g;
+      await new ConsentStore(context().runtime.db).revokeApp(who.id, clientA.id);
+      await refusedAsRevoked(code, verifier);
+      expect(await context().runtime.db.select().from(grants).where(eq(grants.id, grantId))).toEqual([]);
+    });
+
+    it('refuses a code of a deleted account', async () => {
+      const who = await buildUser(context().runtime);
+      const { code, verifier } = await codeThroughThePages(who);
+      await context().runtime.users.delete(who.username);
+      await refusedAsRevoked(code, verifier);
+    });
   });
 
   it('replay: a second use is invalid_grant and revokes every token issued from the code', async () => {

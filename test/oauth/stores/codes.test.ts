@@ -1,7 +1,8 @@
 /**
- * The code flow's two statements (issue a code if consented, redeem it) are built once with
- * placeholders: every flow must send the same text, whatever its values, and still get its own
- * answers back. The session checks (epoch, signed out) ride in the first; nothing else is sent.
+ * The code flow's two statements (read the session's user and consent at /authorize, redeem at
+ * /token) are built once with placeholders: every flow must send the same text, whatever its
+ * values, and still get its own answers back. The session checks (epoch, signed out) ride in both:
+ * the code is sealed, so /authorize writes nothing, and /token checks the session again.
  */
 import { beforeAll, expect, it } from 'vitest';
 import { describeEachDatabase } from '../../support/runtime.js';
@@ -45,8 +46,8 @@ describeEachDatabase('authorization code statements', (context) => {
     expect(second.tokens.body.scope).toBe('orders:read products:read');
     expect(first.tokens.body.refresh_token).not.toBe(second.tokens.body.refresh_token);
 
-    const issue = (statements: string[]) => statements.filter((text) => text.includes('with signed_in as'));
-    const redeem = (statements: string[]) => statements.filter((text) => text.includes('with redeemed as'));
+    const issue = (statements: string[]) => statements.filter((text) => text.startsWith('select u.id, u.username, c.scope'));
+    const redeem = (statements: string[]) => statements.filter((text) => text.includes('with authorizing as'));
     expect(issue(first.statements)).toHaveLength(1);
     expect(redeem(first.statements)).toHaveLength(1);
     expect(issue(second.statements)).toEqual(issue(first.statements));
@@ -55,13 +56,16 @@ describeEachDatabase('authorization code statements', (context) => {
     expect(issue(first.statements)[0]).not.toContain('products:read');
   });
 
-  it('checks the session epoch and sign-out inside the issuing statement: a warm flow is still two statements', async () => {
+  it('checks the session epoch and sign-out in both statements, and writes only at /token: a warm flow is two statements', async () => {
     const { statements } = await flow('products:read');
-    // /authorize issues, /token redeems; the client, keys and revocation answers come from caches.
+    // /authorize reads, /token redeems; the client, keys and revocation answers come from caches.
     expect(statements).toHaveLength(2);
-    expect(statements[0]).toContain('with signed_in as');
-    expect(statements[0]).toContain('u.session_epoch = $');
-    expect(statements[0]).toMatch(/not exists \(select 1 from "ended_sessions" where "ended_sessions"\."sid" = \$\d+\)/);
-    expect(statements[1]).toContain('with redeemed as');
+    expect(statements[0]).toMatch(/^select u\.id, u\.username, c\.scope/);
+    expect(statements[0]).not.toMatch(/\b(insert|update|delete)\b/i);
+    expect(statements[1]).toContain('with authorizing as');
+    for (const text of statements) {
+      expect(text).toContain('u.session_epoch = $');
+      expect(text).toMatch(/not exists \(select 1 from "ended_sessions" where "ended_sessions"\."sid" = \$\d+\)/);
+    }
   });
 });

@@ -27,6 +27,7 @@ import {
   pathOf,
   redirectParams,
   securityEvents,
+  tokenRequest,
   type AuthorizeParams,
   type TestClient,
   type TestUser,
@@ -55,11 +56,15 @@ describeEachDatabase(
 
     const params = (overrides: AuthorizeParams = {}) => authorizeParams(client, { scope: 'openid products:read', ...overrides });
 
-    /** A browser signed in as `who` that has allowed the client. */
+    /** A browser signed in as `who` that has allowed the client, which redeemed its code: it took part in the session. */
     async function signedIn(who: TestUser = user): Promise<Browser> {
       const browser = new Browser(context().app);
-      const res = await browser.authorize(params(), who);
-      expect(redirectParams(res).get('code')).toBeTruthy();
+      const request = params();
+      const res = await browser.authorize(request, who);
+      const code = redirectParams(res).get('code');
+      expect(code).toBeTruthy();
+      const tokens = await tokenRequest(context().app, { grant_type: 'authorization_code', code: code!, redirect_uri: client.redirectUri, code_verifier: request.verifier }, client);
+      expect(tokens.status).toBe(200);
       return browser;
     }
 
@@ -112,6 +117,17 @@ describeEachDatabase(
       const decided = await request(context().app).post(pathOf(formAction(consent.text))).set('Cookie', copy).type('form').send({ ...formFields(consent.text), decision: 'deny' });
       expect(decided.status).toBe(303);
       expect(decided.headers.location).toMatch(new RegExp(`^${context().config.issuer}/authorize\\?`));
+    });
+
+    it('refuses at /token a code the session issued before it was logged out, and tells no client it never reached', async () => {
+      const someone = await buildUser(context().runtime);
+      const browser = new Browser(context().app);
+      const request = params();
+      const code = redirectParams(await browser.authorize(request, someone)).get('code')!;
+      await logOut(browser);
+      const tokens = await tokenRequest(context().app, { grant_type: 'authorization_code', code, redirect_uri: client.redirectUri, code_verifier: request.verifier }, client);
+      expect([tokens.status, tokens.body]).toEqual([400, { error: 'invalid_grant', error_description: 'the authorization behind this code has been revoked' }]);
+      await logoutTokensFor(someone, 0);
     });
 
     it('lets the same browser sign in afresh after logout', async () => {
