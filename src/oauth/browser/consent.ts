@@ -43,7 +43,8 @@ export function consentHandler(browser: BrowserContext) {
       oauth.events(req, 'consent_granted', { clientId, userId: user.userId });
       if (isSelfRegistered(request.client)) {
         // /authorize would ask again (it never relies on a stored consent for such clients), so this very decision
-        // issues the code, in a statement that checks the session again: a logout since the lookup above is refused.
+        // issues the code, after reading the session again: a logout since the lookup above is refused (and /token
+        // checks it once more).
         const { issued } = await oauth.codes.issueIfConsented(codeRequest(request, { ...session, userId: user.userId }, oauth.sessionIds), check);
         if (!issued) {
           continueAuthorization(browser, res, request);

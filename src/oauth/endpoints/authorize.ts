@@ -95,7 +95,7 @@ function authorizeHandler(browser: BrowserContext) {
       showConsent(browser, req, res, request, user);
       return;
     }
-    // One statement: the user, their consent and — when it covers the request — the code.
+    // One read, the user and their consent; when it covers the request, the code is sealed (nothing is written).
     const { user, issued } = await browser.oauth.codes.issueIfConsented(codeRequest(request, signedIn, browser.oauth.sessionIds), check);
     if (!user) return signIn();
     if (!issued) {
