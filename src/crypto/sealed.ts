@@ -4,9 +4,10 @@
  * keys from the shared secret, so one instance opens what another sealed.
  *
  * The key changes every hour: each hour's is derived from the secret with HKDF (RFC 5869), the hour in the clear ahead
- * of the ciphertext and bound to it as associated data. A value opens during the hour it was sealed in and the next, so
- * it must not need to live longer than an hour; no key ever seals more than one hour's values, which keeps random
- * 96-bit nonces far from their collision bound. jose's JWE does the same with WebCrypto, at about ten times the cost
+ * of the ciphertext and bound to it as associated data. A value opens during the hour it was sealed in and the next (and
+ * in the hour before, for an instance whose clock lags the sealer's at the turn of an hour), so it must not need to live
+ * longer than an hour; no key ever seals more than one hour's values, which keeps random 96-bit nonces far from their
+ * collision bound. jose's JWE does the same with WebCrypto, at about ten times the cost
  * per value here (measured: docs/PERFORMANCE.md).
  */
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
@@ -61,7 +62,7 @@ export class Sealer {
     const hour = Number.parseInt(sealed.slice(0, dot), 36);
     if (hour.toString(36) !== sealed.slice(0, dot)) return undefined;
     const current = Math.floor(now / HOUR_MS);
-    if (hour !== current && hour !== current - 1) return undefined;
+    if (Math.abs(hour - current) > 1) return undefined;
     const encrypted = Buffer.from(sealed.slice(dot + 1), 'base64url');
     if (encrypted.length < NONCE_BYTES + TAG_BYTES) return undefined;
     try {

@@ -42,14 +42,21 @@ describe('Sealer', () => {
     expect(sealer.open(`${sealed}AA`)).toBeUndefined();
   });
 
-  it('opens during the hour it was sealed in and the next, not before or after', () => {
+  it('opens during the hour it was sealed in and the next, not after', () => {
     const sealedAt = Date.UTC(2026, 11, 4, 10, 59, 59);
     const sealed = sealer.seal(content, sealedAt);
     expect(sealer.open(sealed, sealedAt)).toEqual(content);
     expect(sealer.open(sealed, sealedAt + 1000)).toEqual(content); // the next hour
     expect(sealer.open(sealed, sealedAt + HOUR)).toEqual(content);
     expect(sealer.open(sealed, sealedAt + HOUR + 1000)).toBeUndefined();
-    expect(sealer.open(sealed, sealedAt - HOUR)).toBeUndefined();
+    expect(sealer.open(sealed, sealedAt + 5 * HOUR)).toBeUndefined();
+  });
+
+  it('opens on an instance whose clock is still in the hour before, not earlier', () => {
+    const sealedAt = Date.UTC(2026, 11, 4, 11, 0, 0, 500);
+    const sealed = sealer.seal(content, sealedAt);
+    expect(sealer.open(sealed, sealedAt - 1000)).toEqual(content); // a second behind: 10:59:59.5
+    expect(sealer.open(sealed, sealedAt - HOUR - 1000)).toBeUndefined();
   });
 
   it('refuses a value relabelled with another hour', () => {
