@@ -10,7 +10,8 @@
  * collision bound. jose's JWE does the same with WebCrypto, at about ten times the cost
  * per value here (measured: docs/PERFORMANCE.md).
  */
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hkdfSync } from 'node:crypto';
+import { randomBuffer } from './secrets.js';
 
 const HOUR_MS = 3_600_000;
 const NONCE_BYTES = 12;
@@ -34,7 +35,7 @@ export class Sealer {
     let key = this.keys.get(hour);
     if (!key) {
       key = Buffer.from(hkdfSync('sha256', this.secret, '', `fieldgate sealed ${this.purpose} ${hour}`, 32));
-      // The hours a value may be opened in: this one and the one before.
+      // Keys of hours no value opens in any more go (see open).
       for (const known of this.keys.keys()) if (known < hour - 1) this.keys.delete(known);
       this.keys.set(hour, key);
     }
@@ -47,7 +48,7 @@ export class Sealer {
 
   seal(content: object, now = Date.now()): string {
     const hour = Math.floor(now / HOUR_MS);
-    const nonce = randomBytes(NONCE_BYTES);
+    const nonce = randomBuffer(NONCE_BYTES);
     const cipher = createCipheriv('aes-256-gcm', this.keyOf(hour), nonce, { authTagLength: TAG_BYTES });
     cipher.setAAD(this.associatedData(hour));
     const encrypted = Buffer.concat([nonce, cipher.update(JSON.stringify(content), 'utf8'), cipher.final(), cipher.getAuthTag()]);

@@ -6,23 +6,33 @@ import { createHash, createHmac, randomBytes, randomFillSync, timingSafeEqual } 
 
 /**
  * Bytes from the CSPRNG, drawn 4 KiB at a time, as Node draws them for `randomUUID`: one call into OpenSSL costs about as
- * much for 4 KiB as for 32 bytes (~7–13 µs here), and a code flow draws three tokens. Each byte is handed out once and
- * zeroed as it is, so the pool never holds a token already issued.
+ * much for 4 KiB as for 32 bytes (~7–13 µs here), and a code flow draws a grant id, a code's nonce and a refresh token.
+ * Each byte is handed out once and zeroed as it is, so the pool never holds a value already issued.
  */
 const POOL_SIZE = 4096;
 const pool = Buffer.alloc(POOL_SIZE);
 let poolOffset = POOL_SIZE;
 
-export function randomToken(bytes = 32): string {
-  if (bytes > POOL_SIZE / 4) return randomBytes(bytes).toString('base64url');
+/** `bytes` random bytes from the pool, in the form `read` gives them; a large draw goes to OpenSSL directly. */
+function draw<T>(bytes: number, read: (source: Buffer, start: number, end: number) => T): T {
+  if (bytes > POOL_SIZE / 4) return read(randomBytes(bytes), 0, bytes);
   if (poolOffset + bytes > POOL_SIZE) {
     randomFillSync(pool);
     poolOffset = 0;
   }
-  const token = pool.toString('base64url', poolOffset, poolOffset + bytes);
+  const value = read(pool, poolOffset, poolOffset + bytes);
   pool.fill(0, poolOffset, poolOffset + bytes);
   poolOffset += bytes;
-  return token;
+  return value;
+}
+
+export function randomToken(bytes = 32): string {
+  return draw(bytes, (source, start, end) => source.toString('base64url', start, end));
+}
+
+/** Random bytes of its own (a copy, not a view of the pool). */
+export function randomBuffer(bytes: number): Buffer {
+  return draw(bytes, (source, start, end) => Buffer.from(source.subarray(start, end)));
 }
 
 /** A random id that never starts with `-` or `_`, so a command line never reads it as an option. */

@@ -2,7 +2,8 @@
  * Deletes rows nothing needs any more, in bounded batches. Rotated refresh tokens stay until expiry plus the retention, so
  * a replay still revokes its grant; the retention is never below ACCESS_TOKEN_TTL, since a revoked grant's row is what
  * makes its access tokens fail. A grant stays at least as long as an authorization code lives (AUTH_CODE_TTL), revoked
- * or not: its row is the mark that its code was used (stores/codes.ts). An advisory lock and SKIP LOCKED keep a sweep from ever waiting on a request.
+ * or not: its row is the mark that its code was used (stores/codes.ts). An advisory lock and SKIP LOCKED keep a sweep
+ * from ever waiting on a request.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import type { Config } from '../config.js';

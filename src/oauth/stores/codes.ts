@@ -79,8 +79,8 @@ interface SealedCode {
   e: number;
   s: string;
   sc: string;
-  /** RFC 8707 resources, joined by spaces. */
-  r?: string;
+  /** RFC 8707 resources. */
+  r?: string[];
   ru?: string;
   cc?: string;
   cm?: 'S256';
@@ -165,7 +165,7 @@ export class AuthorizationCodeStore {
       e: session.epoch,
       s: session.sid,
       sc: input.scope,
-      ...(input.resources?.length ? { r: input.resources.join(' ') } : {}),
+      ...(input.resources?.length ? { r: [...input.resources] } : {}),
       ...(input.redirectUri !== null ? { ru: input.redirectUri } : {}),
       ...(input.codeChallenge !== null ? { cc: input.codeChallenge } : {}),
       ...(input.codeChallengeMethod !== null ? { cm: input.codeChallengeMethod } : {}),
@@ -210,7 +210,7 @@ export class AuthorizationCodeStore {
       sessionId: content.s,
       scope: content.sc,
       authTime: content.at ?? null,
-      resources: content.r ?? '',
+      resources: content.r?.join(' ') ?? '',
       sid: content.sid ?? null,
     };
     const redemption = () =>
@@ -228,7 +228,7 @@ export class AuthorizationCodeStore {
       grantId: content.g,
       userId: content.u,
       scope: content.sc,
-      resources: parseScope(content.r),
+      resources: content.r ?? [],
       redirectUri: content.ru ?? null,
       codeChallenge: content.cc ?? null,
       codeChallengeMethod: content.cm ?? null,
@@ -251,7 +251,7 @@ export class AuthorizationCodeStore {
   async grantedResources(code: string, clientId: string): Promise<string[] | undefined> {
     const content = this.openFor(code, clientId);
     if (!content || (await this.redeemed(content.g))) return undefined;
-    return parseScope(content.r);
+    return content.r ?? [];
   }
 
   async diagnose(code: string, clientId: string): Promise<CodeRejection> {

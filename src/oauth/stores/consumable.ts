@@ -7,8 +7,6 @@ import { grants, refreshTokens } from '../../db/schema.js';
 import { isDeadlock, isForeignKeyViolation } from '../../db/errors.js';
 
 export interface Consumption {
-  table: typeof refreshTokens;
-  hashColumn: typeof refreshTokens.tokenHash;
   hash: string | Placeholder;
   clientId: string | Placeholder;
   /** Column list of the RETURNING clause (constant SQL, never user input). */
@@ -16,11 +14,11 @@ export interface Consumption {
   andAlso?: SQL;
 }
 
-export function consumeIfUnused({ table, hashColumn, hash, clientId, returning, andAlso }: Consumption): SQL {
-  return sql`update ${table} set consumed_at = now()
-    where ${hashColumn} = ${hash} and client_id = ${clientId}
+export function consumeIfUnused({ hash, clientId, returning, andAlso }: Consumption): SQL {
+  return sql`update ${refreshTokens} set consumed_at = now()
+    where ${refreshTokens.tokenHash} = ${hash} and client_id = ${clientId}
       and consumed_at is null and expires_at > now()
-      and not exists (select 1 from ${grants} g where g.id = ${table.grantId} and g.revoked_at is not null)
+      and not exists (select 1 from ${grants} g where g.id = ${refreshTokens.grantId} and g.revoked_at is not null)
       ${andAlso ? sql`and ${andAlso}` : sql``}
     returning ${returning}`;
 }

@@ -100,8 +100,6 @@ export class RefreshTokenStore {
       this.db,
       sql`
         with retired as (${consumeIfUnused({
-          table: refreshTokens,
-          hashColumn: refreshTokens.tokenHash,
           hash: sha256(token),
           clientId,
           returning: sql.raw('grant_id, client_id, user_id, scope, dpop_jkt'),
